@@ -1,0 +1,51 @@
+# cxgbit-ext top-level Makefile.
+#   make deps    install everything on a Debian 12 machine (idempotent, root)
+#   make         build the module for every kernel in kernels.conf (W=1, sparse)
+#   make test    host tests + the VM suite on every kernel (what CI runs)
+#   make demo    boot a VM, build the reference topology, run fio, tear down
+SHELL := /bin/bash
+TOP := $(CURDIR)
+VENV := $(TOP)/.venv
+PY := $(VENV)/bin/python
+BUILD := $(TOP)/build
+KVERS = $(shell $(TOP)/scripts/kernels installed)
+# VM batches: testbed/run picks these up; override with VMTESTS=... for one file.
+VMTESTS ?= tests/vm
+VMTIMEOUT ?= 900
+
+.PHONY: all deps modules check-kmod host-test lint vm-test test demo clean
+
+all: modules
+
+deps:
+	$(TOP)/scripts/deps
+
+modules:
+	$(TOP)/scripts/build-kmod $(KVERS)
+
+# checkpatch over our C sources (uses the kernel tree's checkpatch.pl)
+check-kmod:
+	$(TOP)/scripts/checkpatch
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+host-test: lint check-kmod
+	$(PY) -m pytest -q tests/host
+
+vm-test: modules
+	set -e; for k in $(KVERS); do \
+		$(PY) $(TOP)/testbed/run --kernel $$k --timeout $(VMTIMEOUT) \
+			--results $(BUILD)/results/$$k -- $(VMTESTS); \
+	done
+
+test: host-test vm-test
+	@echo "make test: all green on: $(KVERS)"
+
+demo: modules
+	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout $(VMTIMEOUT) \
+		--results $(BUILD)/demo --exec testbed/demo.py
+
+clean:
+	rm -rf $(BUILD)

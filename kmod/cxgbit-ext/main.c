@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgbit-ext: module entry. Registers the ISCSI_CXGBIT transport and the
+ * configfs control interface; refuses to load beside the in-tree cxgbit,
+ * which owns the same transport type and cxgb4 ULD slot.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/kobject.h>
+#include <target/iscsi/iscsi_target_core.h>
+#include <target/iscsi/iscsi_transport.h>
+
+#include "cxgbit_ext.h"
+
+/* Our own kobject sits in the kernel's module kset: look for a sibling. */
+static bool cxe_module_loaded(const char *name)
+{
+	struct kobject *kobj;
+
+	kobj = kset_find_obj(THIS_MODULE->mkobj.kobj.kset, name);
+	if (!kobj)
+		return false;
+	kobject_put(kobj);
+	return true;
+}
+
+static int __init cxe_init(void)
+{
+	int ret;
+
+	if (cxe_module_loaded("cxgbit")) {
+		pr_err("the in-tree cxgbit module is loaded and owns the ISCSI_CXGBIT transport; 'rmmod cxgbit' first (cxgbit_ext replaces it)\n");
+		return -EBUSY;
+	}
+
+	ret = cxe_configfs_init();
+	if (ret)
+		return ret;
+
+	iscsit_register_transport(&cxe_transport);
+	pr_info("version %s: transport %s registered\n", CXE_VERSION,
+		cxe_transport.name);
+	return 0;
+}
+
+static void __exit cxe_exit(void)
+{
+	iscsit_unregister_transport(&cxe_transport);
+	cxe_configfs_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(cxe_init);
+module_exit(cxe_exit);
+
+MODULE_DESCRIPTION("iSCSI PDU-offload target transport for LIO (cxgbit-ext)");
+MODULE_AUTHOR("cxgbit-ext developers");
+MODULE_VERSION(CXE_VERSION);
+MODULE_LICENSE("GPL");
+MODULE_SOFTDEP("pre: iscsi_target_mod");

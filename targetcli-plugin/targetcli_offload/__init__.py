@@ -1,0 +1,1 @@
+"""targetcli_offload."""

@@ -1,0 +1,68 @@
+"""Fixtures for the VM suite (runs inside the testbed guest, as root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iscsi_initiator import iscsiadm
+from testbed.klog import bad_lines
+
+TOP = Path(__file__).resolve().parents[2]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "CXE_KVER" not in os.environ:
+        skip = pytest.mark.skip(reason="VM suite: runs inside the testbed guest (make vm-test)")
+        for item in items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def kver() -> str:
+    return os.environ["CXE_KVER"]
+
+
+@pytest.fixture(scope="session")
+def module_ko(kver: str) -> Path:
+    ko = TOP / "build" / kver / "cxgbit_ext.ko"
+    assert ko.exists(), f"{ko} missing: make modules"
+    return ko
+
+
+def dmesg() -> list[str]:
+    return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+@pytest.fixture(autouse=True)
+def kernel_log_clean() -> Iterator[None]:
+    """Fail the test during which the kernel logged an oops/WARN/BUG/..."""
+    before = len(dmesg())
+    yield
+    bad = bad_lines(dmesg()[before:])
+    assert not bad, "kernel log during this test:\n" + "\n".join(bad)
+
+
+@pytest.fixture(scope="session")
+def iscsid() -> None:
+    iscsiadm.start_iscsid()
+
+
+def lio_clear() -> None:
+    from rtslib_fb import RTSRoot
+
+    iscsiadm.logout()
+    iscsiadm.delete_nodes()
+    RTSRoot().clear_existing(confirm=True)
+
+
+@pytest.fixture
+def lio(iscsid: None) -> Iterator[None]:
+    """LIO with iscsi_target_mod loaded; everything cleared after the test."""
+    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    yield
+    lio_clear()

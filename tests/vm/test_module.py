@@ -1,0 +1,102 @@
+"""cxgbit_ext module lifecycle against real LIO.
+
+insmod refuses beside the in-tree cxgbit; enable_offload loads our module
+through LIO's request_module("cxgbit") and our modprobe.d rule; the module
+registers its transport and configfs tree; rmmod is refused while a portal
+uses it and is clean once offload is off.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rtslib_fb import NetworkPortal, RTSRoot
+
+from cxgbit_ext import topology
+from iscsi_initiator import iscsiadm
+from testbed import topo
+
+from .conftest import TOP, dmesg
+
+IQN = "iqn.2026-11.org.cxgbit-ext:module"
+LINK = topo.LINKS[0]
+CFS = Path("/sys/kernel/config/cxgbit_ext")
+
+
+def loaded(mod: str) -> bool:
+    return Path(f"/sys/module/{mod}").exists()
+
+
+def rmmod(mod: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["rmmod", mod], capture_output=True, text=True)
+
+
+@pytest.fixture
+def installed_module(kver: str, module_ko: Path) -> Iterator[None]:
+    """Install the module and modprobe.d rule as dkms would (guest overlay)."""
+    dest = Path(f"/lib/modules/{kver}/updates/cxgbit_ext.ko")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(module_ko, dest)
+    conf = Path("/etc/modprobe.d/cxgbit-ext.conf")
+    shutil.copy(TOP / "kmod/cxgbit-ext/cxgbit-ext.conf", conf)
+    subprocess.run(["depmod", "-a", kver], check=True)
+    yield
+    conf.unlink()
+    dest.unlink()
+    subprocess.run(["depmod", "-a", kver], check=True)
+
+
+def test_refuses_to_load_beside_intree_cxgbit(module_ko: Path) -> None:
+    subprocess.run(["modprobe", "cxgbit"], check=True)
+    try:
+        before = len(dmesg())
+        p = subprocess.run(["insmod", str(module_ko)], capture_output=True, text=True)
+        assert p.returncode != 0
+        assert "Device or resource busy" in p.stderr
+        assert any("in-tree cxgbit module is loaded" in line for line in dmesg()[before:])
+        assert not loaded("cxgbit_ext")
+    finally:
+        subprocess.run(["modprobe", "-r", "cxgbit"], check=True)
+    assert not loaded("cxgbit")
+
+
+def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: None, tmp_path: Path) -> None:
+    assert not loaded("cxgbit_ext")
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), portals=((LINK.tgt_ip, 3260),))
+    with topo.in_netns():
+        topology.create(t)
+        (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
+        assert isinstance(np, NetworkPortal)
+        # the stock switch: LIO request_module("cxgbit") -> our modprobe.d rule
+        np.offload = True
+    assert np.offload
+    assert loaded("cxgbit_ext") and not loaded("cxgbit")
+    assert (CFS / "transport").read_text() == "cxgbit_ext\n"
+    assert (CFS / "version").read_text().strip() == "0.1.0"
+    assert (CFS / "portals").read_text() == f"{LINK.tgt_ip}:3260\n"
+    assert (CFS / "adapters").is_dir()
+
+    p = rmmod("cxgbit_ext")
+    assert p.returncode != 0 and "in use" in p.stderr, p
+    assert loaded("cxgbit_ext")
+
+    # the stock listener on the same address still answers
+    assert iscsiadm.DiscoveredTarget(f"{LINK.tgt_ip}:3260", 1, IQN) in iscsiadm.discover(LINK.tgt_ip)
+
+    np.offload = False
+    assert (CFS / "portals").read_text() == ""
+    p = rmmod("cxgbit_ext")
+    assert p.returncode == 0, p.stderr
+    assert not loaded("cxgbit_ext") and not CFS.exists()
+
+
+def test_insmod_rmmod_cycles(lio: None, module_ko: Path) -> None:
+    for _ in range(3):
+        subprocess.run(["insmod", str(module_ko)], check=True)
+        assert (CFS / "transport").read_text() == "cxgbit_ext\n"
+        assert rmmod("cxgbit_ext").returncode == 0
+    assert not CFS.exists()

@@ -1,0 +1,117 @@
+"""Build and remove the papers' reference topology with rtslib.
+
+One iSCSI target with N LUNs (ramdisk or fileio), demo-mode ACLs and one or
+more portals, optionally offloaded through the stock np ``cxgbit`` switch
+(rtslib ``NetworkPortal.offload``). Creation is all or nothing: when a step
+fails, what was made is deleted again and the error is raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from rtslib_fb import (
+    LUN,
+    TPG,
+    FabricModule,
+    FileIOStorageObject,
+    NetworkPortal,
+    RDMCPStorageObject,
+    RTSRoot,
+    Target,
+)
+from rtslib_fb.utils import RTSLibError
+
+Backstore = Literal["ramdisk", "fileio"]
+MiB = 1 << 20
+
+
+class TopologyError(Exception):
+    """The topology could not be built or removed; nothing was left half made."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What to build: one target, its LUNs and portals."""
+
+    iqn: str
+    backstores: tuple[Backstore, ...] = ("ramdisk",) * 4
+    lun_size: int = 64 * MiB
+    portals: tuple[tuple[str, int], ...] = (("0.0.0.0", 3260),)
+    offload: bool = False
+    fileio_dir: Path = Path("/var/tmp/cxgbit-ext")
+    name_prefix: str = field(default="cxe")
+
+    def so_name(self, lun: int) -> str:
+        return f"{self.name_prefix}_{self.backstores[lun]}{lun}"
+
+
+def _make_storage(topo: Topology, lun: int) -> RDMCPStorageObject | FileIOStorageObject:
+    name = topo.so_name(lun)
+    if topo.backstores[lun] == "ramdisk":
+        return RDMCPStorageObject(name, size=topo.lun_size)
+    topo.fileio_dir.mkdir(parents=True, exist_ok=True)
+    path = topo.fileio_dir / f"{name}.img"
+    # like targetcli: the image exists at its full (sparse) size before LIO opens it
+    with path.open("xb") as f:
+        f.truncate(topo.lun_size)
+    return FileIOStorageObject(name, dev=str(path), size=topo.lun_size, write_back=False)
+
+
+def create(topo: Topology) -> Target:
+    """Create the target described by ``topo``; raise TopologyError on failure."""
+    if not topo.backstores or topo.lun_size < MiB:
+        raise TopologyError(f"need at least one LUN of at least 1 MiB, got {len(topo.backstores)} x {topo.lun_size} B")
+    made_sos: list[RDMCPStorageObject | FileIOStorageObject] = []
+    target: Target | None = None
+    try:
+        fabric = FabricModule("iscsi")
+        if any(t.wwn == topo.iqn for t in fabric.targets):
+            raise TopologyError(f"target {topo.iqn} exists already")
+        target = Target(fabric, topo.iqn)
+        tpg = TPG(target, 1)
+        tpg.set_attribute("authentication", "0")
+        tpg.set_attribute("generate_node_acls", "1")
+        tpg.set_attribute("demo_mode_write_protect", "0")
+        tpg.set_attribute("cache_dynamic_acls", "1")
+        for i in range(len(topo.backstores)):
+            so = _make_storage(topo, i)
+            made_sos.append(so)
+            LUN(tpg, i, storage_object=so)
+        for ip, port in topo.portals:
+            np = NetworkPortal(tpg, ip, port)
+            if topo.offload:
+                np.offload = True
+        tpg.enable = True
+        return target
+    except (RTSLibError, OSError) as e:
+        _undo(target, made_sos)
+        raise TopologyError(f"creating {topo.iqn}: {e}") from e
+    except TopologyError:
+        _undo(target, made_sos)
+        raise
+
+
+def _undo(target: Target | None, sos: list[RDMCPStorageObject | FileIOStorageObject]) -> None:
+    if target is not None:
+        target.delete()
+    for so in sos:
+        image = Path(so.udev_path) if isinstance(so, FileIOStorageObject) else None
+        so.delete()
+        if image is not None:
+            image.unlink(missing_ok=True)
+
+
+def delete(iqn: str) -> None:
+    """Delete a target and the storage objects only it used, fileio images included."""
+    fabric = FabricModule("iscsi")
+    matches = [t for t in fabric.targets if t.wwn == iqn]
+    if not matches:
+        raise TopologyError(f"no target {iqn}")
+    target = matches[0]
+    sos = {lun.storage_object.path: lun.storage_object for tpg in target.tpgs for lun in tpg.luns}
+    target.delete()
+    in_use = {lun.storage_object.path for t in RTSRoot().targets for tpg in t.tpgs for lun in tpg.luns}
+    _undo(None, [so for p, so in sos.items() if p not in in_use])
