@@ -8,6 +8,7 @@ uses it and is clean once offload is off.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -36,18 +37,35 @@ def rmmod(mod: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def installed_module(kver: str, module_ko: Path) -> Iterator[None]:
-    """Install the module and modprobe.d rule as dkms would (guest overlay)."""
-    dest = Path(f"/lib/modules/{kver}/updates/cxgbit_ext.ko")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(module_ko, dest)
+def installed_module(kver: str, tmp_path: Path) -> Iterator[None]:
+    """Install the module, its index and the modprobe.d rule as dkms would.
+
+    The index (modules.dep & co. with updates/cxgbit_ext.ko) was made on the
+    host by `make modules` with depmod; running depmod over 9p under TCG
+    takes minutes. Everything lands in the guest's /lib overlay and the
+    original index is put back afterwards.
+    """
+    mods = Path(f"/lib/modules/{kver}")
+    built = TOP / "build" / kver / "modroot" / "lib/modules" / kver
+    index = [f for f in built.glob("modules.*") if not f.is_symlink()]
+    saved = tmp_path / "index"
+    saved.mkdir()
+    for f in index:
+        if (mods / f.name).exists():
+            shutil.copy(mods / f.name, saved / f.name)
+        shutil.copy(f, mods / f.name)
+    (mods / "updates").mkdir(exist_ok=True)
+    shutil.copy(built / "updates/cxgbit_ext.ko", mods / "updates/cxgbit_ext.ko")
     conf = Path("/etc/modprobe.d/cxgbit-ext.conf")
     shutil.copy(TOP / "kmod/cxgbit-ext/cxgbit-ext.conf", conf)
-    subprocess.run(["depmod", "-a", kver], check=True)
     yield
     conf.unlink()
-    dest.unlink()
-    subprocess.run(["depmod", "-a", kver], check=True)
+    (mods / "updates/cxgbit_ext.ko").unlink()
+    for f in index:
+        if (saved / f.name).exists():
+            shutil.copy(saved / f.name, mods / f.name)
+        else:
+            (mods / f.name).unlink()
 
 
 def test_refuses_to_load_beside_intree_cxgbit(module_ko: Path) -> None:
@@ -79,6 +97,9 @@ def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: No
     assert (CFS / "version").read_text().strip() == "0.1.0"
     assert (CFS / "portals").read_text() == f"{LINK.tgt_ip}:3260\n"
     assert (CFS / "adapters").is_dir()
+    cli = subprocess.run([str(TOP / ".venv/bin/cxgbit-ext"), "--json", "status"], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["portals"] == [f"{LINK.tgt_ip}:3260"]
 
     p = rmmod("cxgbit_ext")
     assert p.returncode != 0 and "in use" in p.stderr, p
