@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
@@ -25,6 +26,8 @@ from testbed import fio, topo  # noqa: E402
 IQN = "iqn.2026-11.org.cxgbit-ext:demo"
 LINK = topo.LINKS[0]
 RUNTIME = 10
+# rtslib-fb warns on every RTSRoot() once LIO has devices; not news in a demo
+warnings.filterwarnings("ignore", message="Cannot set dbroot")
 
 
 def step(msg: str) -> None:
