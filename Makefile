@@ -12,6 +12,7 @@ KVERS = $(shell $(TOP)/scripts/kernels installed)
 # VM batches: testbed/run picks these up; override with VMTESTS=... for one file.
 VMTESTS ?= tests/vm
 VMTIMEOUT ?= 900
+FUZZ_SECONDS ?= 60
 
 .PHONY: all deps modules check-kmod host-test lint vm-test test demo clean
 
@@ -33,6 +34,8 @@ lint:
 
 host-test: lint check-kmod
 	$(PY) -m pytest -q tests/host
+	$(MAKE) -C tests/host/c check
+	$(MAKE) -C tests/host/c fuzz SECONDS=$(FUZZ_SECONDS)
 
 vm-test: modules
 	set -e; for k in $(KVERS); do \

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * iSCSI BHS helpers, digests and padding. Pure code: see cxe_env.h.
+ */
+#include "cxe_bhs.h"
+
+bool cxe_opcode_from_initiator(u8 opcode)
+{
+	switch (opcode) {
+	case CXE_OP_NOOP_OUT:
+	case CXE_OP_SCSI_CMD:
+	case CXE_OP_TMF_REQ:
+	case CXE_OP_LOGIN_REQ:
+	case CXE_OP_TEXT_REQ:
+	case CXE_OP_DATA_OUT:
+	case CXE_OP_LOGOUT_REQ:
+	case CXE_OP_SNACK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+u64 cxe_pdu_wire_len(u32 ahs_len, u32 dlen, bool hdigest, bool ddigest)
+{
+	u64 len = CXE_BHS_LEN + (u64)ahs_len;
+
+	if (hdigest)
+		len += CXE_DIGEST_LEN;
+	if (dlen) {
+		len += (u64)dlen + cxe_pad_len(dlen);
+		if (ddigest)
+			len += CXE_DIGEST_LEN;
+	}
+	return len;
+}
+
+u32 cxe_digest(const void *buf, size_t len)
+{
+	return ~cxe_crc32c(~0u, buf, len);
+}
+
+u32 cxe_data_digest_finish(u32 crc, u32 dlen)
+{
+	static const u8 zeros[4];
+	u32 pad = cxe_pad_len(dlen);
+
+	if (pad)
+		crc = cxe_crc32c(crc, zeros, pad);
+	return ~crc;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * iSCSI Basic Header Segment layout (RFC 7143 section 11), digests and
+ * padding. Pure code: see cxe_env.h.
+ */
+#ifndef CXE_BHS_H
+#define CXE_BHS_H
+
+#include "cxe_env.h"
+
+#define CXE_BHS_LEN		48
+#define CXE_DIGEST_LEN		4
+#define CXE_MAX_AHS_LEN		(255 * 4)	/* TotalAHSLength is in words */
+#define CXE_MAX_DLEN		0xffffff	/* DataSegmentLength is 24 bits */
+#define CXE_RSVD_TAG		0xffffffffu
+
+/* Opcodes an initiator sends (target RX) */
+#define CXE_OP_NOOP_OUT		0x00
+#define CXE_OP_SCSI_CMD		0x01
+#define CXE_OP_TMF_REQ		0x02
+#define CXE_OP_LOGIN_REQ	0x03
+#define CXE_OP_TEXT_REQ		0x04
+#define CXE_OP_DATA_OUT		0x05
+#define CXE_OP_LOGOUT_REQ	0x06
+#define CXE_OP_SNACK		0x10
+/* Opcodes a target sends (target TX) */
+#define CXE_OP_NOOP_IN		0x20
+#define CXE_OP_SCSI_RSP		0x21
+#define CXE_OP_TMF_RSP		0x22
+#define CXE_OP_LOGIN_RSP	0x23
+#define CXE_OP_TEXT_RSP		0x24
+#define CXE_OP_DATA_IN		0x25
+#define CXE_OP_LOGOUT_RSP	0x26
+#define CXE_OP_R2T		0x31
+#define CXE_OP_ASYNC		0x32
+#define CXE_OP_REJECT		0x3f
+
+#define CXE_OPCODE_MASK		0x3f
+#define CXE_FLAG_IMMEDIATE	0x40	/* byte 0 */
+#define CXE_FLAG_FINAL		0x80	/* byte 1 */
+#define CXE_DATAIN_ACK		0x40	/* byte 1, Data-In A bit */
+#define CXE_DATAIN_STATUS	0x01	/* byte 1, Data-In S bit */
+
+static inline u32 cxe_get_be32(const u8 *p)
+{
+	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
+}
+
+static inline void cxe_put_be32(u8 *p, u32 v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static inline u32 cxe_get_le32(const u8 *p)
+{
+	return (u32)p[3] << 24 | (u32)p[2] << 16 | (u32)p[1] << 8 | p[0];
+}
+
+static inline void cxe_put_le32(u8 *p, u32 v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+	p[3] = v >> 24;
+}
+
+static inline u8 cxe_bhs_opcode(const u8 *bhs)
+{
+	return bhs[0] & CXE_OPCODE_MASK;
+}
+
+/* TotalAHSLength in bytes */
+static inline u32 cxe_bhs_ahs_len(const u8 *bhs)
+{
+	return (u32)bhs[4] * 4;
+}
+
+static inline u32 cxe_bhs_dlen(const u8 *bhs)
+{
+	return (u32)bhs[5] << 16 | (u32)bhs[6] << 8 | bhs[7];
+}
+
+static inline void cxe_bhs_set_dlen(u8 *bhs, u32 dlen)
+{
+	bhs[5] = dlen >> 16;
+	bhs[6] = dlen >> 8;
+	bhs[7] = dlen;
+}
+
+static inline u32 cxe_bhs_itt(const u8 *bhs)
+{
+	return cxe_get_be32(bhs + 16);
+}
+
+/* Bytes of padding after a data segment of len bytes (to a 4-byte boundary) */
+static inline u32 cxe_pad_len(u32 len)
+{
+	return (4 - (len & 3)) & 3;
+}
+
+bool cxe_opcode_from_initiator(u8 opcode);
+
+/*
+ * Bytes a whole PDU takes on the wire: BHS, AHS, optional header digest,
+ * data, padding, optional data digest (only when there is data).
+ */
+u64 cxe_pdu_wire_len(u32 ahs_len, u32 dlen, bool hdigest, bool ddigest);
+
+/* iSCSI CRC32C digest of a buffer: ~crc32c(~0, buf) as the wire value. */
+u32 cxe_digest(const void *buf, size_t len);
+
+/*
+ * Data digest of a data segment and its padding (RFC 7143 11.1: the digest
+ * covers the padding bytes, which are zero). crc is the running raw CRC
+ * (start ~0) over the data bytes.
+ */
+u32 cxe_data_digest_finish(u32 crc, u32 dlen);
+
+#endif /* CXE_BHS_H */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cxgbit-ext pure protocol code: the environment it compiles in.
+ *
+ * The files in pdu/ hold iSCSI protocol logic with no kernel dependency so
+ * that the same source builds into cxgbit_ext.ko and into user-space unit
+ * tests and fuzzers. This header is the only place that differs: the
+ * kernel build uses the kernel's crc32c(); user space links a CRC32C the
+ * test harness provides.
+ */
+#ifndef CXE_ENV_H
+#define CXE_ENV_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/string.h>
+#include <linux/errno.h>
+#include <linux/crc32c.h>
+
+/* Raw CRC32C update (no pre/post inversion), like the kernel's crc32c(). */
+static inline u32 cxe_crc32c(u32 crc, const void *buf, size_t len)
+{
+	return crc32c(crc, buf, len);
+}
+#else
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <errno.h>
+
+typedef __UINT8_TYPE__ u8;
+typedef __UINT16_TYPE__ u16;
+typedef __UINT32_TYPE__ u32;
+typedef __UINT64_TYPE__ u64;
+
+#define BIT(nr) (1UL << (nr))
+
+/* Provided by the user-space harness; same contract as the kernel's. */
+u32 cxe_crc32c(u32 crc, const void *buf, size_t len);
+#endif
+
+#endif /* CXE_ENV_H */

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * iSCSI receive stream parser. Pure code: see cxe_env.h and cxe_rx.h.
+ */
+#include "cxe_rx.h"
+
+void cxe_rx_init(struct cxe_rx *rx, u32 max_dlen)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->max_dlen = max_dlen;
+	rx->state = CXE_RX_HDR;
+}
+
+static u32 cxe_min(u32 a, size_t b)
+{
+	return b < a ? (u32)b : a;
+}
+
+static long cxe_rx_die(struct cxe_rx *rx, int err)
+{
+	rx->state = CXE_RX_DEAD;
+	return -err;
+}
+
+/* The header is complete: check it, then move to what follows it. */
+static int cxe_rx_header_done(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
+			      void *ctx)
+{
+	rx->dlen = cxe_bhs_dlen(rx->hdr);
+	rx->have = 0;
+	rx->crc = ~0u;
+	if (rx->state == CXE_RX_HDR && rx->hdigest) {
+		rx->state = CXE_RX_HDIG;
+		return 0;
+	}
+	if (rx->status == 0) {
+		if (!cxe_opcode_from_initiator(cxe_bhs_opcode(rx->hdr)))
+			return -CXE_RX_EBADOP;
+		if (rx->dlen > rx->max_dlen)
+			return -CXE_RX_E2BIG;
+	}
+	rx->pdus++;
+	return ops->header(ctx, rx->hdr, rx->hdr_len, rx->status);
+}
+
+static int cxe_rx_pdu_done(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
+			   void *ctx)
+{
+	int status = rx->status;
+
+	rx->state = CXE_RX_HDR;
+	rx->have = 0;
+	rx->status = 0;
+	return ops->done(ctx, status);
+}
+
+/* After the header (and its digest): data, or the end of the PDU. */
+static int cxe_rx_after_header(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
+			       void *ctx)
+{
+	int ret = cxe_rx_header_done(rx, ops, ctx);
+
+	if (ret)
+		return ret;
+	if (rx->dlen) {
+		rx->state = CXE_RX_DATA;
+		return 0;
+	}
+	return cxe_rx_pdu_done(rx, ops, ctx);
+}
+
+long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
+		 const struct cxe_rx_ops *ops, void *ctx)
+{
+	size_t pos = 0;
+	int ret = 0;
+
+	if (rx->state == CXE_RX_DEAD)
+		return -EPIPE;
+
+	while (pos < len) {
+		const u8 *p = buf + pos;
+		size_t left = len - pos;
+		u32 n, want;
+
+		switch (rx->state) {
+		case CXE_RX_HDR:
+			/* BHS first; once it is in, TotalAHSLength says how much more */
+			want = rx->have < CXE_BHS_LEN ? CXE_BHS_LEN :
+			       CXE_BHS_LEN + cxe_bhs_ahs_len(rx->hdr);
+			n = cxe_min(want - rx->have, left);
+			memcpy(rx->hdr + rx->have, p, n);
+			rx->have += n;
+			pos += n;
+			if (rx->have == CXE_BHS_LEN && cxe_bhs_ahs_len(rx->hdr))
+				break;	/* AHS follows */
+			if (rx->have < want)
+				break;
+			rx->hdr_len = rx->have;
+			if (rx->hdigest)
+				ret = cxe_rx_header_done(rx, ops, ctx);
+			else
+				ret = cxe_rx_after_header(rx, ops, ctx);
+			break;
+		case CXE_RX_HDIG:
+			n = cxe_min(CXE_DIGEST_LEN - rx->have, left);
+			memcpy(rx->dig + rx->have, p, n);
+			rx->have += n;
+			pos += n;
+			if (rx->have < CXE_DIGEST_LEN)
+				break;
+			if (cxe_get_le32(rx->dig) != cxe_digest(rx->hdr, rx->hdr_len)) {
+				rx->status |= CXE_RX_HDIGEST_ERR;
+				rx->hdigest_errors++;
+			}
+			ret = cxe_rx_after_header(rx, ops, ctx);
+			break;
+		case CXE_RX_DATA:
+			n = cxe_min(rx->dlen - rx->have, left);
+			if (rx->ddigest)
+				rx->crc = cxe_crc32c(rx->crc, p, n);
+			ret = ops->data(ctx, rx->have, p, n);
+			rx->have += n;
+			pos += n;
+			if (rx->have == rx->dlen) {
+				rx->have = 0;
+				rx->state = CXE_RX_PAD;
+				if (!cxe_pad_len(rx->dlen))
+					rx->state = rx->ddigest ? CXE_RX_DDIG :
+						    CXE_RX_HDR;
+				if (rx->state == CXE_RX_HDR && !ret)
+					ret = cxe_rx_pdu_done(rx, ops, ctx);
+			}
+			break;
+		case CXE_RX_PAD:
+			/* the digest covers the pad bytes as sent */
+			n = cxe_min(cxe_pad_len(rx->dlen) - rx->have, left);
+			if (rx->ddigest)
+				rx->crc = cxe_crc32c(rx->crc, p, n);
+			rx->have += n;
+			pos += n;
+			if (rx->have < cxe_pad_len(rx->dlen))
+				break;
+			rx->have = 0;
+			rx->state = CXE_RX_DDIG;
+			if (!rx->ddigest)
+				ret = cxe_rx_pdu_done(rx, ops, ctx);
+			break;
+		case CXE_RX_DDIG:
+			n = cxe_min(CXE_DIGEST_LEN - rx->have, left);
+			memcpy(rx->dig + rx->have, p, n);
+			rx->have += n;
+			pos += n;
+			if (rx->have < CXE_DIGEST_LEN)
+				break;
+			if (cxe_get_le32(rx->dig) != ~rx->crc) {
+				rx->status |= CXE_RX_DDIGEST_ERR;
+				rx->ddigest_errors++;
+			}
+			ret = cxe_rx_pdu_done(rx, ops, ctx);
+			break;
+		case CXE_RX_DEAD:
+			return -EPIPE;
+		}
+		if (ret)
+			return cxe_rx_die(rx, -ret);
+	}
+	return (long)len;
+}

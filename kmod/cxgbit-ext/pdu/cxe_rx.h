@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * iSCSI receive stream parser: turns a TCP byte stream, fed in chunks of any
+ * size, into PDUs. It checks lengths, verifies header and data digests and
+ * hands each PDU's header and data to its consumer. It never buffers data:
+ * payload goes straight from the caller's buffer to the consumer, which
+ * places it (DDP) or copies it. Pure code: see cxe_env.h.
+ */
+#ifndef CXE_RX_H
+#define CXE_RX_H
+
+#include "cxe_bhs.h"
+
+/* Per-PDU digest status handed to the consumer */
+#define CXE_RX_HDIGEST_ERR	0x1
+#define CXE_RX_DDIGEST_ERR	0x2
+
+/* Fatal stream errors (negative returns of cxe_rx_feed) */
+#define CXE_RX_EBADOP		EPROTO	/* opcode an initiator never sends */
+#define CXE_RX_E2BIG		EMSGSIZE /* DataSegmentLength above the limit */
+
+struct cxe_rx_ops {
+	/*
+	 * A complete header (BHS + AHS) arrived; status has
+	 * CXE_RX_HDIGEST_ERR when its digest failed (the caller must then
+	 * treat the stream as lost: lengths in the header cannot be trusted).
+	 * Return 0 to go on, negative to stop the stream.
+	 */
+	int (*header)(void *ctx, const u8 *hdr, u32 hdr_len, int status);
+	/* len bytes of the data segment at offset off within it */
+	int (*data)(void *ctx, u32 off, const u8 *buf, u32 len);
+	/* End of the PDU, status has CXE_RX_DDIGEST_ERR on a data digest error */
+	int (*done)(void *ctx, int status);
+};
+
+enum cxe_rx_state {
+	CXE_RX_HDR,
+	CXE_RX_HDIG,
+	CXE_RX_DATA,
+	CXE_RX_PAD,
+	CXE_RX_DDIG,
+	CXE_RX_DEAD,
+};
+
+struct cxe_rx {
+	/* configuration, changeable between PDUs (digests after login) */
+	bool hdigest;
+	bool ddigest;
+	u32 max_dlen;		/* our MaxRecvDataSegmentLength */
+
+	enum cxe_rx_state state;
+	u32 have;		/* bytes of the current state's unit seen */
+	u32 hdr_len;		/* BHS + AHS of the current PDU */
+	u32 dlen;
+	u32 crc;
+	int status;
+	u8 dig[CXE_DIGEST_LEN];
+	u8 hdr[CXE_BHS_LEN + CXE_MAX_AHS_LEN];
+
+	/* counters */
+	u64 pdus;
+	u64 hdigest_errors;
+	u64 ddigest_errors;
+};
+
+void cxe_rx_init(struct cxe_rx *rx, u32 max_dlen);
+
+/*
+ * Consume len bytes. Returns len when all were consumed, or a negative
+ * errno when the stream is broken (the parser then stays dead: the
+ * connection must be dropped). A negative return from a consumer callback
+ * is passed back unchanged.
+ */
+long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
+		 const struct cxe_rx_ops *ops, void *ctx);
+
+/* True between PDUs: the place where digest settings may change. */
+static inline bool cxe_rx_at_boundary(const struct cxe_rx *rx)
+{
+	return rx->state == CXE_RX_HDR && rx->have == 0;
+}
+
+#endif /* CXE_RX_H */

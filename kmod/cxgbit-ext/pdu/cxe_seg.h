@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Burst segmentation planner: one Data-In burst (a range of the command's
+ * buffer) becomes the PDUs an adapter emits, each with its DataSN, Buffer
+ * Offset and F/S bits. Pure code: see cxe_env.h.
+ */
+#ifndef CXE_SEG_H
+#define CXE_SEG_H
+
+#include "cxe_env.h"
+
+struct cxe_seg_burst {
+	u32 offset;		/* Buffer Offset of the first byte */
+	u32 len;		/* bytes in the burst */
+	u32 max_pdu;		/* initiator's MaxRecvDataSegmentLength */
+	u32 datasn;		/* DataSN of the first PDU */
+	bool status;		/* last PDU carries status (S bit) */
+};
+
+struct cxe_seg_pdu {
+	u32 offset;
+	u32 len;
+	u32 datasn;
+	bool final;		/* F: last PDU of the burst */
+	bool status;		/* S: status in this PDU */
+};
+
+/* Number of PDUs the burst becomes; 0 for an empty or invalid burst. */
+u32 cxe_seg_count(const struct cxe_seg_burst *b);
+
+/*
+ * PDU number idx (0-based) of the burst; returns false when idx is out of
+ * range or the burst is invalid (max_pdu 0, or offset + len past 2^32).
+ */
+bool cxe_seg_pdu(const struct cxe_seg_burst *b, u32 idx, struct cxe_seg_pdu *out);
+
+#endif /* CXE_SEG_H */

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * libFuzzer target: the RX stream parser on arbitrary bytes. The first byte
+ * picks digests and the MaxRecvDataSegmentLength; the rest is fed in chunks
+ * whose sizes come from the input too. Whatever the input, the parser must
+ * not touch memory it does not own, must hand up data in order and within
+ * the announced length, and must stay dead after an error.
+ */
+#include <stdlib.h>
+#include "pdugen.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct cxe_rx rx;
+	struct rec r = { 0 };
+	size_t pos = 1;
+	long ret = 0;
+
+	if (size < 2)
+		return 0;
+	cxe_rx_init(&rx, 512u << (data[0] >> 4 & 0x7));
+	rx.hdigest = data[0] & 1;
+	rx.ddigest = data[0] & 2;
+	while (pos < size) {
+		size_t n = 1 + data[pos] % 97;
+
+		if (n > size - pos)
+			n = size - pos;
+		ret = cxe_rx_feed(&rx, data + pos, n, &rec_ops, &r);
+		if (ret < 0) {
+			if (cxe_rx_feed(&rx, data, 1, &rec_ops, &r) != -EPIPE)
+				abort();
+			break;
+		}
+		if (ret != (long)n)
+			abort();
+		pos += n;
+	}
+	if (r.order_error)
+		abort();
+	for (u32 i = 0; i < r.n; i++)
+		if (cxe_bhs_dlen(r.pdus[i].hdr) > rx.max_dlen && !r.pdus[i].hstatus)
+			abort();
+	rec_free(&r);
+	return 0;
+}

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit tests of kmod/cxgbit-ext/pdu/ in user space: CRC32C digests against
+ * RFC 3720 B.4, the RX stream parser fed whole, byte by byte and in random
+ * splits, digest errors, malformed streams, the burst segmentation planner
+ * and the DDP tag maths.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include "pdugen.h"
+#include "cxe_seg.h"
+#include "cxe_ddp.h"
+
+static int failures, checks;
+
+#define CHECK(cond) do {						\
+	checks++;							\
+	if (!(cond)) {							\
+		failures++;						\
+		fprintf(stderr, "%s:%d: CHECK(%s) failed\n",		\
+			__FILE__, __LINE__, #cond);			\
+	}								\
+} while (0)
+
+static void check_vector(const u8 *buf, size_t len, const u8 want[4])
+{
+	u8 got[4];
+
+	cxe_put_le32(got, cxe_digest(buf, len));
+	CHECK(memcmp(got, want, 4) == 0);
+}
+
+static void test_rfc3720_b4(void)
+{
+	static const u8 read_cmd[48] = {
+		0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00,
+		0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18,
+		0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	};
+	u8 buf[32];
+
+	memset(buf, 0, 32);
+	check_vector(buf, 32, (const u8[]){ 0xaa, 0x36, 0x91, 0x8a });
+	memset(buf, 0xff, 32);
+	check_vector(buf, 32, (const u8[]){ 0x43, 0xab, 0xa8, 0x62 });
+	for (int i = 0; i < 32; i++)
+		buf[i] = i;
+	check_vector(buf, 32, (const u8[]){ 0x4e, 0x79, 0xdd, 0x46 });
+	for (int i = 0; i < 32; i++)
+		buf[i] = 31 - i;
+	check_vector(buf, 32, (const u8[]){ 0x5c, 0xdb, 0x3f, 0x11 });
+	check_vector(read_cmd, 48, (const u8[]){ 0x56, 0x3a, 0x96, 0xd9 });
+	/* incremental update equals one shot */
+	for (int i = 0; i < 32; i++)
+		buf[i] = i;
+	CHECK(~cxe_crc32c(cxe_crc32c(~0u, buf, 13), buf + 13, 19) ==
+	      cxe_digest(buf, 32));
+}
+
+static void test_framing(void)
+{
+	CHECK(cxe_pad_len(0) == 0 && cxe_pad_len(1) == 3 && cxe_pad_len(4) == 0 &&
+	      cxe_pad_len(4095) == 1);
+	CHECK(cxe_pdu_wire_len(0, 0, false, false) == 48);
+	CHECK(cxe_pdu_wire_len(0, 0, true, true) == 52);	/* no data digest without data */
+	CHECK(cxe_pdu_wire_len(8, 5, true, true) == 48 + 8 + 4 + 8 + 4);
+	CHECK(cxe_pdu_wire_len(0, CXE_MAX_DLEN, false, false) == 48 + 0x1000000);
+}
+
+struct stream {
+	u8 *buf;
+	u32 len;
+	struct gen_pdu *pdus;
+	u32 n;
+};
+
+static void make_stream(struct stream *s, u32 n, u32 max_dlen, bool hd, bool dd)
+{
+	u32 cap = 0;
+
+	s->pdus = calloc(n, sizeof(*s->pdus));
+	s->n = n;
+	for (u32 i = 0; i < n; i++) {
+		gen_random(&s->pdus[i], max_dlen);
+		cap += cxe_pdu_wire_len(s->pdus[i].hdr_len - CXE_BHS_LEN,
+					s->pdus[i].dlen, hd, dd);
+	}
+	s->buf = malloc(cap);
+	s->len = 0;
+	for (u32 i = 0; i < n; i++)
+		s->len += gen_wire(&s->pdus[i], hd, dd, s->buf + s->len);
+	CHECK(s->len == cap);
+}
+
+static void free_stream(struct stream *s)
+{
+	for (u32 i = 0; i < s->n; i++)
+		free(s->pdus[i].data);
+	free(s->pdus);
+	free(s->buf);
+}
+
+/* split: 0 = whole, 1 = byte by byte, 2 = random chunks */
+static void feed_and_compare(const struct stream *s, u32 max_dlen, bool hd,
+			     bool dd, int split)
+{
+	struct cxe_rx rx;
+	struct rec r = { 0 };
+	u32 pos = 0;
+	bool ok = true;
+
+	cxe_rx_init(&rx, max_dlen);
+	rx.hdigest = hd;
+	rx.ddigest = dd;
+	while (pos < s->len) {
+		u32 n = split == 0 ? s->len : split == 1 ? 1 : 1 + rnd(3000);
+
+		if (n > s->len - pos)
+			n = s->len - pos;
+		if (cxe_rx_feed(&rx, s->buf + pos, n, &rec_ops, &r) != (long)n) {
+			ok = false;
+			break;
+		}
+		pos += n;
+	}
+	CHECK(ok);
+	CHECK(cxe_rx_at_boundary(&rx));
+	CHECK(!r.order_error);
+	CHECK(r.n == s->n && rx.pdus == s->n);
+	for (u32 i = 0; i < r.n && i < s->n; i++) {
+		const struct gen_pdu *g = &s->pdus[i];
+		const struct rec_pdu *p = &r.pdus[i];
+
+		CHECK(p->done && p->hstatus == 0 && p->dstatus == 0);
+		CHECK(p->hdr_len == g->hdr_len && !memcmp(p->hdr, g->hdr, g->hdr_len));
+		CHECK(p->got == g->dlen && !memcmp(p->data, g->data, g->dlen));
+	}
+	rec_free(&r);
+}
+
+static void test_parser_streams(void)
+{
+	for (int dig = 0; dig < 4; dig++) {
+		bool hd = dig & 1, dd = dig & 2;
+
+		for (u32 max = 1; max <= 262144; max *= 8) {
+			struct stream s;
+
+			make_stream(&s, 40, max, hd, dd);
+			for (int split = 0; split < 3; split++)
+				feed_and_compare(&s, max, hd, dd, split);
+			free_stream(&s);
+		}
+	}
+}
+
+static long feed_all(struct cxe_rx *rx, const u8 *buf, u32 len, struct rec *r)
+{
+	return cxe_rx_feed(rx, buf, len, &rec_ops, r);
+}
+
+static void test_digest_errors(void)
+{
+	struct gen_pdu g;
+	struct cxe_rx rx;
+	struct rec r = { 0 };
+	u8 wire[2 * 8192];
+	u32 n;
+
+	srandom(7);
+	do {
+		gen_random(&g, 4096);
+		if (!g.dlen)
+			free(g.data);
+	} while (!g.dlen);
+	n = gen_wire(&g, true, true, wire);
+
+	/* bad data digest: header fine, PDU reported with the data error */
+	wire[n - 1] ^= 0x01;
+	cxe_rx_init(&rx, 8192);
+	rx.hdigest = rx.ddigest = true;
+	CHECK(feed_all(&rx, wire, n, &r) == (long)n);
+	CHECK(r.n == 1 && r.pdus[0].hstatus == 0 &&
+	      r.pdus[0].dstatus == CXE_RX_DDIGEST_ERR);
+	CHECK(rx.ddigest_errors == 1 && rx.hdigest_errors == 0);
+	wire[n - 1] ^= 0x01;
+	rec_free(&r);
+
+	/* bad header digest: reported on the header */
+	wire[g.hdr_len] ^= 0x80;
+	cxe_rx_init(&rx, 8192);
+	rx.hdigest = rx.ddigest = true;
+	feed_all(&rx, wire, n, &r);
+	CHECK(r.n == 1 && (r.pdus[0].hstatus & CXE_RX_HDIGEST_ERR));
+	CHECK(rx.hdigest_errors == 1);
+	wire[g.hdr_len] ^= 0x80;
+	rec_free(&r);
+
+	/* a flipped payload bit is a data digest error too */
+	wire[g.hdr_len + 4] ^= 0x10;
+	cxe_rx_init(&rx, 8192);
+	rx.hdigest = rx.ddigest = true;
+	feed_all(&rx, wire, n, &r);
+	CHECK(r.n == 1 && r.pdus[0].dstatus == CXE_RX_DDIGEST_ERR);
+	rec_free(&r);
+	free(g.data);
+}
+
+static void test_malformed(void)
+{
+	u8 bhs[CXE_BHS_LEN] = { 0 };
+	struct cxe_rx rx;
+	struct rec r = { 0 };
+
+	/* DataSegmentLength above MaxRecvDataSegmentLength: stream dead */
+	bhs[0] = CXE_OP_SCSI_CMD;
+	cxe_bhs_set_dlen(bhs, 8193);
+	cxe_rx_init(&rx, 8192);
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_E2BIG);
+	CHECK(r.n == 0);
+	CHECK(feed_all(&rx, bhs, 1, &r) == -EPIPE);
+
+	/* exactly the limit is fine */
+	cxe_bhs_set_dlen(bhs, 0);
+	cxe_rx_init(&rx, 8192);
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == (long)sizeof(bhs));
+	CHECK(r.n == 1 && r.pdus[0].done);
+	rec_free(&r);
+
+	/* a target opcode from the initiator */
+	bhs[0] = CXE_OP_DATA_IN;
+	cxe_rx_init(&rx, 8192);
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_EBADOP);
+	CHECK(r.n == 0);
+
+	/* cut mid-header: nothing handed up, not at a boundary */
+	bhs[0] = CXE_OP_NOOP_OUT;
+	cxe_rx_init(&rx, 8192);
+	CHECK(feed_all(&rx, bhs, 20, &r) == 20);
+	CHECK(r.n == 0 && !cxe_rx_at_boundary(&rx));
+}
+
+static void test_seg(void)
+{
+	struct cxe_seg_burst b = { .offset = 4096, .len = 10000, .max_pdu = 4096,
+				   .datasn = 7, .status = true };
+	struct cxe_seg_pdu p;
+	u32 covered = 0;
+
+	CHECK(cxe_seg_count(&b) == 3);
+	for (u32 i = 0; cxe_seg_pdu(&b, i, &p); i++) {
+		CHECK(p.offset == 4096 + covered && p.datasn == 7 + i);
+		CHECK(p.final == (i == 2) && p.status == (i == 2));
+		covered += p.len;
+	}
+	CHECK(covered == 10000);
+	CHECK(cxe_seg_pdu(&b, 2, &p) && p.len == 10000 - 8192);
+	CHECK(!cxe_seg_pdu(&b, 3, &p));
+
+	/* exact multiple */
+	b.len = 8192;
+	CHECK(cxe_seg_count(&b) == 2 && cxe_seg_pdu(&b, 1, &p) && p.len == 4096);
+	/* 1-byte burst, without status */
+	b.len = 1;
+	b.status = false;
+	CHECK(cxe_seg_count(&b) == 1 && cxe_seg_pdu(&b, 0, &p));
+	CHECK(p.len == 1 && p.final && !p.status && p.offset == 4096);
+	/* invalid: empty, zero segment size, past 4 GiB */
+	b.len = 0;
+	CHECK(cxe_seg_count(&b) == 0 && !cxe_seg_pdu(&b, 0, &p));
+	b.len = 1;
+	b.max_pdu = 0;
+	CHECK(cxe_seg_count(&b) == 0);
+	b = (struct cxe_seg_burst){ .offset = 0xfffff000u, .len = 0x2000, .max_pdu = 512 };
+	CHECK(cxe_seg_count(&b) == 0);
+	/* DataSN wraps modulo 2^32 */
+	b = (struct cxe_seg_burst){ .len = 3, .max_pdu = 1, .datasn = 0xffffffffu };
+	CHECK(cxe_seg_pdu(&b, 1, &p) && p.datasn == 0);
+	/* random bursts: PDUs tile the burst exactly, none above max_pdu */
+	for (int t = 0; t < 10000; t++) {
+		u32 sum = 0, n;
+
+		b = (struct cxe_seg_burst){ .offset = rnd(1 << 20), .len = 1 + rnd(1 << 20),
+					    .max_pdu = 1 + rnd(1 << 18), .datasn = random() };
+		n = cxe_seg_count(&b);
+		for (u32 i = 0; i < n; i++) {
+			CHECK(cxe_seg_pdu(&b, i, &p));
+			if (p.len == 0 || p.len > b.max_pdu || p.offset != b.offset + sum)
+				CHECK(0);
+			sum += p.len;
+		}
+		if (sum != b.len)
+			CHECK(0);
+	}
+}
+
+static void test_ddp(void)
+{
+	u32 gen = 0;
+
+	CHECK(cxe_ddp_tag_idx(cxe_ddp_tag(5, 9)) == 5 && cxe_ddp_tag_gen(cxe_ddp_tag(5, 9)) == 9);
+	/* the reserved tag is never produced, however generations advance */
+	for (u32 i = 0; i < (CXE_DDP_GEN_MASK + 2); i++) {
+		gen = cxe_ddp_next_gen(gen, CXE_DDP_MAX_TAGS - 1);
+		if (cxe_ddp_tag(CXE_DDP_MAX_TAGS - 1, gen) == CXE_RSVD_TAG)
+			CHECK(0);
+	}
+	CHECK(cxe_ddp_next_gen(3, 1) == 4);
+	/* windows */
+	CHECK(cxe_ddp_in_window(8192, 65536, 8192, 65536));
+	CHECK(cxe_ddp_in_window(8192, 65536, 16384, 4096));
+	CHECK(!cxe_ddp_in_window(8192, 65536, 4096, 4096));	/* before */
+	CHECK(!cxe_ddp_in_window(8192, 65536, 73728 - 1, 2));	/* past the end */
+	CHECK(!cxe_ddp_in_window(0, 0xffffffffu, 0xfffffff0u, 0x20));	/* wraps */
+	CHECK(!cxe_ddp_in_window(0, 4096, 0, 0));		/* empty */
+}
+
+int main(void)
+{
+	srandom(1);
+	test_rfc3720_b4();
+	test_framing();
+	test_parser_streams();
+	test_digest_errors();
+	test_malformed();
+	test_seg();
+	test_ddp();
+	printf("test_pdu: %d checks, %d failures\n", checks, failures);
+	return failures ? 1 : 0;
+}
