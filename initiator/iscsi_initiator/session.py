@@ -1,0 +1,339 @@
+"""A small PDU-level iSCSI initiator for tests.
+
+Login with text-key negotiation (digests, MaxRecvDataSegmentLength, bursts,
+ImmediateData/InitialR2T, ErrorRecoveryLevel) and optional CHAP, one-way or
+mutual; SCSI READ(10)/WRITE(10) with immediate, unsolicited and solicited
+(R2T) data; NOP, Text, TMF, Logout; and raw sends of crafted PDUs for
+negative tests. One connection per session, synchronous, sequential.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass, field
+
+from iscsi_initiator import chap
+from iscsi_initiator.pdu import (
+    F_DATAIN_STATUS,
+    F_LOGIN_TRANSIT,
+    RSVD_TAG,
+    Op,
+    Pdu,
+    data_out,
+    decode,
+    decode_keys,
+    login_request,
+    logout_request,
+    nop_out,
+    scsi_command,
+    text_request,
+    tmf_request,
+)
+
+
+class LoginError(Exception):
+    def __init__(self, status_class: int, status_detail: int, keys: dict[str, str]) -> None:
+        super().__init__(f"login failed: status class 0x{status_class:02x} detail 0x{status_detail:02x} {keys}")
+        self.status_class, self.status_detail, self.keys = status_class, status_detail, keys
+
+
+class ConnectionClosed(Exception):
+    """The target closed the connection (or it reset)."""
+
+
+class ScsiError(Exception):
+    def __init__(self, status: int, response: int, sense: bytes) -> None:
+        super().__init__(f"SCSI status 0x{status:02x} response 0x{response:02x} sense {sense.hex()}")
+        self.status, self.response, self.sense = status, response, sense
+
+
+@dataclass
+class Params:
+    """What the initiator offers; after login, what was negotiated."""
+
+    header_digest: str = "None"
+    data_digest: str = "None"
+    max_recv_dlen: int = 262144  # ours: what the target may send us
+    max_xmit_dlen: int = 8192  # target's, learnt at login
+    first_burst: int = 65536
+    max_burst: int = 262144
+    immediate_data: bool = True
+    initial_r2t: bool = True
+    erl: int = 0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hdigest(self) -> bool:
+        return self.header_digest == "CRC32C"
+
+    @property
+    def ddigest(self) -> bool:
+        return self.data_digest == "CRC32C"
+
+
+_STATUS_OPS = frozenset(
+    {Op.SCSI_RSP, Op.NOOP_IN, Op.TEXT_RSP, Op.LOGOUT_RSP, Op.TMF_RSP, Op.LOGIN_RSP, Op.REJECT, Op.ASYNC}
+)
+
+
+def _yn(b: bool) -> str:
+    return "Yes" if b else "No"
+
+
+class Connection:
+    """One TCP connection to a target portal, logged in by login()."""
+
+    def __init__(self, host: str, port: int = 3260, timeout: float = 30, source: str | None = None) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)  # fmt: skip
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.params = Params()
+        self.full_feature = False
+        self.isid = b"\x80\x12\x34\x56\x00\x01"
+        self.tsih = 0
+        self.cmdsn = 1
+        self.expstatsn = 0
+        self.itt = 0x1000
+        self.target_keys: dict[str, str] = {}
+
+    # -- plumbing --------------------------------------------------------
+    def _recv_exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            try:
+                chunk = self.sock.recv(n - len(buf))
+            except (ConnectionResetError, BrokenPipeError) as e:
+                raise ConnectionClosed(str(e)) from e
+            if not chunk:
+                raise ConnectionClosed(f"EOF after {len(buf)} of {n} bytes")
+            buf += chunk
+        return bytes(buf)
+
+    def send(self, p: Pdu, hdigest: bool | None = None, ddigest: bool | None = None) -> None:
+        hd = self.params.hdigest and self.full_feature if hdigest is None else hdigest
+        dd = self.params.ddigest and self.full_feature if ddigest is None else ddigest
+        self.send_raw(p.encode(hd, dd))
+
+    def send_raw(self, b: bytes) -> None:
+        try:
+            self.sock.sendall(b)
+        except (ConnectionResetError, BrokenPipeError) as e:
+            raise ConnectionClosed(str(e)) from e
+
+    def recv(self) -> Pdu:
+        ff = self.full_feature
+        p = decode(self._recv_exact, self.params.hdigest and ff, self.params.ddigest and ff)
+        # StatSN advances on every status-carrying PDU but a target-initiated NOP-In
+        carries_status = p.opcode in _STATUS_OPS or (p.opcode == Op.DATA_IN and p.flags & F_DATAIN_STATUS)
+        if carries_status and not (p.opcode == Op.NOOP_IN and p.itt == RSVD_TAG):
+            self.expstatsn = p.statsn + 1
+        return p
+
+    def next_itt(self) -> int:
+        self.itt += 1
+        return self.itt
+
+    def closed_by_peer(self, timeout: float = 10) -> bool:
+        """True when the target drops the connection within ``timeout`` s."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                if not self.sock.recv(65536):
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+    # -- login -----------------------------------------------------------
+    def _login_step(self, csg: int, nsg: int, transit: bool, keys: list[tuple[str, str]]) -> Pdu:
+        req = login_request(isid=self.isid, tsih=self.tsih, itt=self.itt, cid=0, cmdsn=self.cmdsn,
+                            expstatsn=self.expstatsn, csg=csg, nsg=nsg, transit=transit, keys=keys)  # fmt: skip
+        self.send(req)
+        rsp = self.recv()
+        if rsp.opcode != Op.LOGIN_RSP:
+            raise LoginError(0xFF, rsp.opcode, {})
+        got = decode_keys(rsp.data)
+        self.target_keys.update(got)
+        if rsp.u8(36) != 0:
+            raise LoginError(rsp.u8(36), rsp.u8(37), got)
+        self.tsih = rsp.u16(14)
+        return rsp
+
+    def login(
+        self, initiator: str, target: str | None, params: Params | None = None, *,
+        discovery: bool = False, chap_user: str | None = None, chap_secret: str | None = None,
+        mutual_user: str | None = None, mutual_secret: str | None = None,
+    ) -> dict[str, str]:  # fmt: skip
+        """Log in; returns the keys the target sent. Raises LoginError."""
+        self.params = p = params or Params()
+        sec: list[tuple[str, str]] = [("InitiatorName", initiator),
+                                      ("SessionType", "Discovery" if discovery else "Normal")]  # fmt: skip
+        if target and not discovery:
+            sec.append(("TargetName", target))
+        if chap_user:
+            rsp = self._login_step(0, 0, False, [*sec, ("AuthMethod", "CHAP,None")])
+            if self.target_keys.get("AuthMethod") != "CHAP":
+                raise LoginError(0xFE, 0, self.target_keys)
+            self._login_step(0, 0, False, [("CHAP_A", "5")])
+            ident = int(self.target_keys["CHAP_I"])
+            challenge = chap.from_hex(self.target_keys["CHAP_C"])
+            keys = [("CHAP_N", chap_user), ("CHAP_R", chap.to_hex(chap.response(ident, (chap_secret or "").encode(),
+                                                                                 challenge)))]  # fmt: skip
+            mident, mchal = chap.new_challenge()
+            if mutual_user:
+                keys += [("CHAP_I", str(mident)), ("CHAP_C", chap.to_hex(mchal))]
+            rsp = self._login_step(0, 1, True, keys)
+            if mutual_user:
+                want = chap.response(mident, (mutual_secret or "").encode(), mchal)
+                if self.target_keys.get("CHAP_N") != mutual_user or chap.from_hex(self.target_keys["CHAP_R"]) != want:
+                    raise LoginError(0xFD, 0, self.target_keys)
+            sec = []
+        else:
+            sec.append(("AuthMethod", "None"))
+        ops: list[tuple[str, str]] = [
+            ("HeaderDigest", p.header_digest), ("DataDigest", p.data_digest),
+            ("MaxRecvDataSegmentLength", str(p.max_recv_dlen)),
+        ]  # fmt: skip
+        if not discovery:
+            ops += [
+                ("ErrorRecoveryLevel", str(p.erl)), ("InitialR2T", _yn(p.initial_r2t)),
+                ("ImmediateData", _yn(p.immediate_data)), ("MaxBurstLength", str(p.max_burst)),
+                ("FirstBurstLength", str(p.first_burst)), ("MaxConnections", "1"),
+                ("DataPDUInOrder", "Yes"), ("DataSequenceInOrder", "Yes"),
+                ("MaxOutstandingR2T", "1"), ("DefaultTime2Wait", "0"), ("DefaultTime2Retain", "0"),
+            ]  # fmt: skip
+        ops += list(p.extra.items())
+        rsp = self._login_step(1 if not sec else 0, 3, True, sec + ops)
+        while not (rsp.flags & F_LOGIN_TRANSIT and (rsp.flags & 3) == 3):
+            rsp = self._login_step(1, 3, True, [])
+        self._apply(self.target_keys)
+        self.cmdsn = rsp.expcmdsn
+        self.full_feature = True
+        return self.target_keys
+
+    def _apply(self, k: dict[str, str]) -> None:
+        p = self.params
+        p.header_digest = k.get("HeaderDigest", "None")
+        p.data_digest = k.get("DataDigest", "None")
+        p.max_xmit_dlen = int(k.get("MaxRecvDataSegmentLength", "8192"))
+        if "InitialR2T" in k:
+            p.initial_r2t = p.initial_r2t or k["InitialR2T"] == "Yes"
+        if "ImmediateData" in k:
+            p.immediate_data = p.immediate_data and k["ImmediateData"] == "Yes"
+        p.first_burst = min(p.first_burst, int(k.get("FirstBurstLength", p.first_burst)))
+        p.max_burst = min(p.max_burst, int(k.get("MaxBurstLength", p.max_burst)))
+
+    # -- commands --------------------------------------------------------
+    def _next_cmdsn(self) -> int:
+        sn = self.cmdsn
+        self.cmdsn += 1
+        return sn
+
+    def scsi_read(self, lba: int, blocks: int, block_size: int = 512, lun: int = 0) -> bytes:
+        """READ(10); returns the data. Raises ScsiError on CHECK CONDITION."""
+        length = blocks * block_size
+        cdb = struct.pack(">BBIBHB", 0x28, 0, lba, 0, blocks, 0)
+        itt = self.next_itt()
+        self.send(scsi_command(cdb, itt=itt, cmdsn=self._next_cmdsn(), expstatsn=self.expstatsn,
+                               lun=lun, read_len=length))  # fmt: skip
+        buf = bytearray(length)
+        while True:
+            rsp = self.recv()
+            if rsp.opcode == Op.DATA_IN and rsp.itt == itt:
+                buf[rsp.buffer_offset : rsp.buffer_offset + rsp.dlen] = rsp.data
+                if rsp.flags & F_DATAIN_STATUS:
+                    if rsp.u8(3) != 0:
+                        raise ScsiError(rsp.u8(3), 0, b"")
+                    return bytes(buf)
+            elif rsp.opcode == Op.SCSI_RSP and rsp.itt == itt:
+                self._check_status(rsp)
+                return bytes(buf)
+            else:
+                self._unexpected(rsp)
+
+    def scsi_write(self, lba: int, data: bytes, block_size: int = 512, lun: int = 0) -> None:
+        """WRITE(10) with immediate, unsolicited and R2T-solicited data as negotiated."""
+        if len(data) % block_size:
+            raise ValueError("data must be whole blocks")
+        p = self.params
+        cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, len(data) // block_size, 0)
+        itt = self.next_itt()
+        first = min(len(data), p.first_burst)
+        imm = data[: min(first, p.max_xmit_dlen)] if p.immediate_data else b""
+        unsol_end = 0 if p.initial_r2t else first
+        self.send(scsi_command(cdb, itt=itt, cmdsn=self._next_cmdsn(), expstatsn=self.expstatsn, lun=lun,
+                               write_len=len(data), final=p.initial_r2t or len(imm) >= unsol_end,
+                               data=imm))  # fmt: skip
+        if unsol_end > len(imm):
+            self._send_data(itt, RSVD_TAG, lun, data, len(imm), unsol_end)
+        while True:
+            rsp = self.recv()
+            if rsp.opcode == Op.R2T and rsp.itt == itt:
+                off, want = rsp.buffer_offset, rsp.desired_length
+                self._send_data(itt, rsp.ttt, lun, data, off, off + want)
+            elif rsp.opcode == Op.SCSI_RSP and rsp.itt == itt:
+                self._check_status(rsp)
+                return
+            else:
+                self._unexpected(rsp)
+
+    def _send_data(self, itt: int, ttt: int, lun: int, data: bytes, start: int, end: int) -> None:
+        for sn, off in enumerate(range(start, end, self.params.max_xmit_dlen)):
+            chunk = data[off : min(end, off + self.params.max_xmit_dlen)]
+            self.send(data_out(itt=itt, ttt=ttt, expstatsn=self.expstatsn, datasn=sn, offset=off, data=chunk,
+                               final=off + len(chunk) >= end, lun=lun))  # fmt: skip
+
+    def _check_status(self, rsp: Pdu) -> None:
+        status, response = rsp.u8(3), rsp.u8(2)
+        if status or response:
+            sense = rsp.data[2 : 2 + int.from_bytes(rsp.data[:2], "big")] if rsp.data else b""
+            raise ScsiError(status, response, sense)
+
+    def _unexpected(self, rsp: Pdu) -> None:
+        if rsp.opcode == Op.NOOP_IN and rsp.itt == RSVD_TAG:
+            # target ping: answer it
+            self.send(nop_out(itt=RSVD_TAG, cmdsn=self.cmdsn, expstatsn=self.expstatsn, ttt=rsp.ttt))
+            return
+        if rsp.opcode == Op.ASYNC:
+            return
+        raise ConnectionClosed(f"unexpected {rsp!r}")
+
+    def nop(self, data: bytes = b"") -> Pdu:
+        itt = self.next_itt()
+        self.send(nop_out(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, data=data))
+        rsp = self.recv()
+        if rsp.opcode != Op.NOOP_IN or rsp.itt != itt:
+            raise ConnectionClosed(f"expected NOP-In for 0x{itt:x}, got {rsp!r}")
+        return rsp
+
+    def text(self, keys: dict[str, str]) -> dict[str, str]:
+        itt = self.next_itt()
+        self.send(text_request(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, keys=keys))
+        rsp = self.recv()
+        if rsp.opcode != Op.TEXT_RSP:
+            raise ConnectionClosed(f"expected Text Response, got {rsp!r}")
+        return decode_keys(rsp.data)
+
+    def tmf(self, function: int, lun: int = 0, ref_itt: int = RSVD_TAG) -> int:
+        """Task management; returns the TMF response code."""
+        itt = self.next_itt()
+        self.send(tmf_request(function=function, itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, lun=lun,
+                              ref_itt=ref_itt))  # fmt: skip
+        rsp = self.recv()
+        if rsp.opcode != Op.TMF_RSP:
+            raise ConnectionClosed(f"expected TMF Response, got {rsp!r}")
+        return rsp.u8(2)
+
+    def logout(self) -> int:
+        itt = self.next_itt()
+        self.send(logout_request(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn))
+        rsp = self.recv()
+        if rsp.opcode != Op.LOGOUT_RSP:
+            raise ConnectionClosed(f"expected Logout Response, got {rsp!r}")
+        self.close()
+        return rsp.u8(2)
