@@ -55,7 +55,7 @@ def main() -> int:
             cmd = [sys.executable, a.exec_]
         else:
             cmd = [
-                sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-ra", "-v", "--durations=0",
+                sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-ra", "-v", "--durations=0", "--timeout=300",
                 f"--junitxml={a.results / 'junit.xml'}", *a.pytest_args,
             ]  # fmt: skip
         sys.stdout.flush()

@@ -47,6 +47,13 @@ class ScsiError(Exception):
         super().__init__(f"SCSI status 0x{status:02x} response 0x{response:02x} sense {sense.hex()}")
         self.status, self.response, self.sense = status, response, sense
 
+    @property
+    def sense_key(self) -> int:
+        """Sense key of fixed (0x70/0x71) or descriptor (0x72/0x73) sense data, -1 if none."""
+        if len(self.sense) < 3:
+            return -1
+        return self.sense[2] & 0x0F if self.sense[0] & 0x7F in (0x70, 0x71) else self.sense[1] & 0x0F
+
 
 @dataclass
 class Params:
@@ -176,14 +183,14 @@ class Connection:
         if target and not discovery:
             sec.append(("TargetName", target))
         if chap_user:
-            rsp = self._login_step(0, 0, False, [*sec, ("AuthMethod", "CHAP,None")])
+            self._login_step(0, 0, False, [*sec, ("AuthMethod", "CHAP,None")])
             if self.target_keys.get("AuthMethod") != "CHAP":
                 raise LoginError(0xFE, 0, self.target_keys)
             self._login_step(0, 0, False, [("CHAP_A", "5")])
             ident = int(self.target_keys["CHAP_I"])
             challenge = chap.from_hex(self.target_keys["CHAP_C"])
-            keys = [("CHAP_N", chap_user), ("CHAP_R", chap.to_hex(chap.response(ident, (chap_secret or "").encode(),
-                                                                                 challenge)))]  # fmt: skip
+            secret = (chap_secret or "").encode()
+            keys = [("CHAP_N", chap_user), ("CHAP_R", chap.to_hex(chap.response(ident, secret, challenge)))]
             mident, mchal = chap.new_challenge()
             if mutual_user:
                 keys += [("CHAP_I", str(mident)), ("CHAP_C", chap.to_hex(mchal))]
@@ -192,9 +199,13 @@ class Connection:
                 want = chap.response(mident, (mutual_secret or "").encode(), mchal)
                 if self.target_keys.get("CHAP_N") != mutual_user or chap.from_hex(self.target_keys["CHAP_R"]) != want:
                     raise LoginError(0xFD, 0, self.target_keys)
-            sec = []
         else:
-            sec.append(("AuthMethod", "None"))
+            rsp = self._login_step(0, 1, True, [*sec, ("AuthMethod", "None")])
+        # the target may stay in security negotiation for a round (T=0)
+        for _ in range(4):
+            if rsp.flags & F_LOGIN_TRANSIT:
+                break
+            rsp = self._login_step(0, 1, True, [])
         ops: list[tuple[str, str]] = [
             ("HeaderDigest", p.header_digest), ("DataDigest", p.data_digest),
             ("MaxRecvDataSegmentLength", str(p.max_recv_dlen)),
@@ -208,9 +219,18 @@ class Connection:
                 ("MaxOutstandingR2T", "1"), ("DefaultTime2Wait", "0"), ("DefaultTime2Retain", "0"),
             ]  # fmt: skip
         ops += list(p.extra.items())
-        rsp = self._login_step(1 if not sec else 0, 3, True, sec + ops)
-        while not (rsp.flags & F_LOGIN_TRANSIT and (rsp.flags & 3) == 3):
-            rsp = self._login_step(1, 3, True, [])
+        sent = {k for k, _ in ops}
+        self.target_keys = {}
+        rsp = self._login_step(1, 3, True, ops)
+        for _ in range(8):
+            if rsp.flags & F_LOGIN_TRANSIT and (rsp.flags & 3) == 3:
+                break
+            # answer what the target proposed on its own, taking its values
+            answer = [(k, v) for k, v in decode_keys(rsp.data).items() if k not in sent]
+            sent |= {k for k, _ in answer}
+            rsp = self._login_step(1, 3, True, answer)
+        else:
+            raise LoginError(0xFC, 0, self.target_keys)
         self._apply(self.target_keys)
         self.cmdsn = rsp.expcmdsn
         self.full_feature = True

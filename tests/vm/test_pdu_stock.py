@@ -14,8 +14,8 @@ import socket
 
 import pytest
 
-from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, nop_out, scsi_command
-from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params
+from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, login_request, nop_out, scsi_command
+from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
 
 from .conftest import PDU_INITIATOR, PDU_IQN
 
@@ -61,31 +61,65 @@ def test_nop_text_tmf(pdu_target: str) -> None:
 def healthy(host: str) -> None:
     c = connect(host)
     data = os.urandom(8 * BLOCK)
-    c.scsi_write(8, data)
+    try:
+        c.scsi_write(8, data)
+    except ScsiError as e:
+        # a new session's first command may meet a UNIT ATTENTION (a LUN
+        # reset in an earlier case); an initiator retries it once
+        assert e.sense_key == 6, e
+        c.scsi_write(8, data)
     assert c.scsi_read(8, 8) == data
     c.logout()
 
 
-def dropped_or_rejected(c: Connection) -> str:
-    """RFC 7143 at ERL 0: the target rejects the PDU or drops the connection."""
-    c.sock.settimeout(10)
+def observe(c: Connection, wait: float = 5) -> str:
+    """What the target did about the last PDU sent on ``c``.
+
+    "reject 0xNN" (a Reject with that reason), "dropped" (connection closed),
+    "accepted <OP>" (it answered as if the PDU were fine) or "ignored" (no
+    answer, but the connection still answers a NOP).
+    """
+    c.sock.settimeout(wait)
     try:
-        while True:
-            rsp = c.recv()
-            if rsp.opcode == Op.REJECT:
-                return f"reject 0x{rsp.u8(2):02x}"
-    except (ConnectionClosed, TimeoutError, OSError) as e:
-        if isinstance(e, TimeoutError):
-            pytest.fail("target neither rejected the PDU nor dropped the connection in 10 s")
+        rsp = c.recv()
+    except (ConnectionClosed, ConnectionError):
         return "dropped"
+    except TimeoutError:
+        try:
+            c.nop()
+        except (ConnectionClosed, TimeoutError, OSError):
+            return "dropped"
+        return "ignored"
+    if rsp.opcode == Op.REJECT:
+        return f"reject 0x{rsp.u8(2):02x}"
+    return f"accepted {Op(rsp.opcode).name}"
 
 
-def test_bad_header_digest_drops_connection(pdu_target: str) -> None:
+# RFC 7143 at ERL 0, per case: what a target may do.
+REJECT_OR_DROP = {"dropped", "reject 0x04", "reject 0x09"}  # protocol error / invalid PDU field
+# Stock LIO's own answers where they are outside that set, pinned so that a
+# change in either direction shows up. The offloaded transport must not
+# repeat them (DESIGN.md: no worse than stock; where stock misbehaves, record).
+STOCK_DEVIATIONS = {
+    "data_out_unknown_ttt": "accepted SCSI_RSP",
+}
+
+
+def check(case: str, outcome: str, allowed: set[str]) -> None:
+    print(f"stock LIO, {case}: {outcome}")
+    if case in STOCK_DEVIATIONS:
+        assert outcome == STOCK_DEVIATIONS[case], f"stock LIO changed its answer to {case}"
+    else:
+        assert outcome in allowed, f"{case}: {outcome} is not what RFC 7143 allows at ERL 0 ({allowed})"
+
+
+def test_bad_header_digest(pdu_target: str) -> None:
     c = connect(pdu_target, Params(header_digest="CRC32C"))
     wire = bytearray(nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn).encode(True, False))
     wire[48] ^= 0xFF
     c.send_raw(bytes(wire))
-    assert c.closed_by_peer(), "target kept a connection whose header digest failed"
+    # 7.8: discard the header (and find the next PDU) or close the connection
+    check("bad_header_digest", observe(c), {"dropped", "ignored"})
     healthy(pdu_target)
 
 
@@ -96,7 +130,7 @@ def test_bad_data_digest_on_immediate_data(pdu_target: str) -> None:
                                   write_len=BLOCK, data=os.urandom(BLOCK)).encode(False, True))  # fmt: skip
     wire[-1] ^= 0x01
     c.send_raw(bytes(wire))
-    print("stock LIO, bad data digest on immediate data:", dropped_or_rejected(c))
+    check("bad_data_digest_immediate", observe(c), {"dropped", "reject 0x02"})
     healthy(pdu_target)
 
 
@@ -111,27 +145,26 @@ def test_bad_data_digest_on_data_out(pdu_target: str) -> None:
                               data=os.urandom(BLOCK), final=True).encode(False, True))  # fmt: skip
     wire[-2] ^= 0x01
     c.send_raw(bytes(wire))
-    print("stock LIO, bad data digest on Data-Out:", dropped_or_rejected(c))
+    check("bad_data_digest_data_out", observe(c), {"dropped", "reject 0x02"})
     healthy(pdu_target)
 
 
-def test_dlen_above_mrdsl_drops_connection(pdu_target: str) -> None:
+def test_dlen_above_mrdsl(pdu_target: str) -> None:
     c = connect(pdu_target)
     limit = c.params.max_xmit_dlen
-    p = nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn, data=bytes(limit + 4))
-    c.send(p)
-    assert c.closed_by_peer(), f"target accepted {limit + 4} bytes above its MaxRecvDataSegmentLength {limit}"
+    c.send(nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn, data=bytes(limit + 4)))
+    check("dlen_above_mrdsl", observe(c), REJECT_OR_DROP)
     healthy(pdu_target)
 
 
-def test_unknown_opcode_is_rejected_or_dropped(pdu_target: str) -> None:
+def test_unknown_opcode(pdu_target: str) -> None:
     c = connect(pdu_target)
     p = Pdu()
     p.opcode = 0x1E
     p.flags = 0x80
     p.itt, p.cmdsn, p.expstatsn = c.next_itt(), c.cmdsn, c.expstatsn
     c.send(p)
-    print("stock LIO, unknown opcode 0x1e:", dropped_or_rejected(c))
+    check("unknown_opcode", observe(c), {"dropped", "reject 0x04", "reject 0x05"})
     healthy(pdu_target)
 
 
@@ -144,14 +177,16 @@ def test_data_out_with_unknown_ttt(pdu_target: str) -> None:
     assert r2t.opcode == Op.R2T
     c.send(data_out(itt=itt, ttt=r2t.ttt ^ 0x5A5A, expstatsn=c.expstatsn, datasn=0, offset=0,
                     data=bytes(BLOCK), final=True))  # fmt: skip
-    print("stock LIO, Data-Out with unknown TTT:", dropped_or_rejected(c))
+    check("data_out_unknown_ttt", observe(c), REJECT_OR_DROP)
     healthy(pdu_target)
 
 
 @pytest.mark.parametrize("cut", [1, 20, 47])
 def test_login_cut_mid_header_then_close(pdu_target: str, cut: int) -> None:
     s = socket.create_connection((pdu_target, 3260), timeout=10)
-    s.sendall(b"\x43\x87" + bytes(cut - 2 if cut > 2 else 0)[: max(0, cut - 2)] if cut > 1 else b"\x43")
+    login = login_request(isid=b"\x80\0\0\0\0\x09", tsih=0, itt=1, cid=0, cmdsn=1, expstatsn=0, csg=1, nsg=3,
+                          transit=True, keys=[("InitiatorName", PDU_INITIATOR)])  # fmt: skip
+    s.sendall(login.encode()[:cut])
     s.close()
     healthy(pdu_target)
 
@@ -173,7 +208,8 @@ def test_wrong_target_name_fails_login(pdu_target: str) -> None:
     c = Connection(pdu_target)
     with pytest.raises(LoginError) as e:
         c.login(PDU_INITIATOR, "iqn.2026-11.org.cxgbit-ext:nonexistent")
-    assert e.value.status_class == 0x02  # initiator error (target not found)
+    # RFC 7143 has 0x0203 (not found) for this; LIO answers 0x0301 (service unavailable)
+    assert (e.value.status_class, e.value.status_detail) == (0x03, 0x01)
     c.close()
 
 
