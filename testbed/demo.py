@@ -38,6 +38,7 @@ def main() -> int:
     kver = os.environ["CXE_KVER"]
     step(f"kernel {kver}: loading LIO and cxgbit_ext")
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    subprocess.run(["modprobe", "libcrc32c"], check=True)
     subprocess.run(["insmod", str(TOP / "build" / kver / "cxgbit_ext.ko")], check=True)
     cli.main(["status"])
 

@@ -9,6 +9,7 @@ negative tests. One connection per session, synchronous, sequential.
 
 from __future__ import annotations
 
+import secrets
 import socket
 import struct
 from dataclasses import dataclass, field
@@ -97,7 +98,9 @@ class Connection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.params = Params()
         self.full_feature = False
-        self.isid = b"\x80\x12\x34\x56\x00\x01"
+        # ISID type "random" (RFC 7143 11.12.5): each Connection is its own
+        # session unless the caller sets the same ISID to reinstate one
+        self.isid = b"\x80" + secrets.token_bytes(3) + b"\x00\x01"
         self.tsih = 0
         self.cmdsn = 1
         self.expstatsn = 0

@@ -2,41 +2,95 @@
 /*
  * cxgbit-ext: iSCSI PDU-offload transport for the LIO target.
  *
- * Shared declarations of the module's parts (main.c, transport.c,
- * configfs.c). The adapter contract lives in adapter.h.
+ * Shared declarations of the module's parts: main.c (entry), transport.c
+ * (the PDU layer LIO talks to), soft.c (the software adapter) and
+ * configfs.c (control interface).
  */
 #ifndef CXGBIT_EXT_H
 #define CXGBIT_EXT_H
 
 #include <linux/kref.h>
 #include <linux/list.h>
-#include <linux/completion.h>
 #include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/atomic.h>
+#include <linux/netdevice.h>
+#include <net/net_namespace.h>
 
 #define CXE_DRV_NAME	"cxgbit_ext"
-#define CXE_VERSION	"0.1.0"
+#define CXE_VERSION	"0.2.0"
 
 struct iscsi_np;
+struct iscsit_conn;
+struct iscsit_cmd;
+struct socket;
+struct scatterlist;
+
+/* Per-adapter counters, also summed from its connections */
+enum cxe_stat {
+	CXE_STAT_SYN_STEERED,	/* SYNs handed to the adapter's listener */
+	CXE_STAT_CONNS,		/* connections accepted */
+	CXE_STAT_PDUS_RX,
+	CXE_STAT_PDUS_TX,
+	CXE_STAT_BYTES_PLACED,	/* write data placed straight into command pages */
+	CXE_STAT_BYTES_COPIED,	/* write data that went through a bounce buffer */
+	CXE_STAT_HDIGEST_ERR,
+	CXE_STAT_DDIGEST_ERR,
+	CXE_STAT_DDP_TAG_ERR,	/* Data-Out whose TTT is not a live DDP tag */
+	CXE_STAT_DROPS,		/* connections dropped on a protocol error */
+	CXE_STAT_MAX,
+};
+
+extern const char *const cxe_stat_names[CXE_STAT_MAX];
+
+/*
+ * The software adapter: honours the adapter contract with the kernel's TCP
+ * stack on any netdev. One exists from module load, serving every netdev
+ * ("*") unless bound to one by name.
+ */
+struct cxe_adapter {
+	const char		*name;
+	spinlock_t		lock;		/* netdev */
+	char			netdev[IFNAMSIZ];	/* "*" = all */
+	atomic64_t		stats[CXE_STAT_MAX];
+};
+
+extern struct cxe_adapter cxe_soft0;
+
+static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
+{
+	atomic64_add(v, &a->stats[s]);
+}
 
 /*
  * One offloaded network portal: what LIO's np "cxgbit" attribute created.
- * Lives from iscsit_setup_np() to iscsit_free_np(); the configfs status
- * files take references while they print it.
+ * The adapter listens for it on its own socket; SYNs for the portal that
+ * arrive on the adapter's netdevs are steered to that socket.
  */
 struct cxe_np {
 	struct kref		kref;
-	struct list_head	node;		/* cxe_nps */
+	struct list_head	node;		/* cxe_nps, RCU */
 	struct iscsi_np		*np;
+	struct cxe_adapter	*adapter;
+	struct net		*net;
 	struct sockaddr_storage	addr;
-	struct completion	accept_comp;
+	struct socket		*listener;
+	struct rcu_head		rcu;
 };
-
-extern struct iscsit_transport cxe_transport;
 
 int cxe_configfs_init(void);
 void cxe_configfs_exit(void);
 
-/* Print every offloaded portal, one per line, into buf (a PAGE_SIZE buffer). */
+/* soft.c */
+int cxe_soft_listen(struct cxe_np *cnp);
+void cxe_soft_unlisten(struct cxe_np *cnp);
+bool cxe_adapter_owns_dev(struct cxe_adapter *a, const struct net_device *dev);
+extern struct list_head cxe_nps;
+extern spinlock_t cxe_nps_lock;
+
+/* transport.c */
+extern struct iscsit_transport cxe_transport;
 ssize_t cxe_np_show_all(char *buf);
+ssize_t cxe_conn_show_all(char *buf);
 
 #endif /* CXGBIT_EXT_H */

@@ -25,6 +25,26 @@ static bool cxe_module_loaded(const char *name)
 	return true;
 }
 
+/*
+ * While we are loaded, the in-tree cxgbit may not load: LIO's
+ * enable_offload always does request_module("cxgbit"), and two
+ * ISCSI_CXGBIT transports must never coexist.
+ */
+static int cxe_module_notify(struct notifier_block *nb, unsigned long state,
+			     void *data)
+{
+	struct module *mod = data;
+
+	if (state != MODULE_STATE_COMING || strcmp(mod->name, "cxgbit"))
+		return NOTIFY_DONE;
+	pr_err("refusing to let the in-tree cxgbit load beside cxgbit_ext (same ISCSI_CXGBIT transport); install cxgbit-ext.conf in /etc/modprobe.d\n");
+	return notifier_from_errno(-EBUSY);
+}
+
+static struct notifier_block cxe_module_nb = {
+	.notifier_call = cxe_module_notify,
+};
+
 static int __init cxe_init(void)
 {
 	int ret;
@@ -34,9 +54,14 @@ static int __init cxe_init(void)
 		return -EBUSY;
 	}
 
-	ret = cxe_configfs_init();
+	ret = register_module_notifier(&cxe_module_nb);
 	if (ret)
 		return ret;
+	ret = cxe_configfs_init();
+	if (ret) {
+		unregister_module_notifier(&cxe_module_nb);
+		return ret;
+	}
 
 	iscsit_register_transport(&cxe_transport);
 	pr_info("version %s: transport %s registered\n", CXE_VERSION,
@@ -48,6 +73,7 @@ static void __exit cxe_exit(void)
 {
 	iscsit_unregister_transport(&cxe_transport);
 	cxe_configfs_exit();
+	unregister_module_notifier(&cxe_module_nb);
 	pr_info("unloaded\n");
 }
 

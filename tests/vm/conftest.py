@@ -85,3 +85,11 @@ def pdu_target(iscsid: None) -> Iterator[str]:
         topology.create(t)
     yield topo.LINKS[0].tgt_ip
     topology.delete(PDU_IQN)
+
+
+def insmod(ko: Path) -> subprocess.CompletedProcess[str]:
+    """insmod after loading the module's dependencies (what modprobe would)."""
+    deps = subprocess.run(["modinfo", "-F", "depends", str(ko)], capture_output=True, text=True, check=True)
+    for dep in filter(None, deps.stdout.strip().split(",")):
+        subprocess.run(["modprobe", dep], check=True)
+    return subprocess.run(["insmod", str(ko)], capture_output=True, text=True)

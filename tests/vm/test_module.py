@@ -21,7 +21,7 @@ from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from testbed import topo
 
-from .conftest import TOP, dmesg
+from .conftest import TOP, dmesg, insmod
 
 IQN = "iqn.2026-11.org.cxgbit-ext:module"
 LINK = topo.LINKS[0]
@@ -72,7 +72,7 @@ def test_refuses_to_load_beside_intree_cxgbit(module_ko: Path) -> None:
     subprocess.run(["modprobe", "cxgbit"], check=True)
     try:
         before = len(dmesg())
-        p = subprocess.run(["insmod", str(module_ko)], capture_output=True, text=True)
+        p = insmod(module_ko)
         assert p.returncode != 0
         assert "Device or resource busy" in p.stderr
         assert any("in-tree cxgbit module is loaded" in line for line in dmesg()[before:])
@@ -94,7 +94,8 @@ def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: No
     assert np.offload
     assert loaded("cxgbit_ext") and not loaded("cxgbit")
     assert (CFS / "transport").read_text() == "cxgbit_ext\n"
-    assert (CFS / "version").read_text().strip() == "0.1.0"
+    built = subprocess.run(["modinfo", "-F", "version", "cxgbit_ext"], capture_output=True, text=True).stdout
+    assert (CFS / "version").read_text() == built
     assert (CFS / "portals").read_text() == f"{LINK.tgt_ip}:3260\n"
     assert (CFS / "adapters").is_dir()
     cli = subprocess.run([str(TOP / ".venv/bin/cxgbit-ext"), "--json", "status"], capture_output=True, text=True)
@@ -115,9 +116,19 @@ def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: No
     assert not loaded("cxgbit_ext") and not CFS.exists()
 
 
+def test_intree_cxgbit_cannot_load_beside_us(lio: None, module_ko: Path) -> None:
+    assert insmod(module_ko).returncode == 0
+    try:
+        p = subprocess.run(["modprobe", "cxgbit"], capture_output=True, text=True)
+        assert p.returncode != 0 and not loaded("cxgbit"), p
+        assert any("refusing to let the in-tree cxgbit load" in line for line in dmesg())
+    finally:
+        assert rmmod("cxgbit_ext").returncode == 0
+
+
 def test_insmod_rmmod_cycles(lio: None, module_ko: Path) -> None:
     for _ in range(3):
-        subprocess.run(["insmod", str(module_ko)], check=True)
+        assert insmod(module_ko).returncode == 0
         assert (CFS / "transport").read_text() == "cxgbit_ext\n"
         assert rmmod("cxgbit_ext").returncode == 0
     assert not CFS.exists()

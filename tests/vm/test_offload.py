@@ -1,0 +1,135 @@
+"""The offloaded data path through the software adapter, on real LIO.
+
+The portal is 0.0.0.0:3260 on the target host; soft0 serves tgt0 only, so a
+login to 198.18.0.1 (over tgt0) is offloaded while a login to 198.18.1.1
+(over tgt1) is stock iSCSI/TCP, at the same time. Data written through the
+offloaded path reads back equal, with and without digests; the counters
+show the PDUs and the bytes placed straight into command pages.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rtslib_fb import RTSRoot
+
+from cxgbit_ext import topology
+from iscsi_initiator import iscsiadm
+from iscsi_initiator.session import Connection, Params
+from testbed import fio, topo
+
+from .conftest import PDU_INITIATOR, insmod
+
+IQN = "iqn.2026-11.org.cxgbit-ext:offload"
+CFS = Path("/sys/kernel/config/cxgbit_ext")
+OFF, STOCK = topo.LINKS  # tgt0 served by soft0, tgt1 not
+BLOCK = 512
+
+
+def counters() -> dict[str, int]:
+    out = {}
+    for line in (CFS / "adapters/soft0/counters").read_text().splitlines():
+        k, v = line.split()
+        out[k] = int(v)
+    return out
+
+
+def offloaded_peers() -> list[str]:
+    return [ln.split()[0] for ln in (CFS / "connections").read_text().splitlines()]
+
+
+def set_offload(on: bool) -> None:
+    with topo.in_netns():
+        (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
+        np.offload = on
+
+
+@pytest.fixture(scope="module")
+def offload_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    assert insmod(module_ko).returncode == 0
+    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
+    t = topology.Topology(
+        iqn=IQN,
+        backstores=("ramdisk", "fileio"),
+        lun_size=64 * topology.MiB,
+        portals=(("0.0.0.0", 3260),),
+        offload=True,
+        fileio_dir=Path("/var/tmp/cxe-offload"),
+    )
+    with topo.in_netns():
+        topology.create(t)
+    yield
+    iscsiadm.logout()
+    iscsiadm.delete_nodes()
+    topology.delete(IQN)
+    subprocess.run(["rmmod", "cxgbit_ext"], check=True)
+
+
+def login(ip: str, params: Params | None = None) -> Connection:
+    c = Connection(ip)
+    c.login(PDU_INITIATOR, IQN, params)
+    return c
+
+
+@pytest.mark.parametrize(("hd", "dd"), [("None", "None"), ("CRC32C", "CRC32C")])
+@pytest.mark.parametrize(("imm", "r2t"), [(True, True), (False, False), (True, False)])
+def test_offloaded_write_read(offload_target: None, hd: str, dd: str, imm: bool, r2t: bool) -> None:
+    before = counters()
+    c = login(OFF.tgt_ip, Params(header_digest=hd, data_digest=dd, immediate_data=imm, initial_r2t=r2t,
+                                 max_recv_dlen=8192, first_burst=65536, max_burst=262144))  # fmt: skip
+    assert f"{OFF.ini_ip}:" in " ".join(offloaded_peers())
+    data = os.urandom(1037 * BLOCK)
+    c.scsi_write(2048, data)
+    assert c.scsi_read(2048, 1037) == data
+    assert c.nop(b"ping").data == b"ping"
+    assert c.logout() == 0
+    after = counters()
+    assert after["connections"] == before["connections"] + 1
+    assert after["bytes_placed"] - before["bytes_placed"] == len(data)
+    assert after["bytes_copied"] == before["bytes_copied"]
+    assert after["pdus_rx"] > before["pdus_rx"] and after["pdus_tx"] > before["pdus_tx"]
+
+
+def test_both_paths_live_at_once(offload_target: None) -> None:
+    a = login(OFF.tgt_ip)
+    b = login(STOCK.tgt_ip)  # its own ISID: a second session, not a reinstatement
+    peers = offloaded_peers()
+    assert any(p.startswith(f"{OFF.ini_ip}:") for p in peers)
+    assert not any(p.startswith(f"{STOCK.ini_ip}:") for p in peers)
+    for c in (a, b):
+        data = os.urandom(64 * BLOCK)
+        c.scsi_write(4096, data)
+        assert c.scsi_read(4096, 64) == data
+        c.logout()
+
+
+def test_open_iscsi_fio_verify_offloaded(offload_target: None) -> None:
+    portal = f"{OFF.tgt_ip}:3260"
+    assert any(d.iqn == IQN for d in iscsiadm.discover(portal))
+    iscsiadm.login(IQN, portal)
+    disks = iscsiadm.session_disks(IQN, expect=2)
+    assert any(p.startswith(f"{OFF.ini_ip}:") for p in offloaded_peers())
+    before = counters()
+    for dev in disks.values():
+        (res,) = fio.write_verify(dev, size="16M", bs="64k")
+        assert res.write_bytes == 16 * topology.MiB
+    after = counters()
+    assert after["bytes_placed"] - before["bytes_placed"] >= 2 * 16 * topology.MiB
+    iscsiadm.logout(IQN, portal)
+
+
+def test_offload_off_returns_portal_to_stock(offload_target: None) -> None:
+    set_offload(False)
+    try:
+        assert (CFS / "portals").read_text() == ""
+        c = login(OFF.tgt_ip)
+        assert offloaded_peers() == []
+        c.logout()
+    finally:
+        set_offload(True)
+    assert (CFS / "portals").read_text().strip() == "0.0.0.0:3260"
