@@ -72,21 +72,6 @@ PDU_IQN = "iqn.2026-11.org.cxgbit-ext:pdu"
 PDU_INITIATOR = "iqn.2026-11.org.cxgbit-ext:pdu-initiator"
 
 
-@pytest.fixture(scope="module")
-def pdu_target(iscsid: None) -> Iterator[str]:
-    """A stock LIO target (one 16 MiB ramdisk LUN) on 198.18.0.1:3260 in netns tgt."""
-    from cxgbit_ext import topology
-    from testbed import topo
-
-    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    t = topology.Topology(iqn=PDU_IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
-                          portals=((topo.LINKS[0].tgt_ip, 3260),))  # fmt: skip
-    with topo.in_netns():
-        topology.create(t)
-    yield topo.LINKS[0].tgt_ip
-    topology.delete(PDU_IQN)
-
-
 def insmod(ko: Path) -> subprocess.CompletedProcess[str]:
     """insmod after loading the module's dependencies (what modprobe would)."""
     deps = subprocess.run(["modinfo", "-F", "depends", str(ko)], capture_output=True, text=True, check=True)

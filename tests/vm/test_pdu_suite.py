@@ -1,30 +1,70 @@
-"""The PDU-level initiator against stock LIO: the protocol as seen on the wire.
+"""The PDU-level initiator against stock LIO and the offloaded transport.
 
-Positive flows (login with every digest setting, SCSI write/read with
-immediate, unsolicited and solicited data, NOP, Text, TMF, logout) and the
-negative cases of RFC 7143 at ERL 0. These are the reference the offloaded
-transport is held to: the same cases run against it once it serves
-connections. Each case checks that a second, healthy session keeps working.
+One target, portal 0.0.0.0:3260 with offload on and soft0 serving tgt0:
+198.18.1.1 (tgt1) reaches LIO's stock iSCSI/TCP, 198.18.0.1 (tgt0) our
+transport, in the same boot. Every case runs on both: positive flows (login
+with every digest setting, SCSI write/read with immediate, unsolicited and
+solicited data, NOP, Text, TMF, logout) and the negative cases of RFC 7143
+at ERL 0, where the offloaded path must be no worse than stock. Each case
+checks that a new session on the same path works afterwards.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from cxgbit_ext import topology
 from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, login_request, nop_out, scsi_command
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
+from testbed import topo
 
-from .conftest import PDU_INITIATOR, PDU_IQN
+from .conftest import PDU_INITIATOR, PDU_IQN, insmod
 
 BLOCK = 512
+CFS = Path("/sys/kernel/config/cxgbit_ext")
+OFF, STOCK = topo.LINKS
 
 
-def connect(host: str, params: Params | None = None) -> Connection:
+@pytest.fixture(scope="module")
+def dual_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    assert insmod(module_ko).returncode == 0
+    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
+    t = topology.Topology(iqn=PDU_IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
+                          portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
+    with topo.in_netns():
+        topology.create(t)
+    yield
+    topology.delete(PDU_IQN)
+    subprocess.run(["rmmod", "cxgbit_ext"], check=True)
+
+
+@pytest.fixture(params=["stock", "offload"])
+def path(request: pytest.FixtureRequest, dual_target: None) -> str:
+    """The transport under test, by the address that reaches it."""
+    return str(request.param)
+
+
+def ip_of(path: str) -> str:
+    return OFF.tgt_ip if path == "offload" else STOCK.tgt_ip
+
+
+def counters() -> dict[str, int]:
+    return {k: int(v) for k, v in (ln.split() for ln in (CFS / "adapters/soft0/counters").read_text().splitlines())}
+
+
+def connect(path: str, params: Params | None = None) -> Connection:
+    host = ip_of(path)
     c = Connection(host)
     c.login(PDU_INITIATOR, PDU_IQN, params)
+    offloaded = f"{OFF.ini_ip}:{c.sock.getsockname()[1]} " in (CFS / "connections").read_text()
+    assert offloaded == (path == "offload"), f"{path} login landed on the wrong transport"
     return c
 
 
@@ -37,9 +77,9 @@ def connect(host: str, params: Params | None = None) -> Connection:
         ("None", "CRC32C", False, False, 65536),
     ],
 )
-def test_write_read_back(pdu_target: str, hd: str, dd: str, imm: bool, r2t: bool, mrdsl: int) -> None:
+def test_write_read_back(path: str, hd: str, dd: str, imm: bool, r2t: bool, mrdsl: int) -> None:
     p = Params(header_digest=hd, data_digest=dd, immediate_data=imm, initial_r2t=r2t, max_recv_dlen=mrdsl)
-    c = connect(pdu_target, p)
+    c = connect(path, p)
     assert (c.params.header_digest, c.params.data_digest) == (hd, dd)
     data = os.urandom(300 * BLOCK)  # not a multiple of any burst or segment size
     lba = 64 + 1000 * (hash((hd, dd, imm, r2t)) % 8)
@@ -48,8 +88,8 @@ def test_write_read_back(pdu_target: str, hd: str, dd: str, imm: bool, r2t: bool
     assert c.logout() == 0
 
 
-def test_nop_text_tmf(pdu_target: str) -> None:
-    c = connect(pdu_target, Params(header_digest="CRC32C", data_digest="CRC32C"))
+def test_nop_text_tmf(path: str) -> None:
+    c = connect(path, Params(header_digest="CRC32C", data_digest="CRC32C"))
     rsp = c.nop(b"echo me")
     assert rsp.data == b"echo me"
     keys = c.text({"SendTargets": "All"})
@@ -58,8 +98,8 @@ def test_nop_text_tmf(pdu_target: str) -> None:
     assert c.logout() == 0
 
 
-def healthy(host: str) -> None:
-    c = connect(host)
+def healthy(path: str) -> None:
+    c = connect(path)
     data = os.urandom(8 * BLOCK)
     try:
         c.scsi_write(8, data)
@@ -105,37 +145,56 @@ STOCK_DEVIATIONS = {
 }
 
 
-def check(case: str, outcome: str, allowed: set[str]) -> None:
-    print(f"stock LIO, {case}: {outcome}")
-    if case in STOCK_DEVIATIONS:
+class Moved:
+    """Counter deltas of soft0 across a case (offload path only)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.before = counters() if path == "offload" else {}
+
+    def __call__(self, **want: int) -> None:
+        if self.path != "offload":
+            return
+        after = counters()
+        got = {k: after[k] - self.before[k] for k in want}
+        assert got == want, f"soft0 counters moved {got}, expected {want}"
+
+
+def check(path: str, case: str, outcome: str, allowed: set[str]) -> None:
+    print(f"{path}: {case}: {outcome}")
+    if path == "stock" and case in STOCK_DEVIATIONS:
         assert outcome == STOCK_DEVIATIONS[case], f"stock LIO changed its answer to {case}"
     else:
         assert outcome in allowed, f"{case}: {outcome} is not what RFC 7143 allows at ERL 0 ({allowed})"
 
 
-def test_bad_header_digest(pdu_target: str) -> None:
-    c = connect(pdu_target, Params(header_digest="CRC32C"))
+def test_bad_header_digest(path: str) -> None:
+    c = connect(path, Params(header_digest="CRC32C"))
+    moved = Moved(path)
     wire = bytearray(nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn).encode(True, False))
     wire[48] ^= 0xFF
     c.send_raw(bytes(wire))
     # 7.8: discard the header (and find the next PDU) or close the connection
-    check("bad_header_digest", observe(c), {"dropped", "ignored"})
-    healthy(pdu_target)
+    check(path, "bad_header_digest", observe(c), {"dropped", "ignored"})
+    moved(hdigest_errors=1, drops=1)
+    healthy(path)
 
 
-def test_bad_data_digest_on_immediate_data(pdu_target: str) -> None:
-    c = connect(pdu_target, Params(data_digest="CRC32C", immediate_data=True, initial_r2t=True))
+def test_bad_data_digest_on_immediate_data(path: str) -> None:
+    c = connect(path, Params(data_digest="CRC32C", immediate_data=True, initial_r2t=True))
     cdb = bytes([0x2A, 0, 0, 0, 0, 16, 0, 0, 1, 0])
     wire = bytearray(scsi_command(cdb, itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn,
                                   write_len=BLOCK, data=os.urandom(BLOCK)).encode(False, True))  # fmt: skip
     wire[-1] ^= 0x01
+    moved = Moved(path)
     c.send_raw(bytes(wire))
-    check("bad_data_digest_immediate", observe(c), {"dropped", "reject 0x02"})
-    healthy(pdu_target)
+    check(path, "bad_data_digest_immediate", observe(c), {"dropped", "reject 0x02"})
+    moved(ddigest_errors=1, bytes_placed=BLOCK)
+    healthy(path)
 
 
-def test_bad_data_digest_on_data_out(pdu_target: str) -> None:
-    c = connect(pdu_target, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True))
+def test_bad_data_digest_on_data_out(path: str) -> None:
+    c = connect(path, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True))
     itt = c.next_itt()
     cdb = bytes([0x2A, 0, 0, 0, 0, 32, 0, 0, 1, 0])
     c.send(scsi_command(cdb, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=BLOCK))
@@ -144,55 +203,59 @@ def test_bad_data_digest_on_data_out(pdu_target: str) -> None:
     wire = bytearray(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
                               data=os.urandom(BLOCK), final=True).encode(False, True))  # fmt: skip
     wire[-2] ^= 0x01
+    moved = Moved(path)
     c.send_raw(bytes(wire))
-    check("bad_data_digest_data_out", observe(c), {"dropped", "reject 0x02"})
-    healthy(pdu_target)
+    check(path, "bad_data_digest_data_out", observe(c), {"dropped", "reject 0x02"})
+    moved(ddigest_errors=1, bytes_placed=BLOCK)
+    healthy(path)
 
 
-def test_dlen_above_mrdsl(pdu_target: str) -> None:
-    c = connect(pdu_target)
+def test_dlen_above_mrdsl(path: str) -> None:
+    c = connect(path)
     limit = c.params.max_xmit_dlen
     c.send(nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn, data=bytes(limit + 4)))
-    check("dlen_above_mrdsl", observe(c), REJECT_OR_DROP)
-    healthy(pdu_target)
+    check(path, "dlen_above_mrdsl", observe(c), REJECT_OR_DROP)
+    healthy(path)
 
 
-def test_unknown_opcode(pdu_target: str) -> None:
-    c = connect(pdu_target)
+def test_unknown_opcode(path: str) -> None:
+    c = connect(path)
     p = Pdu()
     p.opcode = 0x1E
     p.flags = 0x80
     p.itt, p.cmdsn, p.expstatsn = c.next_itt(), c.cmdsn, c.expstatsn
     c.send(p)
-    check("unknown_opcode", observe(c), {"dropped", "reject 0x04", "reject 0x05"})
-    healthy(pdu_target)
+    check(path, "unknown_opcode", observe(c), {"dropped", "reject 0x04", "reject 0x05"})
+    healthy(path)
 
 
-def test_data_out_with_unknown_ttt(pdu_target: str) -> None:
-    c = connect(pdu_target, Params(immediate_data=False))
+def test_data_out_with_unknown_ttt(path: str) -> None:
+    c = connect(path, Params(immediate_data=False))
     itt = c.next_itt()
     c.send(scsi_command(bytes([0x2A, 0, 0, 0, 0, 48, 0, 0, 1, 0]), itt=itt, cmdsn=c.cmdsn,
                         expstatsn=c.expstatsn, write_len=BLOCK))  # fmt: skip
     r2t = c.recv()
     assert r2t.opcode == Op.R2T
+    moved = Moved(path)
     c.send(data_out(itt=itt, ttt=r2t.ttt ^ 0x5A5A, expstatsn=c.expstatsn, datasn=0, offset=0,
                     data=bytes(BLOCK), final=True))  # fmt: skip
-    check("data_out_unknown_ttt", observe(c), REJECT_OR_DROP)
-    healthy(pdu_target)
+    check(path, "data_out_unknown_ttt", observe(c), REJECT_OR_DROP)
+    moved(ddp_tag_errors=1, drops=1, bytes_placed=0)
+    healthy(path)
 
 
 @pytest.mark.parametrize("cut", [1, 20, 47])
-def test_login_cut_mid_header_then_close(pdu_target: str, cut: int) -> None:
-    s = socket.create_connection((pdu_target, 3260), timeout=10)
+def test_login_cut_mid_header_then_close(path: str, cut: int) -> None:
+    s = socket.create_connection((ip_of(path), 3260), timeout=10)
     login = login_request(isid=b"\x80\0\0\0\0\x09", tsih=0, itt=1, cid=0, cmdsn=1, expstatsn=0, csg=1, nsg=3,
                           transit=True, keys=[("InitiatorName", PDU_INITIATOR)])  # fmt: skip
     s.sendall(login.encode()[:cut])
     s.close()
-    healthy(pdu_target)
+    healthy(path)
 
 
-def test_garbage_login_pdu_is_refused(pdu_target: str) -> None:
-    s = socket.create_connection((pdu_target, 3260), timeout=10)
+def test_garbage_login_pdu_is_refused(path: str) -> None:
+    s = socket.create_connection((ip_of(path), 3260), timeout=10)
     s.sendall(os.urandom(48) + os.urandom(512))
     s.settimeout(10)
     try:
@@ -201,11 +264,11 @@ def test_garbage_login_pdu_is_refused(pdu_target: str) -> None:
     except (ConnectionResetError, TimeoutError):
         pass
     s.close()
-    healthy(pdu_target)
+    healthy(path)
 
 
-def test_wrong_target_name_fails_login(pdu_target: str) -> None:
-    c = Connection(pdu_target)
+def test_wrong_target_name_fails_login(path: str) -> None:
+    c = Connection(ip_of(path))
     with pytest.raises(LoginError) as e:
         c.login(PDU_INITIATOR, "iqn.2026-11.org.cxgbit-ext:nonexistent")
     # RFC 7143 has 0x0203 (not found) for this; LIO answers 0x0301 (service unavailable)
@@ -213,7 +276,7 @@ def test_wrong_target_name_fails_login(pdu_target: str) -> None:
     c.close()
 
 
-def test_nop_in_reserved_tag_roundtrip(pdu_target: str) -> None:
-    c = connect(pdu_target)
+def test_nop_in_reserved_tag_roundtrip(path: str) -> None:
+    c = connect(path)
     assert c.nop().ttt == RSVD_TAG
     c.logout()
