@@ -150,6 +150,11 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));
 	memcpy(&conn->local_sockaddr, &c->local, sizeof(c->local));
 
+	/*
+	 * A connection outlives its portal (offload off, portal deleted): it
+	 * pins the module until LIO frees it, as the portal did.
+	 */
+	__module_get(THIS_MODULE);
 	spin_lock(&cxe_conns_lock);
 	list_add_tail(&c->node, &cxe_conns);
 	spin_unlock(&cxe_conns_lock);
@@ -213,6 +218,7 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	conn->context = NULL;
 	kvfree(c->ddp);
 	kfree(c);
+	module_put(THIS_MODULE);
 }
 
 /* ---- socket I/O ---------------------------------------------------------- */

@@ -1,0 +1,153 @@
+"""Offloaded connections under abuse: unload, offload off under I/O, resets.
+
+Sessions are PDU-level initiators in threads over tgt0 (offloaded by soft0).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rtslib_fb import RTSRoot
+
+from cxgbit_ext import topology
+from iscsi_initiator.pdu import scsi_command
+from iscsi_initiator.session import Connection, Params
+from testbed import topo
+
+from .conftest import PDU_INITIATOR, insmod
+
+IQN = "iqn.2026-11.org.cxgbit-ext:robust"
+CFS = Path("/sys/kernel/config/cxgbit_ext")
+OFF = topo.LINKS[0]
+BLOCK = 512
+
+
+def offloaded() -> int:
+    return len((CFS / "connections").read_text().splitlines())
+
+
+def wait_for(pred, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def set_offload(on: bool) -> None:
+    with topo.in_netns():
+        (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
+        np.offload = on
+
+
+@pytest.fixture(scope="module")
+def robust_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    assert insmod(module_ko).returncode == 0
+    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=64 * topology.MiB,
+                          portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
+    with topo.in_netns():
+        topology.create(t)
+    yield
+    topology.delete(IQN)
+    # nothing leaked: no connection left and the module unloads
+    assert wait_for(lambda: not (CFS / "connections").exists() or offloaded() == 0)
+    assert subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True).returncode == 0
+
+
+def login() -> Connection:
+    c = Connection(OFF.tgt_ip)
+    c.login(PDU_INITIATOR, IQN, Params(header_digest="CRC32C", data_digest="CRC32C", immediate_data=False))
+    return c
+
+
+def test_rmmod_refused_while_sessions_live(robust_target: None) -> None:
+    c = login()
+    p = subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True, text=True)
+    assert p.returncode != 0 and "in use" in p.stderr
+    data = os.urandom(16 * BLOCK)
+    c.scsi_write(0, data)
+    assert c.scsi_read(0, 16) == data
+    c.logout()
+
+
+def test_session_outliving_its_portal_pins_the_module(robust_target: None) -> None:
+    c = login()
+    set_offload(False)
+    try:
+        p = subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True, text=True)
+        assert p.returncode != 0 and "in use" in p.stderr
+        data = os.urandom(16 * BLOCK)
+        c.scsi_write(32, data)  # the offloaded session goes on without its portal
+        assert c.scsi_read(32, 16) == data
+        c.logout()
+    finally:
+        set_offload(True)
+
+
+def writer(idx: int, stop: threading.Event, errors: list[BaseException]) -> None:
+    try:
+        c = login()
+    except BaseException as e:
+        errors.append(e)
+        return
+    lba = idx * 8192
+    try:
+        while not stop.is_set():
+            c.scsi_write(lba, os.urandom(256 * BLOCK))
+    except (OSError, ConnectionError, Exception):
+        pass
+    finally:
+        c.close()
+
+
+def test_offload_off_under_io_is_quick(robust_target: None) -> None:
+    stop, errors = threading.Event(), []
+    threads = [threading.Thread(target=writer, args=(i, stop, errors)) for i in range(4)]
+    for t in threads:
+        t.start()
+    assert wait_for(lambda: offloaded() == 4), "4 sessions did not come up offloaded"
+    time.sleep(2)
+    t0 = time.monotonic()
+    set_offload(False)
+    took = time.monotonic() - t0
+    stop.set()
+    for t in threads:
+        t.join(30)
+    print(f"offload disable with 4 sessions doing I/O: {took:.2f} s")
+    assert not errors, errors
+    assert took < 5, f"offload disable took {took:.1f} s"
+    assert wait_for(lambda: offloaded() == 0)
+    set_offload(True)
+    c = login()
+    assert offloaded() == 1
+    c.logout()
+
+
+def test_resets_mid_write_leak_nothing(robust_target: None) -> None:
+    for _ in range(8):
+        c = login()
+        itt = c.next_itt()
+        # a 1 MiB write; send the command, take the R2T, send half a Data-Out, then RST
+        cdb = struct.pack(">BBIBHB", 0x2A, 0, 0, 0, 2048, 0)
+        c.send(scsi_command(cdb, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=2048 * BLOCK))
+        c.recv()
+        c.send_raw(os.urandom(30000))
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.sock.close()
+    assert wait_for(lambda: offloaded() == 0), (CFS / "connections").read_text()
+    c = login()
+    data = os.urandom(64 * BLOCK)
+    c.scsi_write(100, data)
+    assert c.scsi_read(100, 64) == data
+    c.logout()
