@@ -14,7 +14,7 @@ VMTESTS ?= tests/vm
 VMTIMEOUT ?= 900
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps modules check-kmod host-test lint vm-test test demo clean
+.PHONY: all deps modules check-kmod host-test lint vm-test test demo conformance clean
 
 all: modules
 
@@ -49,6 +49,15 @@ test: host-test vm-test
 demo: modules
 	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout $(VMTIMEOUT) \
 		--results $(BUILD)/demo --exec testbed/demo.py
+
+# libiscsi side by side on the first kernel; the tables land in conformance/results/
+conformance: modules
+	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout 1800 \
+		--results $(BUILD)/conformance -- tests/vm/test_conformance.py
+	{ echo "<!-- $$(date -u +%F) kernel $(firstword $(KVERS)) commit $$(git rev-parse --short HEAD) -->"; \
+	  cat $(BUILD)/conformance/conformance.md; } > conformance/results/libiscsi.md
+	cp $(BUILD)/conformance/conformance-junit.xml conformance/results/libiscsi-junit.xml
+	@head -4 conformance/results/libiscsi.md
 
 clean:
 	rm -rf $(BUILD)

@@ -18,7 +18,7 @@ sys.path.insert(0, str(TOP))
 from testbed import topo  # noqa: E402
 
 
-def prepare(kver: str) -> None:
+def prepare(kver: str, results: Path) -> None:
     if os.uname().release != kver:
         sys.exit(f"guest: booted {os.uname().release}, expected {kver}")
     os.environ.update(
@@ -27,6 +27,7 @@ def prepare(kver: str) -> None:
         PYTHONDONTWRITEBYTECODE="1",
         CXE_KVER=kver,
         CXE_TOP=str(TOP),
+        CXE_RESULTS=str(results),
     )
     Path("/tmp/home").mkdir(exist_ok=True)
     # Report a task stuck for 30 s (Debian's default is 120 s).
@@ -49,7 +50,7 @@ def main() -> int:
     ap.add_argument("pytest_args", nargs="*")
     a = ap.parse_args()
     try:
-        prepare(a.kver)
+        prepare(a.kver, a.results)
         os.chdir(TOP)
         if a.exec_:
             cmd = [sys.executable, a.exec_]

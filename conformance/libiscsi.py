@@ -1,0 +1,97 @@
+"""libiscsi's iscsi-test-cu against two portals, results side by side.
+
+``run(url)`` runs every test family (``-t ALL``, destructive tests allowed)
+in CUnit XML mode and returns {test: "passed" | "failed"}; ``compare``
+lines two such runs up; ``markdown`` and ``junit`` write the table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+
+def run(url: str, initiator: str, timeout: float = 1200) -> dict[str, str]:
+    """Run iscsi-test-cu -t ALL on url; {SUITE.TEST: passed|failed}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run(
+            ["iscsi-test-cu", "-x", "-d", "-t", "ALL", "-i", initiator, "-I", initiator + "-2", url],
+            cwd=tmp, capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+        xmls = sorted(Path(tmp).glob("*Results.xml"))
+        if not xmls:
+            raise RuntimeError(f"iscsi-test-cu wrote no results (exit {p.returncode}): {p.stderr[-2000:]}")
+        return parse(xmls[0].read_text(errors="replace"))
+
+
+def parse(xml: str) -> dict[str, str]:
+    """CUnit automated-run XML -> {SUITE.TEST: passed|failed}."""
+    root = ET.fromstring(xml)
+    out: dict[str, str] = {}
+    for suite in root.iter():
+        if suite.tag not in ("CUNIT_RUN_SUITE_SUCCESS", "CUNIT_RUN_SUITE_FAILURE"):
+            continue
+        name = (suite.findtext("SUITE_NAME") or "").strip()
+        for rec in suite.iter("CUNIT_RUN_TEST_RECORD"):
+            for res in rec:
+                test = (res.findtext("TEST_NAME") or "").strip()
+                status = "passed" if res.tag == "CUNIT_RUN_TEST_SUCCESS" else "failed"
+                key = f"{name}.{test}"
+                # a test failing several assertions has several records
+                if out.get(key) != "failed":
+                    out[key] = status
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    stock: dict[str, str]
+    offload: dict[str, str]
+
+    @property
+    def tests(self) -> list[str]:
+        return sorted(set(self.stock) | set(self.offload))
+
+    @property
+    def regressions(self) -> list[str]:
+        """Tests stock passes and the offloaded portal does not."""
+        return [t for t in self.tests if self.stock.get(t) == "passed" and self.offload.get(t) != "passed"]
+
+    def counts(self, side: dict[str, str]) -> tuple[int, int]:
+        return sum(v == "passed" for v in side.values()), len(side)
+
+
+def markdown(c: Comparison, title: str) -> str:
+    sp, sn = c.counts(c.stock)
+    op, on = c.counts(c.offload)
+    lines = [
+        f"# {title}", "",
+        f"stock LIO: {sp}/{sn} passed; offloaded (cxgbit_ext soft0): {op}/{on} passed; "
+        f"regressions (stock passes, offload does not): {len(c.regressions)}", "",
+        "| test | stock | offload |", "|---|---|---|",
+    ]  # fmt: skip
+    for t in c.tests:
+        s, o = c.stock.get(t, "-"), c.offload.get(t, "-")
+        mark = " **REGRESSION**" if t in c.regressions else ""
+        lines.append(f"| {t} | {s} | {o}{mark} |")
+    return "\n".join(lines) + "\n"
+
+
+def junit(c: Comparison) -> str:
+    cases = []
+    for t in c.tests:
+        if t in c.regressions:
+            body = f'<failure message="stock passes, offload {escape(c.offload.get(t, "missing"))}"/>'
+        elif c.offload.get(t) != "passed":
+            body = f'<skipped message="fails on stock LIO too ({escape(c.stock.get(t, "missing"))})"/>'
+        else:
+            body = ""
+        cases.append(f'  <testcase classname="libiscsi" name="{escape(t)}">{body}</testcase>')
+    return (
+        f'<?xml version="1.0"?>\n<testsuite name="libiscsi-offload-vs-stock" tests="{len(c.tests)}" '
+        f'failures="{len(c.regressions)}">\n' + "\n".join(cases) + "\n</testsuite>\n"
+    )
