@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from iscsi_initiator import chap
 from iscsi_initiator.pdu import (
     F_DATAIN_STATUS,
+    F_FINAL,
     F_LOGIN_TRANSIT,
     RSVD_TAG,
     Op,
@@ -41,6 +42,10 @@ class LoginError(Exception):
 
 class ConnectionClosed(Exception):
     """The target closed the connection (or it reset)."""
+
+
+class ProtocolError(Exception):
+    """The target broke RFC 7143 in what it sent."""
 
 
 class ScsiError(Exception):
@@ -265,9 +270,21 @@ class Connection:
         self.send(scsi_command(cdb, itt=itt, cmdsn=self._next_cmdsn(), expstatsn=self.expstatsn,
                                lun=lun, read_len=length))  # fmt: skip
         buf = bytearray(length)
+        next_sn, next_off = 0, 0
         while True:
             rsp = self.recv()
             if rsp.opcode == Op.DATA_IN and rsp.itt == itt:
+                # RFC 7143 with DataPDUInOrder/DataSequenceInOrder=Yes: DataSN
+                # from 0 in steps of 1, offsets contiguous, no PDU above our
+                # MaxRecvDataSegmentLength, F at the end of each MaxBurstLength
+                # sequence and of the data, S only with F
+                if rsp.datasn != next_sn or rsp.buffer_offset != next_off or rsp.dlen > self.params.max_recv_dlen:
+                    raise ProtocolError(f"Data-In out of order: DataSN {rsp.datasn} (want {next_sn}), offset "
+                                        f"{rsp.buffer_offset} (want {next_off}), length {rsp.dlen}")  # fmt: skip
+                next_sn, next_off = next_sn + 1, next_off + rsp.dlen
+                end_of_seq = next_off % self.params.max_burst == 0 or next_off == length
+                if bool(rsp.flags & F_FINAL) != end_of_seq or (rsp.flags & F_DATAIN_STATUS and not rsp.final):
+                    raise ProtocolError(f"Data-In F/S bits 0x{rsp.flags:02x} wrong at offset {next_off} of {length}")
                 buf[rsp.buffer_offset : rsp.buffer_offset + rsp.dlen] = rsp.data
                 if rsp.flags & F_DATAIN_STATUS:
                     if rsp.u8(3) != 0:

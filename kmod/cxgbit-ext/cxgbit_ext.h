@@ -38,6 +38,8 @@ enum cxe_stat {
 	CXE_STAT_DDIGEST_ERR,
 	CXE_STAT_DDP_TAG_ERR,	/* Data-Out whose TTT is not a live DDP tag */
 	CXE_STAT_DROPS,		/* connections dropped on a protocol error */
+	CXE_STAT_BURSTS,	/* Data-In bursts the adapter segmented */
+	CXE_STAT_BURST_PDUS,	/* Data-In PDUs those bursts became */
 	CXE_STAT_MAX,
 };
 

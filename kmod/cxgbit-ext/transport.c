@@ -32,6 +32,7 @@
 #include "cxgbit_ext.h"
 #include "pdu/cxe_bhs.h"
 #include "pdu/cxe_ddp.h"
+#include "pdu/cxe_seg.h"
 
 #define CXE_DDP_SLOTS	1024	/* live R2T tags per connection */
 /* TTT of an R2T that got no DDP slot: its data is checked by LIO alone */
@@ -74,6 +75,8 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_DDIGEST_ERR]	= "ddigest_errors",
 	[CXE_STAT_DDP_TAG_ERR]	= "ddp_tag_errors",
 	[CXE_STAT_DROPS]	= "drops",
+	[CXE_STAT_BURSTS]	= "bursts",
+	[CXE_STAT_BURST_PDUS]	= "burst_pdus",
 };
 
 static void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
@@ -458,51 +461,133 @@ static int cxe_validate_params(struct iscsit_conn *conn)
 
 /* ---- transmit ------------------------------------------------------------ */
 
+/*
+ * Send one PDU: the 48-byte header, then dlen bytes of data from the
+ * command's pages at off (sg) or from buf, with padding and the digests
+ * the connection negotiated.
+ */
+static int cxe_send_pdu(struct cxe_conn *c, const u8 *bhs, struct iscsit_cmd *cmd,
+			u32 off, const void *buf, u32 dlen, bool more)
+{
+	u8 hdr[ISCSI_HDR_LEN + CXE_DIGEST_LEN];
+	u32 hlen = ISCSI_HDR_LEN, crc = ~0u, padlen = cxe_pad_len(dlen);
+	static const u8 zeros[4];
+	u8 dig[CXE_DIGEST_LEN];
+	bool tail = padlen || c->ddigest;
+	int ret;
+
+	memcpy(hdr, bhs, ISCSI_HDR_LEN);
+	if (c->hdigest) {
+		cxe_put_le32(hdr + ISCSI_HDR_LEN, cxe_digest(hdr, ISCSI_HDR_LEN));
+		hlen += CXE_DIGEST_LEN;
+	}
+	ret = cxe_send(c, hdr, hlen, dlen || more);
+	if (ret || !dlen)
+		goto out;
+	if (cmd)
+		ret = cxe_sg_walk(c, cmd->se_cmd.t_data_sg, cmd->se_cmd.t_data_nents,
+				  off, dlen, c->ddigest ? &crc : NULL, tail || more,
+				  cxe_sg_send_fn);
+	else
+		ret = cxe_sg_send_fn(c, (u8 *)buf, dlen, c->ddigest ? &crc : NULL,
+				     tail || more);
+	if (!ret && padlen) {
+		crc = cxe_crc32c(crc, zeros, padlen);
+		ret = cxe_send(c, zeros, padlen, c->ddigest || more);
+	}
+	if (!ret && c->ddigest) {
+		cxe_put_le32(dig, ~crc);
+		ret = cxe_send(c, dig, sizeof(dig), more);
+	}
+out:
+	if (!ret)
+		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
+	return ret;
+}
+
+/*
+ * Segmentation offload: LIO hands us the first Data-In of a command; the
+ * adapter sends the command's whole read data instead, burst by burst
+ * (MaxBurstLength sequences, F on the last PDU of each), each burst cut
+ * into MaxRecvDataSegmentLength PDUs by the pure planner, status in the
+ * last PDU unless sense data must follow in a SCSI Response.
+ */
+static int cxe_send_datain_bursts(struct cxe_conn *c, struct iscsit_cmd *cmd,
+				  struct iscsi_datain_req *dr, u32 first_len)
+{
+	struct iscsit_conn *conn = c->conn;
+	u32 total = cmd->se_cmd.data_length;
+	u32 mrdsl = conn->conn_ops->MaxRecvDataSegmentLength;
+	u32 mbl = conn->sess->sess_ops->MaxBurstLength;
+	bool sense = cmd->se_cmd.se_cmd_flags & SCF_TRANSPORT_TASK_SENSE;
+	u32 off = 0, datasn = 0;
+	int ret;
+
+	atomic_long_add(total - first_len, &conn->sess->tx_data_octets);
+	while (off < total) {
+		struct cxe_seg_burst b = {
+			.offset = off,
+			.len = min(mbl, total - off),
+			.max_pdu = mrdsl,
+			.datasn = datasn,
+			.status = off + min(mbl, total - off) == total && !sense,
+		};
+		u32 i, n = cxe_seg_count(&b);
+		struct cxe_seg_pdu pdu;
+
+		for (i = 0; cxe_seg_pdu(&b, i, &pdu); i++) {
+			struct iscsi_datain datain = {
+				.flags = (pdu.final ? ISCSI_FLAG_CMD_FINAL : 0) |
+					 (pdu.status ? ISCSI_FLAG_DATA_STATUS : 0),
+				.data_sn = pdu.datasn,
+				.length = pdu.len,
+				.offset = pdu.offset,
+			};
+			u8 bhs[ISCSI_HDR_LEN];
+
+			if (pdu.status) {
+				iscsit_increment_maxcmdsn(cmd, conn->sess);
+				cmd->stat_sn = conn->stat_sn++;
+			}
+			memset(bhs, 0, sizeof(bhs));
+			iscsit_build_datain_pdu(cmd, conn, &datain,
+						(struct iscsi_data_rsp *)bhs, pdu.status);
+			ret = cxe_send_pdu(c, bhs, cmd, pdu.offset, NULL, pdu.len,
+					   !pdu.status || i + 1 < n);
+			if (ret)
+				return ret;
+		}
+		cxe_cstat(c, CXE_STAT_BURSTS, 1);
+		cxe_cstat(c, CXE_STAT_BURST_PDUS, n);
+		datasn += n;
+		off += b.len;
+	}
+	cmd->data_sn = datasn;
+	cmd->read_data_done = total;
+	dr->dr_complete = DATAIN_COMPLETE_NORMAL;
+	return 0;
+}
+
 static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 			struct iscsi_datain_req *dr, const void *buf, u32 buf_len)
 {
 	struct cxe_conn *c = conn->context;
 	const struct iscsi_datain *datain = dr ? buf : NULL;
-	u32 dlen = datain ? datain->length : buf_len;
-	u32 padlen = cxe_pad_len(dlen);
-	static const u8 zeros[4];
-	u8 hdr[ISCSI_HDR_LEN + CXE_DIGEST_LEN];
-	u32 hlen = ISCSI_HDR_LEN, crc = ~0u;
-	u8 dig[CXE_DIGEST_LEN];
+	struct iscsi_sess_ops *so = conn->sess->sess_ops;
 	int ret;
 
-	memcpy(hdr, cmd->pdu, ISCSI_HDR_LEN);
-	if (c->hdigest) {
-		cxe_put_le32(hdr + ISCSI_HDR_LEN, cxe_digest(hdr, ISCSI_HDR_LEN));
-		hlen += CXE_DIGEST_LEN;
-	}
-	ret = cxe_send(c, hdr, hlen, dlen);
-	if (ret)
-		goto fail;
-	if (!dlen)
-		goto done;
-	if (datain)
-		ret = cxe_sg_walk(c, cmd->se_cmd.t_data_sg, cmd->se_cmd.t_data_nents,
-				  datain->offset, dlen, c->ddigest ? &crc : NULL,
-				  padlen || c->ddigest, cxe_sg_send_fn);
+	/* the planner's model: ERL 0, PDUs and sequences in order */
+	if (datain && !datain->offset && !dr->recovery && !dr->dr_complete &&
+	    cmd->se_cmd.data_length > datain->length && !so->ErrorRecoveryLevel &&
+	    so->DataSequenceInOrder && so->DataPDUInOrder)
+		ret = cxe_send_datain_bursts(c, cmd, dr, datain->length);
+	else if (datain)
+		ret = cxe_send_pdu(c, cmd->pdu, cmd, datain->offset, NULL,
+				   datain->length, false);
 	else
-		ret = cxe_sg_send_fn(c, (u8 *)buf, dlen, c->ddigest ? &crc : NULL,
-				     padlen || c->ddigest);
-	if (!ret && padlen) {
-		crc = cxe_crc32c(crc, zeros, padlen);
-		ret = cxe_send(c, zeros, padlen, c->ddigest);
-	}
-	if (!ret && c->ddigest) {
-		cxe_put_le32(dig, ~crc);
-		ret = cxe_send(c, dig, sizeof(dig), false);
-	}
+		ret = cxe_send_pdu(c, cmd->pdu, NULL, 0, buf, buf_len, false);
 	if (ret)
-		goto fail;
-done:
-	cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
-	return 0;
-fail:
-	pr_debug("xmit to %pISpc failed: %d\n", &c->peer, ret);
+		pr_debug("xmit to %pISpc failed: %d\n", &c->peer, ret);
 	return ret;
 }
 

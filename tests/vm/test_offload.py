@@ -93,6 +93,11 @@ def test_offloaded_write_read(offload_target: None, hd: str, dd: str, imm: bool,
     assert after["bytes_placed"] - before["bytes_placed"] == len(data)
     assert after["bytes_copied"] == before["bytes_copied"]
     assert after["pdus_rx"] > before["pdus_rx"] and after["pdus_tx"] > before["pdus_tx"]
+    # the read was handed to the adapter once and segmented there: 1037 blocks
+    # in MaxBurstLength (256 KiB) bursts of 8 KiB PDUs; the initiator checked
+    # DataSN, offsets and F/S bits of every PDU
+    assert after["bursts"] - before["bursts"] == 3
+    assert after["burst_pdus"] - before["burst_pdus"] == 65
 
 
 def test_both_paths_live_at_once(offload_target: None) -> None:

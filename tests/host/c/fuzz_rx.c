@@ -6,6 +6,7 @@
  * not touch memory it does not own, must hand up data in order and within
  * the announced length, and must stay dead after an error.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include "pdugen.h"
 
