@@ -40,6 +40,7 @@ enum cxe_stat {
 	CXE_STAT_DROPS,		/* connections dropped on a protocol error */
 	CXE_STAT_BURSTS,	/* Data-In bursts the adapter segmented */
 	CXE_STAT_BURST_PDUS,	/* Data-In PDUs those bursts became */
+	CXE_STAT_RX_WAITS,	/* times RX found nothing queued and slept */
 	CXE_STAT_MAX,
 };
 

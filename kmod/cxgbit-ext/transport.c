@@ -21,6 +21,7 @@
 #include <linux/net.h>
 #include <linux/uio.h>
 #include <linux/tcp.h>
+#include <net/tcp.h>
 #include <linux/vmalloc.h>
 #include <net/sock.h>
 #include <scsi/iscsi_proto.h>
@@ -77,6 +78,7 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_DROPS]	= "drops",
 	[CXE_STAT_BURSTS]	= "bursts",
 	[CXE_STAT_BURST_PDUS]	= "burst_pdus",
+	[CXE_STAT_RX_WAITS]	= "rx_waits",
 };
 
 static void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
@@ -889,6 +891,12 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 
 	while (!kthread_should_stop()) {
 		iscsit_thread_check_cpumask(conn, current, 0);
+		/*
+		 * Receive aggregation: every PDU already queued is handled
+		 * before sleeping again; pdus_rx / rx_waits is the batch size.
+		 */
+		if (!tcp_inq(c->sock->sk))
+			cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
 		if (cxe_recv(c, hdr, ISCSI_HDR_LEN))
 			return;
 		hlen = ISCSI_HDR_LEN + cxe_bhs_ahs_len(hdr);

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
 from testbed.klog import bad_lines
 
@@ -78,3 +81,51 @@ def insmod(ko: Path) -> subprocess.CompletedProcess[str]:
     for dep in filter(None, deps.stdout.strip().split(",")):
         subprocess.run(["modprobe", dep], check=True)
     return subprocess.run(["insmod", str(ko)], capture_output=True, text=True)
+
+
+CFS = Path("/sys/kernel/config/cxgbit_ext")
+
+
+@contextmanager
+def offloaded_target(ko: Path, topo_: Topology) -> Iterator[None]:
+    """LIO + cxgbit_ext with soft0 serving tgt0 only, and the target of topo_.
+
+    The target is created from the target host (netns tgt); a portal on
+    0.0.0.0 is then reached offloaded over tgt0 and stock over tgt1.
+    Everything is removed afterwards and the module must unload.
+    """
+    from cxgbit_ext import topology
+    from testbed import topo
+
+    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    assert insmod(ko).returncode == 0
+    (CFS / "adapters/soft0/netdev").write_text(topo.LINKS[0].tgt_dev)
+    with topo.in_netns():
+        topology.create(topo_)
+    try:
+        yield
+    finally:
+        iscsiadm.logout()
+        iscsiadm.delete_nodes()
+        topology.delete(topo_.iqn)
+        deadline = time.monotonic() + 15
+        while (CFS / "connections").read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        p = subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True, text=True)
+        assert p.returncode == 0, f"cxgbit_ext did not unload: {p.stderr}"
+
+
+def soft0_counters() -> dict[str, int]:
+    text = (CFS / "adapters/soft0/counters").read_text()
+    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}
+
+
+def set_offload(on: bool) -> None:
+    """Flip the stock switch (rtslib NetworkPortal.offload) on the only portal."""
+    from rtslib_fb import RTSRoot
+
+    from testbed import topo
+
+    with topo.in_netns():
+        (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
+        np.offload = on

@@ -6,7 +6,6 @@ the results directory (make conformance commits them)."""
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,34 +15,27 @@ from conformance import libiscsi
 from cxgbit_ext import topology
 from testbed import topo
 
-from .conftest import insmod
+from .conftest import offloaded_target, soft0_counters
 
 IQN = "iqn.2026-11.org.cxgbit-ext:conformance"
-CFS = Path("/sys/kernel/config/cxgbit_ext")
 OFF, STOCK = topo.LINKS
 INITIATOR = "iqn.2026-11.org.cxgbit-ext:libiscsi"
 
 
 @pytest.fixture(scope="module")
 def conf_target(module_ko: Path) -> Iterator[None]:
-    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    assert insmod(module_ko).returncode == 0
-    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=64 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
-    with topo.in_netns():
-        topology.create(t)
-    yield
-    topology.delete(IQN)
-    subprocess.run(["rmmod", "cxgbit_ext"], check=True)
+    with offloaded_target(module_ko, t):
+        yield
 
 
 @pytest.mark.timeout(1800)
 def test_offload_passes_what_stock_passes(conf_target: None) -> None:
     stock = libiscsi.run(f"iscsi://{STOCK.tgt_ip}/{IQN}/0", INITIATOR)
-    before = int((CFS / "adapters/soft0/counters").read_text().split("connections ")[1].split()[0])
+    before = soft0_counters()["connections"]
     offload = libiscsi.run(f"iscsi://{OFF.tgt_ip}/{IQN}/0", INITIATOR)
-    after = int((CFS / "adapters/soft0/counters").read_text().split("connections ")[1].split()[0])
+    after = soft0_counters()["connections"]
     assert after > before, "the offloaded run made no offloaded connection"
     cmp = libiscsi.Comparison(stock, offload)
     kver = os.uname().release

@@ -10,7 +10,6 @@ with crc32c verify, and logs out. Rows alternate the rd_mcp and fileio LUN.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,10 +21,9 @@ from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from testbed import fio, topo
 
-from .conftest import insmod
+from .conftest import CFS, offloaded_target
 
 IQN = "iqn.2026-11.org.cxgbit-ext:matrix"
-CFS = Path("/sys/kernel/config/cxgbit_ext")
 OFF = topo.LINKS[0]
 PORTAL = f"{OFF.tgt_ip}:3260"
 KiB = 1024
@@ -61,20 +59,12 @@ def test_rows_cover_every_pair() -> None:
 
 @pytest.fixture(scope="module")
 def matrix_target(iscsid: None, module_ko: Path) -> Iterator[None]:
-    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    assert insmod(module_ko).returncode == 0
-    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
     t = topology.Topology(iqn=IQN, backstores=("ramdisk", "fileio"), lun_size=32 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True,
                           fileio_dir=Path("/var/tmp/cxe-matrix"))  # fmt: skip
-    with topo.in_netns():
-        topology.create(t)
-    iscsiadm.discover(PORTAL)
-    yield
-    iscsiadm.logout()
-    iscsiadm.delete_nodes()
-    topology.delete(IQN)
-    subprocess.run(["rmmod", "cxgbit_ext"], check=True)
+    with offloaded_target(module_ko, t):
+        iscsiadm.discover(PORTAL)
+        yield
 
 
 def configure(r: dict[str, object]) -> None:

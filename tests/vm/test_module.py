@@ -21,11 +21,10 @@ from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from testbed import topo
 
-from .conftest import TOP, dmesg, insmod
+from .conftest import CFS, TOP, dmesg, insmod
 
 IQN = "iqn.2026-11.org.cxgbit-ext:module"
 LINK = topo.LINKS[0]
-CFS = Path("/sys/kernel/config/cxgbit_ext")
 
 
 def loaded(mod: str) -> bool:

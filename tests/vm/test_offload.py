@@ -10,49 +10,29 @@ show the PDUs and the bytes placed straight into command pages.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rtslib_fb import RTSRoot
 
 from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import PDU_INITIATOR, insmod
+from .conftest import CFS, PDU_INITIATOR, offloaded_target, set_offload, soft0_counters
 
 IQN = "iqn.2026-11.org.cxgbit-ext:offload"
-CFS = Path("/sys/kernel/config/cxgbit_ext")
 OFF, STOCK = topo.LINKS  # tgt0 served by soft0, tgt1 not
 BLOCK = 512
-
-
-def counters() -> dict[str, int]:
-    out = {}
-    for line in (CFS / "adapters/soft0/counters").read_text().splitlines():
-        k, v = line.split()
-        out[k] = int(v)
-    return out
 
 
 def offloaded_peers() -> list[str]:
     return [ln.split()[0] for ln in (CFS / "connections").read_text().splitlines()]
 
 
-def set_offload(on: bool) -> None:
-    with topo.in_netns():
-        (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
-        np.offload = on
-
-
 @pytest.fixture(scope="module")
 def offload_target(iscsid: None, module_ko: Path) -> Iterator[None]:
-    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    assert insmod(module_ko).returncode == 0
-    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
     t = topology.Topology(
         iqn=IQN,
         backstores=("ramdisk", "fileio"),
@@ -61,13 +41,8 @@ def offload_target(iscsid: None, module_ko: Path) -> Iterator[None]:
         offload=True,
         fileio_dir=Path("/var/tmp/cxe-offload"),
     )
-    with topo.in_netns():
-        topology.create(t)
-    yield
-    iscsiadm.logout()
-    iscsiadm.delete_nodes()
-    topology.delete(IQN)
-    subprocess.run(["rmmod", "cxgbit_ext"], check=True)
+    with offloaded_target(module_ko, t):
+        yield
 
 
 def login(ip: str, params: Params | None = None) -> Connection:
@@ -79,7 +54,7 @@ def login(ip: str, params: Params | None = None) -> Connection:
 @pytest.mark.parametrize(("hd", "dd"), [("None", "None"), ("CRC32C", "CRC32C")])
 @pytest.mark.parametrize(("imm", "r2t"), [(True, True), (False, False), (True, False)])
 def test_offloaded_write_read(offload_target: None, hd: str, dd: str, imm: bool, r2t: bool) -> None:
-    before = counters()
+    before = soft0_counters()
     c = login(OFF.tgt_ip, Params(header_digest=hd, data_digest=dd, immediate_data=imm, initial_r2t=r2t,
                                  max_recv_dlen=8192, first_burst=65536, max_burst=262144))  # fmt: skip
     assert f"{OFF.ini_ip}:" in " ".join(offloaded_peers())
@@ -88,7 +63,7 @@ def test_offloaded_write_read(offload_target: None, hd: str, dd: str, imm: bool,
     assert c.scsi_read(2048, 1037) == data
     assert c.nop(b"ping").data == b"ping"
     assert c.logout() == 0
-    after = counters()
+    after = soft0_counters()
     assert after["connections"] == before["connections"] + 1
     assert after["bytes_placed"] - before["bytes_placed"] == len(data)
     assert after["bytes_copied"] == before["bytes_copied"]
@@ -119,12 +94,17 @@ def test_open_iscsi_fio_verify_offloaded(offload_target: None) -> None:
     iscsiadm.login(IQN, portal)
     disks = iscsiadm.session_disks(IQN, expect=2)
     assert any(p.startswith(f"{OFF.ini_ip}:") for p in offloaded_peers())
-    before = counters()
+    before = soft0_counters()
     for dev in disks.values():
         (res,) = fio.write_verify(dev, size="16M", bs="64k")
         assert res.write_bytes == 16 * topology.MiB
-    after = counters()
+    after = soft0_counters()
     assert after["bytes_placed"] - before["bytes_placed"] >= 2 * 16 * topology.MiB
+    # at iodepth 32 the receive side handles several queued PDUs per wake-up
+    pdus = after["pdus_rx"] - before["pdus_rx"]
+    waits = after["rx_waits"] - before["rx_waits"]
+    print(f"receive aggregation: {pdus} PDUs in {waits} wake-ups ({pdus / waits:.2f} per wake-up)")
+    assert pdus > waits
     iscsiadm.logout(IQN, portal)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,25 +23,18 @@ from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, login_request, nop_
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, PDU_IQN, insmod
+from .conftest import CFS, PDU_INITIATOR, PDU_IQN, offloaded_target, soft0_counters
 
 BLOCK = 512
-CFS = Path("/sys/kernel/config/cxgbit_ext")
 OFF, STOCK = topo.LINKS
 
 
 @pytest.fixture(scope="module")
 def dual_target(iscsid: None, module_ko: Path) -> Iterator[None]:
-    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    assert insmod(module_ko).returncode == 0
-    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
     t = topology.Topology(iqn=PDU_IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
-    with topo.in_netns():
-        topology.create(t)
-    yield
-    topology.delete(PDU_IQN)
-    subprocess.run(["rmmod", "cxgbit_ext"], check=True)
+    with offloaded_target(module_ko, t):
+        yield
 
 
 @pytest.fixture(params=["stock", "offload"])
@@ -53,10 +45,6 @@ def path(request: pytest.FixtureRequest, dual_target: None) -> str:
 
 def ip_of(path: str) -> str:
     return OFF.tgt_ip if path == "offload" else STOCK.tgt_ip
-
-
-def counters() -> dict[str, int]:
-    return {k: int(v) for k, v in (ln.split() for ln in (CFS / "adapters/soft0/counters").read_text().splitlines())}
 
 
 def connect(path: str, params: Params | None = None) -> Connection:
@@ -150,12 +138,12 @@ class Moved:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.before = counters() if path == "offload" else {}
+        self.before = soft0_counters() if path == "offload" else {}
 
     def __call__(self, **want: int) -> None:
         if self.path != "offload":
             return
-        after = counters()
+        after = soft0_counters()
         got = {k: after[k] - self.before[k] for k in want}
         assert got == want, f"soft0 counters moved {got}, expected {want}"
 

@@ -15,17 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rtslib_fb import RTSRoot
 
 from cxgbit_ext import topology
 from iscsi_initiator.pdu import scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, insmod
+from .conftest import CFS, PDU_INITIATOR, offloaded_target, set_offload
 
 IQN = "iqn.2026-11.org.cxgbit-ext:robust"
-CFS = Path("/sys/kernel/config/cxgbit_ext")
 OFF = topo.LINKS[0]
 BLOCK = 512
 
@@ -43,26 +41,13 @@ def wait_for(pred, timeout: float = 15) -> bool:
     return False
 
 
-def set_offload(on: bool) -> None:
-    with topo.in_netns():
-        (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
-        np.offload = on
-
-
 @pytest.fixture(scope="module")
 def robust_target(iscsid: None, module_ko: Path) -> Iterator[None]:
-    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    assert insmod(module_ko).returncode == 0
-    (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=64 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
-    with topo.in_netns():
-        topology.create(t)
-    yield
-    topology.delete(IQN)
-    # nothing leaked: no connection left and the module unloads
-    assert wait_for(lambda: not (CFS / "connections").exists() or offloaded() == 0)
-    assert subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True).returncode == 0
+    # leaving checks that no connection is left and the module unloads
+    with offloaded_target(module_ko, t):
+        yield
 
 
 def login() -> Connection:

@@ -69,6 +69,23 @@ static int cxe_rx_after_header(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
 	return cxe_rx_pdu_done(rx, ops, ctx);
 }
 
+/*
+ * Collect a 4-byte digest that may arrive split; returns the bytes taken
+ * and sets *wire once all four are in.
+ */
+static u32 cxe_rx_take_digest(struct cxe_rx *rx, const u8 *p, size_t left,
+			      bool *complete, u32 *wire)
+{
+	u32 n = cxe_min(CXE_DIGEST_LEN - rx->have, left);
+
+	memcpy(rx->dig + rx->have, p, n);
+	rx->have += n;
+	*complete = rx->have == CXE_DIGEST_LEN;
+	if (*complete)
+		*wire = cxe_get_le32(rx->dig);
+	return n;
+}
+
 long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 		 const struct cxe_rx_ops *ops, void *ctx)
 {
@@ -81,7 +98,8 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 	while (pos < len) {
 		const u8 *p = buf + pos;
 		size_t left = len - pos;
-		u32 n, want;
+		u32 n, want, wire = 0;
+		bool complete;
 
 		switch (rx->state) {
 		case CXE_RX_HDR:
@@ -103,13 +121,10 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 				ret = cxe_rx_after_header(rx, ops, ctx);
 			break;
 		case CXE_RX_HDIG:
-			n = cxe_min(CXE_DIGEST_LEN - rx->have, left);
-			memcpy(rx->dig + rx->have, p, n);
-			rx->have += n;
-			pos += n;
-			if (rx->have < CXE_DIGEST_LEN)
+			pos += cxe_rx_take_digest(rx, p, left, &complete, &wire);
+			if (!complete)
 				break;
-			if (cxe_get_le32(rx->dig) != cxe_digest(rx->hdr, rx->hdr_len)) {
+			if (wire != cxe_digest(rx->hdr, rx->hdr_len)) {
 				rx->status |= CXE_RX_HDIGEST_ERR;
 				rx->hdigest_errors++;
 			}
@@ -147,13 +162,10 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 				ret = cxe_rx_pdu_done(rx, ops, ctx);
 			break;
 		case CXE_RX_DDIG:
-			n = cxe_min(CXE_DIGEST_LEN - rx->have, left);
-			memcpy(rx->dig + rx->have, p, n);
-			rx->have += n;
-			pos += n;
-			if (rx->have < CXE_DIGEST_LEN)
+			pos += cxe_rx_take_digest(rx, p, left, &complete, &wire);
+			if (!complete)
 				break;
-			if (cxe_get_le32(rx->dig) != ~rx->crc) {
+			if (wire != ~rx->crc) {
 				rx->status |= CXE_RX_DDIGEST_ERR;
 				rx->ddigest_errors++;
 			}
