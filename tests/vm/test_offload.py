@@ -10,6 +10,7 @@ show the PDUs and the bytes placed straight into command pages.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,3 +119,31 @@ def test_offload_off_returns_portal_to_stock(offload_target: None) -> None:
     finally:
         set_offload(True)
     assert (CFS / "portals").read_text().strip() == "0.0.0.0:3260"
+
+
+def targetcli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Stock targetcli, run on the target host (its network namespace only)."""
+    return subprocess.run(["nsenter", f"--net=/run/netns/{topo.TGT_NS}", "targetcli", *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_stock_targetcli_enable_offload_on_a_specific_address(offload_target: None) -> None:
+    iqn = "iqn.2026-11.org.cxgbit-ext:targetcli"
+    t = topology.Topology(iqn=iqn, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=((OFF.tgt_ip, 3261),), name_prefix="tcli")  # fmt: skip
+    with topo.in_netns():
+        topology.create(t)
+    node = f"/iscsi/{iqn}/tpg1/portals/{OFF.tgt_ip}:3261"
+    try:
+        p = targetcli(node, "enable_offload=true")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f"{OFF.tgt_ip}:3261" in (CFS / "portals").read_text().split()
+        c = Connection(OFF.tgt_ip, 3261)
+        c.login(PDU_INITIATOR, iqn)
+        assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]} {OFF.tgt_ip}:3261" in (CFS / "connections").read_text()
+        c.logout()
+        p = targetcli(node, "enable_offload=false")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f"{OFF.tgt_ip}:3261" not in (CFS / "portals").read_text()
+    finally:
+        topology.delete(iqn)
