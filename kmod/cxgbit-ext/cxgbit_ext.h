@@ -17,6 +17,8 @@
 #include <linux/netdevice.h>
 #include <net/net_namespace.h>
 
+#include "adapter.h"
+
 #define CXE_DRV_NAME	"cxgbit_ext"
 #define CXE_VERSION	"0.2.0"
 
@@ -53,6 +55,7 @@ extern const char *const cxe_stat_names[CXE_STAT_MAX];
  */
 struct cxe_adapter {
 	const char		*name;
+	const struct cxe_adapter_ops *ops;
 	spinlock_t		lock;		/* netdev */
 	char			netdev[IFNAMSIZ];	/* "*" = all */
 	atomic64_t		stats[CXE_STAT_MAX];
@@ -63,6 +66,26 @@ extern struct cxe_adapter cxe_soft0;
 static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
 {
 	atomic64_add(v, &a->stats[s]);
+}
+
+/* One offloaded connection, as the PDU layer and its adapter share it. */
+struct cxe_conn {
+	struct list_head	node;		/* cxe_conns */
+	struct iscsit_conn	*conn;
+	struct cxe_adapter	*adapter;
+	struct socket		*sock;		/* set by a socket-based adapter */
+	struct sockaddr_storage	peer;
+	struct sockaddr_storage	local;
+	bool			hdigest;
+	bool			ddigest;
+	void			*priv;		/* the adapter's own state */
+	atomic64_t		stats[CXE_STAT_MAX];
+};
+
+static inline void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
+{
+	atomic64_add(v, &c->stats[s]);
+	cxe_stat_add(c->adapter, s, v);
 }
 
 /*
@@ -85,8 +108,7 @@ int cxe_configfs_init(void);
 void cxe_configfs_exit(void);
 
 /* soft.c */
-int cxe_soft_listen(struct cxe_np *cnp);
-void cxe_soft_unlisten(struct cxe_np *cnp);
+extern const struct cxe_adapter_ops cxe_soft_ops;
 bool cxe_adapter_owns_dev(struct cxe_adapter *a, const struct net_device *dev);
 extern struct list_head cxe_nps;
 extern spinlock_t cxe_nps_lock;

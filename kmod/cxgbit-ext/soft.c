@@ -13,6 +13,12 @@
  * request and child sockets on the portal's own address and port, so the
  * initiator sees nothing different. Established packets find their
  * socket by the usual lookup; only SYNs are steered.
+ *
+ * On an accepted connection the adapter does what hardware would: it
+ * checks and makes digests, receives write data straight into the
+ * command's pages, cuts Data-In bursts into PDUs and keeps the DDP tag
+ * table. The pure parts (digest framing, segmentation plan, tags) are in
+ * pdu/.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -24,16 +30,23 @@
 #include <linux/mutex.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter_ipv4.h>
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
 #include <net/sock.h>
 #include <net/ip.h>
+#include <net/tcp.h>
 
 #include "cxgbit_ext.h"
+#include "pdu/cxe_bhs.h"
+#include "pdu/cxe_ddp.h"
+#include "pdu/cxe_seg.h"
 
 LIST_HEAD(cxe_nps);
 DEFINE_SPINLOCK(cxe_nps_lock);
 
 struct cxe_adapter cxe_soft0 = {
 	.name		= "soft0",
+	.ops		= &cxe_soft_ops,
 	.lock		= __SPIN_LOCK_UNLOCKED(cxe_soft0.lock),
 	.netdev		= "*",
 };
@@ -159,7 +172,7 @@ static void cxe_hook_put(struct net *net)
 	mutex_unlock(&cxe_hooks_mutex);
 }
 
-int cxe_soft_listen(struct cxe_np *cnp)
+static int cxe_soft_listen(struct cxe_np *cnp)
 {
 	struct sockaddr_in sin;
 	struct socket *sock;
@@ -198,7 +211,7 @@ int cxe_soft_listen(struct cxe_np *cnp)
 	return 0;
 }
 
-void cxe_soft_unlisten(struct cxe_np *cnp)
+static void cxe_soft_unlisten(struct cxe_np *cnp)
 {
 	spin_lock(&cxe_nps_lock);
 	list_del_rcu(&cnp->node);
@@ -208,3 +221,407 @@ void cxe_soft_unlisten(struct cxe_np *cnp)
 	sock_release(cnp->listener);
 	cnp->listener = NULL;
 }
+
+/* ---- connections ----------------------------------------------------------- */
+
+#define CXE_DDP_SLOTS	1024	/* live R2T tags per connection */
+/* TTT of an R2T that got no DDP slot: its data is checked by LIO alone */
+#define CXE_NODDP_IDX	(CXE_DDP_MAX_TAGS - 1)
+
+struct cxe_ddp_slot {
+	const void	*owner;
+	u32		itt;
+	u32		gen;
+	u32		offset;
+	u32		len;
+};
+
+struct cxe_soft_conn {
+	struct socket		*sock;
+	u32			max_recv_dlen;
+	spinlock_t		ddp_lock;	/* ddp[] */
+	struct cxe_ddp_slot	*ddp;		/* CXE_DDP_SLOTS */
+};
+
+static struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
+{
+	return c->priv;
+}
+
+static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc;
+	struct socket *sock;
+	int ret;
+
+	ret = kernel_accept(cnp->listener, &sock, 0);
+	if (ret < 0)
+		return ret;
+	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
+	if (sc)
+		sc->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*sc->ddp), GFP_KERNEL);
+	if (!sc || !sc->ddp) {
+		kfree(sc);
+		sock_release(sock);
+		return -ENOMEM;
+	}
+	sc->sock = sock;
+	sc->max_recv_dlen = 8192;	/* login: LIO's own limit applies */
+	spin_lock_init(&sc->ddp_lock);
+	tcp_sock_set_nodelay(sock->sk);
+	kernel_getpeername(sock, (struct sockaddr *)&c->peer);
+	kernel_getsockname(sock, (struct sockaddr *)&c->local);
+	c->sock = sock;
+	c->priv = sc;
+	return 0;
+}
+
+/* The socket itself belongs to LIO (conn->sock), which releases it. */
+static void cxe_soft_conn_release(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+
+	if (!sc)
+		return;
+	kvfree(sc->ddp);
+	kfree(sc);
+	c->priv = NULL;
+}
+
+static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
+				u32 max_recv_dlen)
+{
+	c->hdigest = hdigest;
+	c->ddigest = ddigest;
+	cxe_soft(c)->max_recv_dlen = max_recv_dlen;
+}
+
+/* ---- socket I/O -------------------------------------------------------------- */
+
+static int cxe_recv(struct cxe_conn *c, void *buf, size_t len)
+{
+	struct msghdr msg = { .msg_flags = MSG_WAITALL };
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	int ret;
+
+	while (iov.iov_len) {
+		ret = kernel_recvmsg(c->sock, &msg, &iov, 1, iov.iov_len,
+				     MSG_WAITALL);
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+		iov.iov_base += ret;
+		iov.iov_len -= ret;
+	}
+	return 0;
+}
+
+static int cxe_send(struct cxe_conn *c, const void *buf, size_t len, bool more)
+{
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0) };
+	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
+	int ret;
+
+	while (iov.iov_len) {
+		ret = kernel_sendmsg(c->sock, &msg, &iov, 1, iov.iov_len);
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+		iov.iov_base += ret;
+		iov.iov_len -= ret;
+	}
+	return 0;
+}
+
+/*
+ * Walk [off, off + len) of a scatterlist one page piece at a time: receive
+ * and transmit both go straight to the command's pages.
+ */
+typedef int (*cxe_sg_fn)(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more);
+
+static int cxe_sg_walk(struct cxe_conn *c, struct scatterlist *sgl, u32 nents,
+		       u32 off, u32 len, u32 *crc, bool more, cxe_sg_fn fn)
+{
+	struct scatterlist *sg;
+	int i, ret = 0;
+
+	for_each_sg(sgl, sg, nents, i) {
+		u32 sg_off = sg->offset, sg_len = sg->length;
+
+		if (!len)
+			break;
+		if (off >= sg_len) {
+			off -= sg_len;
+			continue;
+		}
+		sg_off += off;
+		sg_len -= off;
+		off = 0;
+		while (sg_len && len && !ret) {
+			struct page *pg = nth_page(sg_page(sg), sg_off >> PAGE_SHIFT);
+			u32 pg_off = offset_in_page(sg_off);
+			u32 n = min3(sg_len, len, (u32)PAGE_SIZE - pg_off);
+			u8 *p = kmap_local_page(pg);
+
+			ret = fn(c, p + pg_off, n, crc, more || len > n);
+			kunmap_local(p);
+			sg_off += n;
+			sg_len -= n;
+			len -= n;
+		}
+		if (ret)
+			return ret;
+	}
+	return len ? -EINVAL : 0;
+}
+
+static int cxe_sg_recv_fn(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more)
+{
+	int ret = cxe_recv(c, p, n);
+
+	if (!ret && crc)
+		*crc = cxe_crc32c(*crc, p, n);
+	return ret;
+}
+
+static int cxe_sg_send_fn(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more)
+{
+	if (crc)
+		*crc = cxe_crc32c(*crc, p, n);
+	return cxe_send(c, p, n, more);
+}
+
+/* ---- receive ----------------------------------------------------------------- */
+
+static int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr)
+{
+	u32 hlen;
+	int ret;
+
+	/*
+	 * Receive aggregation: every PDU already queued is handled before
+	 * the thread sleeps again; pdus_rx / rx_waits is the batch size.
+	 */
+	if (!tcp_inq(c->sock->sk))
+		cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
+	ret = cxe_recv(c, hdr, CXE_BHS_LEN);
+	if (ret)
+		return ret;
+	hlen = CXE_BHS_LEN + cxe_bhs_ahs_len(hdr);
+	if (hlen > CXE_BHS_LEN) {
+		ret = cxe_recv(c, hdr + CXE_BHS_LEN, hlen - CXE_BHS_LEN);
+		if (ret)
+			return ret;
+	}
+	if (c->hdigest) {
+		u8 dig[CXE_DIGEST_LEN];
+
+		ret = cxe_recv(c, dig, sizeof(dig));
+		if (ret)
+			return ret;
+		if (cxe_get_le32(dig) != cxe_digest(hdr, hlen)) {
+			cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
+			return -EBADMSG;
+		}
+	}
+	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
+	return 0;
+}
+
+static int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
+			      u32 dlen, bool *bad)
+{
+	u32 crc = ~0u, have = min(dst->len, dlen), padlen = cxe_pad_len(dlen);
+	u32 *pcrc = c->ddigest ? &crc : NULL;
+	u8 tmp[64], dig[CXE_DIGEST_LEN];
+	int ret = 0;
+
+	*bad = false;
+	if (have && dst->sgl) {
+		ret = cxe_sg_walk(c, dst->sgl, dst->nents, dst->offset, have,
+				  pcrc, false, cxe_sg_recv_fn);
+		if (!ret)
+			cxe_cstat(c, CXE_STAT_BYTES_PLACED, have);
+	} else if (have) {
+		ret = cxe_sg_recv_fn(c, dst->buf, have, pcrc, false);
+	}
+	/* bytes nobody wants (overflow, refused PDUs) and the pad bytes */
+	while (!ret && have < dlen + padlen) {
+		u32 n = min_t(u32, dlen + padlen - have, sizeof(tmp));
+
+		ret = cxe_sg_recv_fn(c, tmp, n, pcrc, false);
+		have += n;
+	}
+	if (ret || !c->ddigest)
+		return ret;
+	ret = cxe_recv(c, dig, sizeof(dig));
+	if (!ret && cxe_get_le32(dig) != ~crc) {
+		*bad = true;
+		cxe_cstat(c, CXE_STAT_DDIGEST_ERR, 1);
+	}
+	return ret;
+}
+
+/* ---- transmit ---------------------------------------------------------------- */
+
+static int cxe_soft_send(struct cxe_conn *c, const u8 *bhs,
+			 const struct cxe_data *src, bool more)
+{
+	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN];
+	u32 hlen = CXE_BHS_LEN, crc = ~0u, dlen = src ? src->len : 0;
+	u32 padlen = cxe_pad_len(dlen);
+	bool tail = padlen || c->ddigest;
+	static const u8 zeros[4];
+	u8 dig[CXE_DIGEST_LEN];
+	int ret;
+
+	memcpy(hdr, bhs, CXE_BHS_LEN);
+	if (c->hdigest) {
+		cxe_put_le32(hdr + CXE_BHS_LEN, cxe_digest(hdr, CXE_BHS_LEN));
+		hlen += CXE_DIGEST_LEN;
+	}
+	ret = cxe_send(c, hdr, hlen, dlen || more);
+	if (ret || !dlen)
+		goto out;
+	if (src->sgl)
+		ret = cxe_sg_walk(c, src->sgl, src->nents, src->offset, dlen,
+				  c->ddigest ? &crc : NULL, tail || more,
+				  cxe_sg_send_fn);
+	else
+		ret = cxe_sg_send_fn(c, src->buf, dlen, c->ddigest ? &crc : NULL,
+				     tail || more);
+	if (!ret && padlen) {
+		crc = cxe_crc32c(crc, zeros, padlen);
+		ret = cxe_send(c, zeros, padlen, c->ddigest || more);
+	}
+	if (!ret && c->ddigest) {
+		cxe_put_le32(dig, ~crc);
+		ret = cxe_send(c, dig, sizeof(dig), more);
+	}
+out:
+	if (!ret)
+		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
+	return ret;
+}
+
+static int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
+			     const struct cxe_data *src)
+{
+	return cxe_soft_send(c, bhs, src, false);
+}
+
+/* Segmentation: the burst becomes PDUs by the pure planner. */
+static int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
+{
+	struct cxe_seg_burst plan = {
+		.offset = b->offset,
+		.len = b->len,
+		.max_pdu = b->max_pdu,
+		.datasn = b->datasn,
+		.status = b->status,
+	};
+	u32 i, n = cxe_seg_count(&plan);
+	struct cxe_seg_pdu pdu;
+	u8 bhs[CXE_BHS_LEN];
+	int ret;
+
+	if (!n)
+		return -EINVAL;
+	for (i = 0; cxe_seg_pdu(&plan, i, &pdu); i++) {
+		struct cxe_data src = {
+			.sgl = b->sgl,
+			.nents = b->nents,
+			.offset = pdu.offset,
+			.len = pdu.len,
+		};
+
+		cxe_seg_datain_hdr(bhs, b->tmpl, &pdu);
+		ret = cxe_soft_send(c, bhs, &src, i + 1 < n);
+		if (ret)
+			return ret;
+	}
+	cxe_cstat(c, CXE_STAT_BURSTS, 1);
+	cxe_cstat(c, CXE_STAT_BURST_PDUS, n);
+	return n;
+}
+
+/* ---- DDP tags -------------------------------------------------------------- */
+
+static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, const void *owner, u32 itt,
+				u32 off, u32 len)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 i;
+
+	spin_lock_bh(&sc->ddp_lock);
+	for (i = 0; i < CXE_DDP_SLOTS; i++) {
+		struct cxe_ddp_slot *s = &sc->ddp[i];
+
+		if (s->owner)
+			continue;
+		s->owner = owner;
+		s->itt = itt;
+		s->gen = cxe_ddp_next_gen(s->gen, i);
+		s->offset = off;
+		s->len = len;
+		spin_unlock_bh(&sc->ddp_lock);
+		return cxe_ddp_tag(i, s->gen);
+	}
+	spin_unlock_bh(&sc->ddp_lock);
+	pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n", &c->peer, CXE_DDP_SLOTS);
+	return cxe_ddp_tag(CXE_NODDP_IDX, 0);
+}
+
+/*
+ * May a Data-Out be placed by its TTT? Only by a live slot of this ITT, of
+ * the tag's generation, inside the R2T's window; the slot is freed when
+ * the R2T's last byte arrives. False means a stale or forged TTT.
+ */
+static bool cxe_soft_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
+			       u32 len, bool final)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 i = cxe_ddp_tag_idx(ttt);
+	struct cxe_ddp_slot *s;
+	bool ok;
+
+	if (i == CXE_NODDP_IDX)
+		return true;
+	if (i >= CXE_DDP_SLOTS)
+		return false;
+	spin_lock_bh(&sc->ddp_lock);
+	s = &sc->ddp[i];
+	ok = s->owner && s->itt == itt && s->gen == cxe_ddp_tag_gen(ttt) &&
+	     cxe_ddp_in_window(s->offset, s->len, off, len);
+	if (ok && final && off + len == s->offset + s->len)
+		s->owner = NULL;
+	spin_unlock_bh(&sc->ddp_lock);
+	return ok;
+}
+
+static void cxe_soft_ddp_release(struct cxe_conn *c, const void *owner)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 i;
+
+	if (!sc)
+		return;
+	spin_lock_bh(&sc->ddp_lock);
+	for (i = 0; i < CXE_DDP_SLOTS; i++)
+		if (sc->ddp[i].owner == owner)
+			sc->ddp[i].owner = NULL;
+	spin_unlock_bh(&sc->ddp_lock);
+}
+
+const struct cxe_adapter_ops cxe_soft_ops = {
+	.listen		= cxe_soft_listen,
+	.unlisten	= cxe_soft_unlisten,
+	.accept		= cxe_soft_accept,
+	.conn_release	= cxe_soft_conn_release,
+	.set_params	= cxe_soft_set_params,
+	.recv_hdr	= cxe_soft_recv_hdr,
+	.recv_data	= cxe_soft_recv_data,
+	.send_pdu	= cxe_soft_send_pdu,
+	.send_burst	= cxe_soft_send_burst,
+	.ddp_reserve	= cxe_soft_ddp_reserve,
+	.ddp_check	= cxe_soft_ddp_check,
+	.ddp_release	= cxe_soft_ddp_release,
+};

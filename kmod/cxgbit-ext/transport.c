@@ -5,24 +5,18 @@
  * NetworkPortal.offload).
  *
  * LIO core keeps login negotiation, sessions, SCSI, R2T building and error
- * recovery; this file moves PDUs. It reads a PDU header, checks its digest,
- * and lands the data segment directly where it belongs: write data in the
+ * recovery. This PDU layer dispatches PDUs to LIO's helpers and tells the
+ * adapter (adapter.h) where each data segment belongs: write data in the
  * command's pages (Data-Out by its R2T's DDP tag, immediate and unsolicited
- * data by offset), other payloads in LIO's buffers. It sends PDUs with
- * digests and padding. Digest maths, padding and DDP tags come from pdu/.
+ * data by offset), other payloads in LIO's buffers. Digests, placement,
+ * segmentation and the tag table are the adapter's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/module.h>
 #include <linux/slab.h>
-#include <linux/highmem.h>
-#include <linux/scatterlist.h>
 #include <linux/kthread.h>
 #include <linux/net.h>
-#include <linux/uio.h>
-#include <linux/tcp.h>
-#include <net/tcp.h>
-#include <linux/vmalloc.h>
 #include <net/sock.h>
 #include <scsi/iscsi_proto.h>
 #include <target/target_core_base.h>
@@ -32,35 +26,6 @@
 
 #include "cxgbit_ext.h"
 #include "pdu/cxe_bhs.h"
-#include "pdu/cxe_ddp.h"
-#include "pdu/cxe_seg.h"
-
-#define CXE_DDP_SLOTS	1024	/* live R2T tags per connection */
-/* TTT of an R2T that got no DDP slot: its data is checked by LIO alone */
-#define CXE_NODDP_IDX	(CXE_DDP_MAX_TAGS - 1)
-
-struct cxe_ddp_slot {
-	struct iscsit_cmd	*cmd;
-	u32			gen;
-	u32			offset;
-	u32			len;
-};
-
-/* Our side of one offloaded connection; conn->context points here. */
-struct cxe_conn {
-	struct list_head	node;		/* cxe_conns */
-	struct iscsit_conn	*conn;
-	struct cxe_adapter	*adapter;
-	struct socket		*sock;		/* == conn->sock, released by LIO */
-	struct sockaddr_storage	peer;
-	struct sockaddr_storage	local;
-	bool			hdigest;
-	bool			ddigest;
-	u32			max_recv_dlen;
-	spinlock_t		ddp_lock;	/* ddp[] */
-	struct cxe_ddp_slot	*ddp;		/* CXE_DDP_SLOTS */
-	atomic64_t		stats[CXE_STAT_MAX];
-};
 
 static LIST_HEAD(cxe_conns);
 static DEFINE_SPINLOCK(cxe_conns_lock);
@@ -80,12 +45,6 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_BURST_PDUS]	= "burst_pdus",
 	[CXE_STAT_RX_WAITS]	= "rx_waits",
 };
-
-static void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
-{
-	atomic64_add(v, &c->stats[s]);
-	cxe_stat_add(c->adapter, s, v);
-}
 
 /* ---- portals ------------------------------------------------------------ */
 
@@ -107,7 +66,7 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	cnp->adapter = &cxe_soft0;
 	memcpy(&cnp->addr, addr, sizeof(cnp->addr));
 
-	ret = cxe_soft_listen(cnp);
+	ret = cnp->adapter->ops->listen(cnp);
 	if (ret) {
 		kfree(cnp);
 		return ret;
@@ -123,35 +82,24 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 {
 	struct cxe_np *cnp = np->np_context;
-	struct socket *sock;
 	struct cxe_conn *c;
 	int ret;
 
-	/* interrupted by LIO's SIGINT when the portal thread resets or stops */
-	ret = kernel_accept(cnp->listener, &sock, 0);
-	if (ret < 0)
-		return ret;
-
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	if (c)
-		c->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*c->ddp), GFP_KERNEL);
-	if (!c || !c->ddp) {
-		kfree(c);
-		sock_release(sock);
+	if (!c)
 		return -ENOMEM;
-	}
 	c->conn = conn;
-	c->sock = sock;
 	c->adapter = cnp->adapter;
-	c->max_recv_dlen = 8192;	/* login: LIO's own limit applies */
-	spin_lock_init(&c->ddp_lock);
-	tcp_sock_set_nodelay(sock->sk);
-
-	kernel_getpeername(sock, (struct sockaddr *)&c->peer);
-	kernel_getsockname(sock, (struct sockaddr *)&c->local);
-	conn->sock = sock;
+	/* interrupted by LIO's SIGINT when the portal thread resets or stops */
+	ret = c->adapter->ops->accept(cnp, c);
+	if (ret) {
+		kfree(c);
+		return ret;
+	}
+	/* a socket-based adapter lends LIO's login code its socket */
+	conn->sock = c->sock;
 	conn->context = c;
-	conn->login_family = AF_INET;
+	conn->login_family = c->peer.ss_family;
 	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));
 	memcpy(&conn->local_sockaddr, &c->local, sizeof(c->local));
 
@@ -173,7 +121,7 @@ static void cxe_free_np(struct iscsi_np *np)
 {
 	struct cxe_np *cnp = np->np_context;
 
-	cxe_soft_unlisten(cnp);
+	cnp->adapter->ops->unlisten(cnp);
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;
 	kref_put(&cnp->kref, cxe_np_release);
@@ -221,184 +169,39 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	list_del(&c->node);
 	spin_unlock(&cxe_conns_lock);
 	conn->context = NULL;
-	kvfree(c->ddp);
+	c->adapter->ops->conn_release(c);
 	kfree(c);
 	module_put(THIS_MODULE);
 }
 
-/* ---- socket I/O ---------------------------------------------------------- */
-
-static int cxe_recv(struct cxe_conn *c, void *buf, size_t len)
+/* Receive a data segment of dlen bytes, len of them into buf. */
+static int cxe_recv_buf(struct cxe_conn *c, void *buf, u32 len, u32 dlen, bool *bad)
 {
-	struct msghdr msg = { .msg_flags = MSG_WAITALL };
-	struct kvec iov = { .iov_base = buf, .iov_len = len };
-	int ret;
+	struct cxe_data dst = { .buf = buf, .len = len };
 
-	while (iov.iov_len) {
-		ret = kernel_recvmsg(c->sock, &msg, &iov, 1, iov.iov_len,
-				     MSG_WAITALL);
-		if (ret <= 0)
-			return ret ? ret : -ECONNRESET;
-		iov.iov_base += ret;
-		iov.iov_len -= ret;
-	}
-	return 0;
-}
-
-static int cxe_send(struct cxe_conn *c, const void *buf, size_t len, bool more)
-{
-	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0) };
-	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int ret;
-
-	while (iov.iov_len) {
-		ret = kernel_sendmsg(c->sock, &msg, &iov, 1, iov.iov_len);
-		if (ret <= 0)
-			return ret ? ret : -ECONNRESET;
-		iov.iov_base += ret;
-		iov.iov_len -= ret;
-	}
-	return 0;
-}
-
-/* Discard len bytes of payload (a PDU LIO chose not to take). */
-static int cxe_discard(struct cxe_conn *c, u32 len)
-{
-	u8 *buf = kmalloc(min_t(u32, len, PAGE_SIZE), GFP_KERNEL);
-	int ret = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	while (len && !ret) {
-		u32 n = min_t(u32, len, PAGE_SIZE);
-
-		ret = cxe_recv(c, buf, n);
-		len -= n;
-	}
-	kfree(buf);
-	return ret;
-}
-
-/*
- * Walk [off, off + len) of a scatterlist one page piece at a time: the
- * placement and transmit paths both go straight to the command's pages.
- */
-typedef int (*cxe_sg_fn)(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more);
-
-static int cxe_sg_walk(struct cxe_conn *c, struct scatterlist *sgl, u32 nents,
-		       u32 off, u32 len, u32 *crc, bool more, cxe_sg_fn fn)
-{
-	struct scatterlist *sg;
-	int i, ret = 0;
-
-	for_each_sg(sgl, sg, nents, i) {
-		u32 sg_off = sg->offset, sg_len = sg->length;
-
-		if (!len)
-			break;
-		if (off >= sg_len) {
-			off -= sg_len;
-			continue;
-		}
-		sg_off += off;
-		sg_len -= off;
-		off = 0;
-		while (sg_len && len && !ret) {
-			struct page *pg = nth_page(sg_page(sg), sg_off >> PAGE_SHIFT);
-			u32 pg_off = offset_in_page(sg_off);
-			u32 n = min3(sg_len, len, (u32)PAGE_SIZE - pg_off);
-			u8 *p = kmap_local_page(pg);
-
-			ret = fn(c, p + pg_off, n, crc, more || len > n);
-			kunmap_local(p);
-			sg_off += n;
-			sg_len -= n;
-			len -= n;
-		}
-		if (ret)
-			return ret;
-	}
-	return len ? -EINVAL : 0;
-}
-
-static int cxe_sg_recv_fn(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more)
-{
-	int ret = cxe_recv(c, p, n);
-
-	if (!ret && crc)
-		*crc = cxe_crc32c(*crc, p, n);
-	return ret;
-}
-
-static int cxe_sg_send_fn(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more)
-{
-	if (crc)
-		*crc = cxe_crc32c(*crc, p, n);
-	return cxe_send(c, p, n, more);
-}
-
-/* Read pad + data digest after a data segment whose running CRC is crc. */
-static int cxe_recv_trailer(struct cxe_conn *c, u32 dlen, u32 crc, bool *bad)
-{
-	u8 pad[4], dig[CXE_DIGEST_LEN];
-	u32 padlen = cxe_pad_len(dlen);
-	int ret;
-
-	*bad = false;
-	if (padlen) {
-		ret = cxe_recv(c, pad, padlen);
-		if (ret)
-			return ret;
-		crc = cxe_crc32c(crc, pad, padlen);
-	}
-	if (!c->ddigest)
-		return 0;
-	ret = cxe_recv(c, dig, sizeof(dig));
-	if (ret)
-		return ret;
-	if (cxe_get_le32(dig) != ~crc) {
-		*bad = true;
-		cxe_cstat(c, CXE_STAT_DDIGEST_ERR, 1);
-	}
-	return 0;
-}
-
-/* Receive a data segment into a kernel buffer (text, ping, login). */
-static int cxe_recv_buf(struct cxe_conn *c, void *buf, u32 dlen, bool *bad)
-{
-	int ret = cxe_recv(c, buf, dlen);
-
-	if (ret)
-		return ret;
-	return cxe_recv_trailer(c, dlen, c->ddigest ? cxe_crc32c(~0u, buf, dlen) : ~0u, bad);
+	return c->adapter->ops->recv_data(c, &dst, dlen, bad);
 }
 
 /* Receive a data segment straight into the command's pages at off. */
 static int cxe_recv_place(struct cxe_conn *c, struct iscsit_cmd *cmd, u32 off,
 			  u32 len, u32 dlen, bool *bad)
 {
-	struct se_cmd *se = &cmd->se_cmd;
-	u32 crc = ~0u;
-	int ret;
+	struct cxe_data dst = {
+		.sgl = cmd->se_cmd.t_data_sg,
+		.nents = cmd->se_cmd.t_data_nents,
+		.offset = off,
+		.len = len,
+	};
 
-	ret = cxe_sg_walk(c, se->t_data_sg, se->t_data_nents, off, len,
-			  c->ddigest ? &crc : NULL, false, cxe_sg_recv_fn);
-	if (ret)
-		return ret;
-	cxe_cstat(c, CXE_STAT_BYTES_PLACED, len);
-	/* bytes past the command's buffer (overflow) are read and dropped */
-	while (dlen > len) {
-		u8 tmp[64];
-		u32 n = min_t(u32, dlen - len, sizeof(tmp));
+	return c->adapter->ops->recv_data(c, &dst, dlen, bad);
+}
 
-		ret = cxe_recv(c, tmp, n);
-		if (ret)
-			return ret;
-		if (c->ddigest)
-			crc = cxe_crc32c(crc, tmp, n);
-		len += n;
-	}
-	return cxe_recv_trailer(c, dlen, crc, bad);
+/* Drop a data segment nobody takes (keeps the stream in step). */
+static int cxe_discard(struct cxe_conn *c, u32 dlen)
+{
+	bool bad;
+
+	return cxe_recv_buf(c, NULL, 0, dlen, &bad);
 }
 
 /* ---- login --------------------------------------------------------------- */
@@ -407,12 +210,19 @@ static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 {
 	struct cxe_conn *c = conn->context;
 	struct iscsi_login_req *req = (struct iscsi_login_req *)login->req;
+	u8 hdr[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN];
+	bool bad;
 	u32 dlen;
 	int ret;
 
-	ret = cxe_recv(c, login->req, ISCSI_HDR_LEN);
+	ret = c->adapter->ops->recv_hdr(c, hdr);
 	if (ret)
 		return -1;
+	if (cxe_bhs_ahs_len(hdr)) {
+		pr_err("%pISpc: login PDU with an AHS\n", &c->peer);
+		return -1;
+	}
+	memcpy(login->req, hdr, ISCSI_HDR_LEN);
 	dlen = ntoh24(req->dlength);
 	if (login->first_request) {
 		login->leading_connection = !req->tsih;
@@ -430,29 +240,17 @@ static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 	if (iscsi_target_check_login_request(conn, login) < 0)
 		return -1;
 	memset(login->req_buf, 0, MAX_KEY_VALUE_PAIRS);
-	ret = cxe_recv(c, login->req_buf, dlen + cxe_pad_len(dlen));
-	if (ret)
-		return -1;
-	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
-	return 0;
+	ret = cxe_recv_buf(c, login->req_buf, dlen, dlen, &bad);
+	return ret || bad ? -1 : 0;
 }
 
 static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 			    u32 length)
 {
 	struct cxe_conn *c = conn->context;
-	static const u8 zeros[4];
-	int ret;
+	struct cxe_data src = { .buf = login->rsp_buf, .len = length };
 
-	ret = cxe_send(c, login->rsp, ISCSI_HDR_LEN, length);
-	if (!ret && length)
-		ret = cxe_send(c, login->rsp_buf, length, cxe_pad_len(length));
-	if (!ret && cxe_pad_len(length))
-		ret = cxe_send(c, zeros, cxe_pad_len(length), false);
-	if (ret)
-		return -1;
-	cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
-	return 0;
+	return c->adapter->ops->send_pdu(c, login->rsp, &src) ? -1 : 0;
 }
 
 /* The software adapter takes every value LIO negotiates. */
@@ -464,105 +262,54 @@ static int cxe_validate_params(struct iscsit_conn *conn)
 /* ---- transmit ------------------------------------------------------------ */
 
 /*
- * Send one PDU: the 48-byte header, then dlen bytes of data from the
- * command's pages at off (sg) or from buf, with padding and the digests
- * the connection negotiated.
- */
-static int cxe_send_pdu(struct cxe_conn *c, const u8 *bhs, struct iscsit_cmd *cmd,
-			u32 off, const void *buf, u32 dlen, bool more)
-{
-	u8 hdr[ISCSI_HDR_LEN + CXE_DIGEST_LEN];
-	u32 hlen = ISCSI_HDR_LEN, crc = ~0u, padlen = cxe_pad_len(dlen);
-	static const u8 zeros[4];
-	u8 dig[CXE_DIGEST_LEN];
-	bool tail = padlen || c->ddigest;
-	int ret;
-
-	memcpy(hdr, bhs, ISCSI_HDR_LEN);
-	if (c->hdigest) {
-		cxe_put_le32(hdr + ISCSI_HDR_LEN, cxe_digest(hdr, ISCSI_HDR_LEN));
-		hlen += CXE_DIGEST_LEN;
-	}
-	ret = cxe_send(c, hdr, hlen, dlen || more);
-	if (ret || !dlen)
-		goto out;
-	if (cmd)
-		ret = cxe_sg_walk(c, cmd->se_cmd.t_data_sg, cmd->se_cmd.t_data_nents,
-				  off, dlen, c->ddigest ? &crc : NULL, tail || more,
-				  cxe_sg_send_fn);
-	else
-		ret = cxe_sg_send_fn(c, (u8 *)buf, dlen, c->ddigest ? &crc : NULL,
-				     tail || more);
-	if (!ret && padlen) {
-		crc = cxe_crc32c(crc, zeros, padlen);
-		ret = cxe_send(c, zeros, padlen, c->ddigest || more);
-	}
-	if (!ret && c->ddigest) {
-		cxe_put_le32(dig, ~crc);
-		ret = cxe_send(c, dig, sizeof(dig), more);
-	}
-out:
-	if (!ret)
-		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
-	return ret;
-}
-
-/*
  * Segmentation offload: LIO hands us the first Data-In of a command; the
- * adapter sends the command's whole read data instead, burst by burst
- * (MaxBurstLength sequences, F on the last PDU of each), each burst cut
- * into MaxRecvDataSegmentLength PDUs by the pure planner, status in the
- * last PDU unless sense data must follow in a SCSI Response.
+ * command's whole read data goes to the adapter instead, one burst per
+ * MaxBurstLength sequence, and the adapter cuts each into PDUs. The
+ * template header is the one LIO builds for a burst's last PDU: status in
+ * it for the command's last burst unless sense data must follow in a SCSI
+ * Response.
  */
 static int cxe_send_datain_bursts(struct cxe_conn *c, struct iscsit_cmd *cmd,
 				  struct iscsi_datain_req *dr, u32 first_len)
 {
 	struct iscsit_conn *conn = c->conn;
 	u32 total = cmd->se_cmd.data_length;
-	u32 mrdsl = conn->conn_ops->MaxRecvDataSegmentLength;
 	u32 mbl = conn->sess->sess_ops->MaxBurstLength;
 	bool sense = cmd->se_cmd.se_cmd_flags & SCF_TRANSPORT_TASK_SENSE;
 	u32 off = 0, datasn = 0;
-	int ret;
+	int n;
 
 	atomic_long_add(total - first_len, &conn->sess->tx_data_octets);
 	while (off < total) {
-		struct cxe_seg_burst b = {
-			.offset = off,
-			.len = min(mbl, total - off),
-			.max_pdu = mrdsl,
-			.datasn = datasn,
-			.status = off + min(mbl, total - off) == total && !sense,
+		u32 len = min(mbl, total - off);
+		bool status = off + len == total && !sense;
+		struct iscsi_datain datain = {
+			.flags = ISCSI_FLAG_CMD_FINAL |
+				 (status ? ISCSI_FLAG_DATA_STATUS : 0),
 		};
-		u32 i, n = cxe_seg_count(&b);
-		struct cxe_seg_pdu pdu;
+		u8 tmpl[ISCSI_HDR_LEN] = {};
+		struct cxe_burst b = {
+			.tmpl = tmpl,
+			.sgl = cmd->se_cmd.t_data_sg,
+			.nents = cmd->se_cmd.t_data_nents,
+			.offset = off,
+			.len = len,
+			.max_pdu = conn->conn_ops->MaxRecvDataSegmentLength,
+			.datasn = datasn,
+			.status = status,
+		};
 
-		for (i = 0; cxe_seg_pdu(&b, i, &pdu); i++) {
-			struct iscsi_datain datain = {
-				.flags = (pdu.final ? ISCSI_FLAG_CMD_FINAL : 0) |
-					 (pdu.status ? ISCSI_FLAG_DATA_STATUS : 0),
-				.data_sn = pdu.datasn,
-				.length = pdu.len,
-				.offset = pdu.offset,
-			};
-			u8 bhs[ISCSI_HDR_LEN];
-
-			if (pdu.status) {
-				iscsit_increment_maxcmdsn(cmd, conn->sess);
-				cmd->stat_sn = conn->stat_sn++;
-			}
-			memset(bhs, 0, sizeof(bhs));
-			iscsit_build_datain_pdu(cmd, conn, &datain,
-						(struct iscsi_data_rsp *)bhs, pdu.status);
-			ret = cxe_send_pdu(c, bhs, cmd, pdu.offset, NULL, pdu.len,
-					   !pdu.status || i + 1 < n);
-			if (ret)
-				return ret;
+		if (status) {
+			iscsit_increment_maxcmdsn(cmd, conn->sess);
+			cmd->stat_sn = conn->stat_sn++;
 		}
-		cxe_cstat(c, CXE_STAT_BURSTS, 1);
-		cxe_cstat(c, CXE_STAT_BURST_PDUS, n);
+		iscsit_build_datain_pdu(cmd, conn, &datain,
+					(struct iscsi_data_rsp *)tmpl, status);
+		n = c->adapter->ops->send_burst(c, &b);
+		if (n < 0)
+			return n;
 		datasn += n;
-		off += b.len;
+		off += len;
 	}
 	cmd->data_sn = datasn;
 	cmd->read_data_done = total;
@@ -576,18 +323,22 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 	struct cxe_conn *c = conn->context;
 	const struct iscsi_datain *datain = dr ? buf : NULL;
 	struct iscsi_sess_ops *so = conn->sess->sess_ops;
+	struct cxe_data src = { .buf = (void *)buf, .len = buf_len };
 	int ret;
 
 	/* the planner's model: ERL 0, PDUs and sequences in order */
 	if (datain && !datain->offset && !dr->recovery && !dr->dr_complete &&
 	    cmd->se_cmd.data_length > datain->length && !so->ErrorRecoveryLevel &&
 	    so->DataSequenceInOrder && so->DataPDUInOrder)
-		ret = cxe_send_datain_bursts(c, cmd, dr, datain->length);
-	else if (datain)
-		ret = cxe_send_pdu(c, cmd->pdu, cmd, datain->offset, NULL,
-				   datain->length, false);
-	else
-		ret = cxe_send_pdu(c, cmd->pdu, NULL, 0, buf, buf_len, false);
+		return cxe_send_datain_bursts(c, cmd, dr, datain->length);
+	if (datain)
+		src = (struct cxe_data) {
+			.sgl = cmd->se_cmd.t_data_sg,
+			.nents = cmd->se_cmd.t_data_nents,
+			.offset = datain->offset,
+			.len = datain->length,
+		};
+	ret = c->adapter->ops->send_pdu(c, cmd->pdu, &src);
 	if (ret)
 		pr_debug("xmit to %pISpc failed: %d\n", &c->peer, ret);
 	return ret;
@@ -599,67 +350,18 @@ static void cxe_get_r2t_ttt(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 			    struct iscsi_r2t *r2t)
 {
 	struct cxe_conn *c = conn->context;
-	u32 i;
 
-	spin_lock_bh(&c->ddp_lock);
-	for (i = 0; i < CXE_DDP_SLOTS; i++) {
-		struct cxe_ddp_slot *s = &c->ddp[i];
-
-		if (s->cmd)
-			continue;
-		s->cmd = cmd;
-		s->gen = cxe_ddp_next_gen(s->gen, i);
-		s->offset = r2t->offset;
-		s->len = r2t->xfer_len;
-		r2t->targ_xfer_tag = cxe_ddp_tag(i, s->gen);
-		spin_unlock_bh(&c->ddp_lock);
-		return;
-	}
-	spin_unlock_bh(&c->ddp_lock);
-	/* every slot busy: a tag without placement rights, LIO checks the data */
-	r2t->targ_xfer_tag = cxe_ddp_tag(CXE_NODDP_IDX, 0);
-	pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n", &c->peer, CXE_DDP_SLOTS);
-}
-
-/*
- * The DDP tag of a Data-Out: the live slot its TTT names, for this
- * command and inside the R2T's window. False means the TTT is stale,
- * forged or out of its window: no byte of it may be placed.
- */
-static bool cxe_ddp_check(struct cxe_conn *c, u32 ttt, itt_t itt, u32 off,
-			  u32 len, bool final)
-{
-	u32 i = cxe_ddp_tag_idx(ttt);
-	struct cxe_ddp_slot *s;
-	bool ok;
-
-	if (i == CXE_NODDP_IDX)
-		return true;
-	if (i >= CXE_DDP_SLOTS)
-		return false;
-	spin_lock_bh(&c->ddp_lock);
-	s = &c->ddp[i];
-	ok = s->cmd && s->gen == cxe_ddp_tag_gen(ttt) &&
-	     s->cmd->init_task_tag == itt &&
-	     cxe_ddp_in_window(s->offset, s->len, off, len);
-	if (ok && final && off + len == s->offset + s->len)
-		s->cmd = NULL;	/* the R2T is satisfied */
-	spin_unlock_bh(&c->ddp_lock);
-	return ok;
+	r2t->targ_xfer_tag = c->adapter->ops->ddp_reserve(c, cmd,
+		be32_to_cpu((__force __be32)cmd->init_task_tag),
+		r2t->offset, r2t->xfer_len);
 }
 
 static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 {
 	struct cxe_conn *c = conn->context;
-	u32 i;
 
-	if (!c)
-		return;
-	spin_lock_bh(&c->ddp_lock);
-	for (i = 0; i < CXE_DDP_SLOTS; i++)
-		if (c->ddp[i].cmd == cmd)
-			c->ddp[i].cmd = NULL;
-	spin_unlock_bh(&c->ddp_lock);
+	if (c)
+		c->adapter->ops->ddp_release(c, cmd);
 }
 
 /* ---- receive ------------------------------------------------------------- */
@@ -675,8 +377,7 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 	rc = iscsit_setup_scsi_cmd(conn, cmd, hdr);
 	if (rc < 0)
 		/* rejected (and queued for response): keep the stream in step */
-		return dlen ? cxe_discard(c, dlen + cxe_pad_len(dlen) +
-					  (c->ddigest ? CXE_DIGEST_LEN : 0)) : 0;
+		return dlen ? cxe_discard(c, dlen) : 0;
 
 	rc = iscsit_process_scsi_cmd(conn, cmd, req);
 	if (rc < 0)
@@ -685,8 +386,7 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 		return 0;
 	if (rc > 0) {
 		/* early CHECK CONDITION: the immediate data is not wanted */
-		rc = cxe_discard(c, dlen + cxe_pad_len(dlen) +
-				 (c->ddigest ? CXE_DIGEST_LEN : 0));
+		rc = cxe_discard(c, dlen);
 		if (rc)
 			return rc;
 		bad = false;
@@ -731,8 +431,9 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	int rc;
 
 	if (d->ttt != cpu_to_be32(ISCSI_RESERVED_TAG) &&
-	    !cxe_ddp_check(c, be32_to_cpu(d->ttt), d->itt, off, dlen,
-			   d->flags & ISCSI_FLAG_CMD_FINAL)) {
+	    !c->adapter->ops->ddp_check(c, be32_to_cpu(d->ttt),
+					be32_to_cpu((__force __be32)d->itt), off,
+					dlen, d->flags & ISCSI_FLAG_CMD_FINAL)) {
 		cxe_cstat(c, CXE_STAT_DDP_TAG_ERR, 1);
 		pr_err("%pISpc: Data-Out ITT 0x%08x TTT 0x%08x offset %u length %u matches no R2T: dropping the connection\n",
 		       &c->peer, be32_to_cpu((__force __be32)d->itt),
@@ -767,7 +468,7 @@ static int cxe_handle_nop_out(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hd
 		ping = kzalloc(dlen + 1, GFP_KERNEL);
 		if (!ping)
 			return -ENOMEM;
-		rc = cxe_recv_buf(c, ping, dlen, &bad);
+		rc = cxe_recv_buf(c, ping, dlen, dlen, &bad);
 		if (rc || bad) {
 			kfree(ping);
 			return rc ? rc : -EBADMSG;
@@ -797,7 +498,7 @@ static int cxe_handle_text(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 		text = kzalloc(dlen + 1, GFP_KERNEL);
 		if (!text)
 			return -ENOMEM;
-		rc = cxe_recv_buf(c, text, dlen, &bad);
+		rc = cxe_recv_buf(c, text, dlen, dlen, &bad);
 		if (rc || bad) {
 			kfree(text);
 			return rc ? rc : -EBADMSG;
@@ -874,55 +575,40 @@ static int cxe_rx_pdu(struct cxe_conn *c, u8 *hdr)
 static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 {
 	struct cxe_conn *c = conn->context;
-	u8 hdr[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN + CXE_DIGEST_LEN];
-	u32 hlen, dlen;
-	u8 op;
-	int ret;
-
-	/* full feature phase: the negotiated digests and limits apply */
-	c->hdigest = conn->conn_ops->HeaderDigest;
-	c->ddigest = conn->conn_ops->DataDigest;
+	u8 hdr[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN];
 	/*
 	 * LIO's names are the initiator's view: conn_ops->MaxRecvDataSegmentLength
 	 * is what the initiator receives (our transmit limit) and
 	 * MaxXmitDataSegmentLength what we declared we receive.
 	 */
-	c->max_recv_dlen = conn->conn_ops->MaxXmitDataSegmentLength;
+	u32 max_dlen = conn->conn_ops->MaxXmitDataSegmentLength;
+	u32 dlen;
+	u8 op;
+	int ret;
+
+	/* full feature phase: the negotiated digests and limits apply */
+	c->adapter->ops->set_params(c, conn->conn_ops->HeaderDigest,
+				    conn->conn_ops->DataDigest, max_dlen);
 
 	while (!kthread_should_stop()) {
 		iscsit_thread_check_cpumask(conn, current, 0);
-		/*
-		 * Receive aggregation: every PDU already queued is handled
-		 * before sleeping again; pdus_rx / rx_waits is the batch size.
-		 */
-		if (!tcp_inq(c->sock->sk))
-			cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
-		if (cxe_recv(c, hdr, ISCSI_HDR_LEN))
-			return;
-		hlen = ISCSI_HDR_LEN + cxe_bhs_ahs_len(hdr);
-		if (hlen > ISCSI_HDR_LEN &&
-		    cxe_recv(c, hdr + ISCSI_HDR_LEN, hlen - ISCSI_HDR_LEN))
-			return;
-		if (c->hdigest) {
-			if (cxe_recv(c, hdr + hlen, CXE_DIGEST_LEN))
-				return;
-			if (cxe_get_le32(hdr + hlen) != cxe_digest(hdr, hlen)) {
-				/* ERL 0: the lengths cannot be trusted, nor the stream */
-				cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
-				atomic_long_inc(&conn->sess->conn_digest_errors);
-				pr_err("%pISpc: header digest error: dropping the connection\n",
-				       &c->peer);
-				goto drop;
-			}
+		ret = c->adapter->ops->recv_hdr(c, hdr);
+		if (ret == -EBADMSG) {
+			/* ERL 0: the lengths cannot be trusted, nor the stream */
+			atomic_long_inc(&conn->sess->conn_digest_errors);
+			pr_err("%pISpc: header digest error: dropping the connection\n",
+			       &c->peer);
+			goto drop;
 		}
-		cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
+		if (ret)
+			return;
 		if (conn->conn_state == TARG_CONN_STATE_IN_LOGOUT)
 			return;
 		op = cxe_bhs_opcode(hdr);
 		dlen = cxe_bhs_dlen(hdr);
-		if (!cxe_opcode_from_initiator(op) || dlen > c->max_recv_dlen) {
+		if (!cxe_opcode_from_initiator(op) || dlen > max_dlen) {
 			pr_err("%pISpc: opcode 0x%02x with %u data bytes (limit %u): dropping the connection\n",
-			       &c->peer, op, dlen, c->max_recv_dlen);
+			       &c->peer, op, dlen, max_dlen);
 			iscsit_add_reject(conn, cxe_opcode_from_initiator(op) ?
 					  ISCSI_REASON_PROTOCOL_ERROR :
 					  ISCSI_REASON_CMD_NOT_SUPPORTED, hdr);

@@ -268,3 +268,44 @@ def test_nop_in_reserved_tag_roundtrip(path: str) -> None:
     c = connect(path)
     assert c.nop().ttt == RSVD_TAG
     c.logout()
+
+
+def test_bidirectional_command_is_refused(path: str) -> None:
+    c = connect(path)
+    p = scsi_command(bytes([0x2A, 0, 0, 0, 0, 64, 0, 0, 1, 0]), itt=c.next_itt(), cmdsn=c.cmdsn,
+                     expstatsn=c.expstatsn, write_len=BLOCK)  # fmt: skip
+    p.flags |= 0x40  # R as well as W: bidirectional, which LIO does not do
+    c.send(p)
+    c.cmdsn += 1
+    outcome = observe(c)
+    check(path, "bidirectional", outcome, REJECT_OR_DROP | {"reject 0x05", "accepted SCSI_RSP"})
+    if outcome == "accepted SCSI_RSP":
+        pytest.fail("a bidirectional WRITE was answered as if it were fine")
+    healthy(path)
+
+
+def test_snack_at_erl0_is_rejected(path: str) -> None:
+    c = connect(path)
+    p = Pdu()
+    p.opcode = Op.SNACK
+    p.flags = 0x80  # F, Type 0: Data/R2T SNACK
+    p.itt, p.ttt, p.expstatsn = c.next_itt(), 0xFFFFFFFF, c.expstatsn
+    c.send(p)
+    check(path, "snack_at_erl0", observe(c), REJECT_OR_DROP)
+    healthy(path)
+
+
+def test_session_reinstatement_same_isid(path: str) -> None:
+    a = connect(path)
+    b = Connection(ip_of(path))
+    b.isid = a.isid  # same initiator name and ISID: reinstates the session
+    b.login(PDU_INITIATOR, PDU_IQN)
+    assert a.closed_by_peer(), "the old connection survived its session's reinstatement"
+    data = os.urandom(8 * BLOCK)
+    try:
+        b.scsi_write(16, data)
+    except ScsiError as e:
+        assert e.sense_key == 6, e  # UNIT ATTENTION after the reinstatement
+        b.scsi_write(16, data)
+    assert b.scsi_read(16, 8) == data
+    b.logout()

@@ -48,10 +48,10 @@ static inline u32 cxe_get_be32(const u8 *p)
 
 static inline void cxe_put_be32(u8 *p, u32 v)
 {
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
+	p[0] = (v >> 24) & 0xff;
+	p[1] = (v >> 16) & 0xff;
+	p[2] = (v >> 8) & 0xff;
+	p[3] = v & 0xff;
 }
 
 static inline u32 cxe_get_le32(const u8 *p)
@@ -61,10 +61,10 @@ static inline u32 cxe_get_le32(const u8 *p)
 
 static inline void cxe_put_le32(u8 *p, u32 v)
 {
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
+	p[0] = v & 0xff;
+	p[1] = (v >> 8) & 0xff;
+	p[2] = (v >> 16) & 0xff;
+	p[3] = (v >> 24) & 0xff;
 }
 
 static inline u8 cxe_bhs_opcode(const u8 *bhs)
@@ -85,9 +85,9 @@ static inline u32 cxe_bhs_dlen(const u8 *bhs)
 
 static inline void cxe_bhs_set_dlen(u8 *bhs, u32 dlen)
 {
-	bhs[5] = dlen >> 16;
-	bhs[6] = dlen >> 8;
-	bhs[7] = dlen;
+	bhs[5] = (dlen >> 16) & 0xff;
+	bhs[6] = (dlen >> 8) & 0xff;
+	bhs[7] = dlen & 0xff;
 }
 
 static inline u32 cxe_bhs_itt(const u8 *bhs)

@@ -31,3 +31,19 @@ bool cxe_seg_pdu(const struct cxe_seg_burst *b, u32 idx, struct cxe_seg_pdu *out
 	out->status = out->final && b->status;
 	return true;
 }
+
+void cxe_seg_datain_hdr(u8 *bhs, const u8 *tmpl, const struct cxe_seg_pdu *pdu)
+{
+	memcpy(bhs, tmpl, CXE_BHS_LEN);
+	if (pdu->status) {
+		bhs[1] |= CXE_FLAG_FINAL;
+	} else {
+		bhs[1] = pdu->final ? CXE_FLAG_FINAL : 0;
+		bhs[3] = 0;				/* status */
+		cxe_put_be32(bhs + 24, CXE_RSVD_TAG);	/* StatSN */
+		cxe_put_be32(bhs + 44, 0);		/* residual count */
+	}
+	cxe_bhs_set_dlen(bhs, pdu->len);
+	cxe_put_be32(bhs + 36, pdu->datasn);
+	cxe_put_be32(bhs + 40, pdu->offset);
+}

@@ -7,7 +7,7 @@
 #ifndef CXE_SEG_H
 #define CXE_SEG_H
 
-#include "cxe_env.h"
+#include "cxe_bhs.h"
 
 struct cxe_seg_burst {
 	u32 offset;		/* Buffer Offset of the first byte */
@@ -33,5 +33,14 @@ u32 cxe_seg_count(const struct cxe_seg_burst *b);
  * range or the burst is invalid (max_pdu 0, or offset + len past 2^32).
  */
 bool cxe_seg_pdu(const struct cxe_seg_burst *b, u32 idx, struct cxe_seg_pdu *out);
+
+/*
+ * The BHS of one Data-In PDU of a burst, from the burst's template: the
+ * header the last PDU carries (with S, status, StatSN and residual when
+ * the burst ends the command with status). Other PDUs get F only at the
+ * end of the burst, no S/O/U bits, no status, StatSN 0xffffffff and no
+ * residual. DataSegmentLength, DataSN and Buffer Offset come from pdu.
+ */
+void cxe_seg_datain_hdr(u8 *bhs, const u8 *tmpl, const struct cxe_seg_pdu *pdu);
 
 #endif /* CXE_SEG_H */

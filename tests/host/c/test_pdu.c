@@ -297,6 +297,36 @@ static void test_seg(void)
 	}
 }
 
+static void test_datain_hdr(void)
+{
+	u8 tmpl[CXE_BHS_LEN], bhs[CXE_BHS_LEN];
+	struct cxe_seg_pdu mid = { .offset = 8192, .len = 8192, .datasn = 1 };
+	struct cxe_seg_pdu end_of_burst = { .offset = 16384, .len = 100, .datasn = 2, .final = true };
+	struct cxe_seg_pdu last = { .offset = 16484, .len = 3, .datasn = 3, .final = true, .status = true };
+
+	memset(tmpl, 0xa5, sizeof(tmpl));
+	tmpl[0] = CXE_OP_DATA_IN;
+	tmpl[1] = CXE_FLAG_FINAL | CXE_DATAIN_STATUS | 0x02;	/* F, S, U */
+	tmpl[3] = 0x02;						/* CHECK CONDITION */
+	cxe_put_be32(tmpl + 24, 77);				/* StatSN */
+	cxe_put_be32(tmpl + 44, 512);				/* residual */
+
+	cxe_seg_datain_hdr(bhs, tmpl, &mid);
+	CHECK(bhs[0] == CXE_OP_DATA_IN && bhs[1] == 0 && bhs[3] == 0);
+	CHECK(cxe_get_be32(bhs + 24) == CXE_RSVD_TAG && cxe_get_be32(bhs + 44) == 0);
+	CHECK(cxe_bhs_dlen(bhs) == 8192 && cxe_get_be32(bhs + 36) == 1 &&
+	      cxe_get_be32(bhs + 40) == 8192);
+	CHECK(!memcmp(bhs + 8, tmpl + 8, 16) && !memcmp(bhs + 28, tmpl + 28, 8));
+
+	cxe_seg_datain_hdr(bhs, tmpl, &end_of_burst);
+	CHECK(bhs[1] == CXE_FLAG_FINAL && cxe_bhs_dlen(bhs) == 100);
+
+	cxe_seg_datain_hdr(bhs, tmpl, &last);
+	CHECK(bhs[1] == tmpl[1] && bhs[3] == 0x02 && cxe_get_be32(bhs + 24) == 77);
+	CHECK(cxe_get_be32(bhs + 44) == 512 && cxe_get_be32(bhs + 36) == 3 &&
+	      cxe_get_be32(bhs + 40) == 16484 && cxe_bhs_dlen(bhs) == 3);
+}
+
 static void test_ddp(void)
 {
 	u32 gen = 0;
@@ -327,6 +357,7 @@ int main(void)
 	test_digest_errors();
 	test_malformed();
 	test_seg();
+	test_datain_hdr();
 	test_ddp();
 	printf("test_pdu: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cxgbit-ext adapter contract: what the PDU layer (transport.c) asks of an
+ * adapter. The PDU layer never computes a digest, never cuts a burst into
+ * PDUs and never copies write data into command pages itself; it calls
+ * these. The software adapter (soft.c) implements them with the kernel's
+ * TCP stack on any netdev; a hardware adapter implements the same ops.
+ */
+#ifndef CXE_ADAPTER_H
+#define CXE_ADAPTER_H
+
+#include <linux/types.h>
+
+struct cxe_np;
+struct cxe_conn;
+struct scatterlist;
+
+/*
+ * A data segment's destination (receive) or source (send): the command's
+ * pages from byte offset on, or a kernel buffer.
+ */
+struct cxe_data {
+	struct scatterlist	*sgl;	/* command pages, or NULL for buf */
+	u32			nents;
+	u32			offset;	/* into sgl */
+	void			*buf;
+	u32			len;	/* bytes that belong in sgl/buf */
+};
+
+/* One Data-In burst for the adapter to segment into PDUs. */
+struct cxe_burst {
+	const u8		*tmpl;	/* BHS of the burst's last PDU */
+	struct scatterlist	*sgl;
+	u32			nents;
+	u32			offset;	/* Buffer Offset of the burst */
+	u32			len;
+	u32			max_pdu; /* initiator's MaxRecvDataSegmentLength */
+	u32			datasn;	/* DataSN of the first PDU */
+	bool			status;	/* the last PDU carries status (S) */
+};
+
+struct cxe_adapter_ops {
+	/* Portals: listen for the portal on this adapter's netdevs. */
+	int (*listen)(struct cxe_np *cnp);
+	void (*unlisten)(struct cxe_np *cnp);
+	/* Block for the next connection (-ERESTARTSYS on a signal). */
+	int (*accept)(struct cxe_np *cnp, struct cxe_conn *c);
+	void (*conn_release)(struct cxe_conn *c);
+	/* Full feature phase: digests and our MaxRecvDataSegmentLength. */
+	void (*set_params)(struct cxe_conn *c, bool hdigest, bool ddigest,
+			   u32 max_recv_dlen);
+
+	/*
+	 * RX. recv_hdr: next BHS + AHS into hdr (room for 48 + 1020 bytes);
+	 * -EBADMSG on a header digest error (the stream is lost at ERL 0).
+	 * recv_data: the data segment of dlen bytes into dst (placed straight
+	 * into pages when dst->sgl; bytes past dst->len are dropped), then pad
+	 * and data digest; *bad on a data digest error.
+	 */
+	int (*recv_hdr)(struct cxe_conn *c, u8 *hdr);
+	int (*recv_data)(struct cxe_conn *c, const struct cxe_data *dst,
+			 u32 dlen, bool *bad);
+
+	/* TX: one PDU (header + data + padding + digests), or a burst. */
+	int (*send_pdu)(struct cxe_conn *c, const u8 *bhs,
+			const struct cxe_data *src);
+	int (*send_burst)(struct cxe_conn *c, const struct cxe_burst *b);
+
+	/*
+	 * DDP: a tag (the R2T's TTT) for [off, off + len) of owner's buffer;
+	 * check that a Data-Out may be placed by it; release owner's tags.
+	 */
+	u32 (*ddp_reserve)(struct cxe_conn *c, const void *owner, u32 itt,
+			   u32 off, u32 len);
+	bool (*ddp_check)(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
+			  u32 len, bool final);
+	void (*ddp_release)(struct cxe_conn *c, const void *owner);
+};
+
+#endif /* CXE_ADAPTER_H */
