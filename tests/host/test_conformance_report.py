@@ -33,3 +33,10 @@ def test_regressions_are_what_stock_passes_and_offload_does_not() -> None:
     assert "stock LIO: 2/3 passed; offloaded (cxgbit_ext soft0): 1/3 passed" in md
     assert "| C.z | passed | failed **REGRESSION** |" in md
     assert 'failures="1"' in libiscsi.junit(c) and "fails on stock LIO too" in libiscsi.junit(c)
+
+
+def test_flaky_candidates_are_not_regressions() -> None:
+    c = libiscsi.Comparison({"A.x": "passed", "B.y": "passed"}, {"A.x": "failed", "B.y": "failed"}, flaky=("A.x",))
+    assert c.candidates == ["A.x", "B.y"] and c.regressions == ["B.y"]
+    md = libiscsi.markdown(c, "t")
+    assert "flaky on rerun: A.x" in md and "| A.x | passed | failed (flaky on rerun) |" in md

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,12 +42,28 @@ def dmesg() -> list[str]:
     return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
 
 
+def kmsg_mark(what: str) -> str:
+    """Write a unique line into the kernel log and return it."""
+    marker = f"cxe-test: {what} {uuid.uuid4().hex}"
+    Path("/dev/kmsg").write_text(marker + "\n")
+    return marker
+
+
+def dmesg_since(marker: str) -> list[str]:
+    """Kernel log lines after marker (all of them if it has wrapped away)."""
+    lines = dmesg()
+    for i in range(len(lines) - 1, -1, -1):
+        if marker in lines[i]:
+            return lines[i + 1 :]
+    return lines
+
+
 @pytest.fixture(autouse=True)
-def kernel_log_clean() -> Iterator[None]:
+def kernel_log_clean(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail the test during which the kernel logged an oops/WARN/BUG/..."""
-    before = len(dmesg())
+    marker = kmsg_mark(f"begin {request.node.nodeid}")
     yield
-    bad = bad_lines(dmesg()[before:])
+    bad = bad_lines(dmesg_since(marker))
     assert not bad, "kernel log during this test:\n" + "\n".join(bad)
 
 

@@ -32,12 +32,13 @@ def conf_target(module_ko: Path) -> Iterator[None]:
 
 @pytest.mark.timeout(1800)
 def test_offload_passes_what_stock_passes(conf_target: None) -> None:
-    stock = libiscsi.run(f"iscsi://{STOCK.tgt_ip}/{IQN}/0", INITIATOR)
+    stock_url, offload_url = f"iscsi://{STOCK.tgt_ip}/{IQN}/0", f"iscsi://{OFF.tgt_ip}/{IQN}/0"
+    stock = libiscsi.run(stock_url, INITIATOR)
     before = soft0_counters()["connections"]
-    offload = libiscsi.run(f"iscsi://{OFF.tgt_ip}/{IQN}/0", INITIATOR)
+    offload = libiscsi.run(offload_url, INITIATOR)
     after = soft0_counters()["connections"]
     assert after > before, "the offloaded run made no offloaded connection"
-    cmp = libiscsi.Comparison(stock, offload)
+    cmp = libiscsi.confirm(libiscsi.Comparison(stock, offload), stock_url, offload_url, INITIATOR)
     kver = os.uname().release
     md = libiscsi.markdown(cmp, f"libiscsi iscsi-test-cu -t ALL, kernel {kver}")
     results = Path(os.environ.get("CXE_RESULTS", "/tmp"))

@@ -21,7 +21,7 @@ from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from testbed import topo
 
-from .conftest import CFS, TOP, dmesg, insmod
+from .conftest import CFS, TOP, dmesg_since, insmod, kmsg_mark
 
 IQN = "iqn.2026-11.org.cxgbit-ext:module"
 LINK = topo.LINKS[0]
@@ -70,11 +70,11 @@ def installed_module(kver: str, tmp_path: Path) -> Iterator[None]:
 def test_refuses_to_load_beside_intree_cxgbit(module_ko: Path) -> None:
     subprocess.run(["modprobe", "cxgbit"], check=True)
     try:
-        before = len(dmesg())
+        marker = kmsg_mark("insmod beside cxgbit")
         p = insmod(module_ko)
         assert p.returncode != 0
         assert "Device or resource busy" in p.stderr
-        assert any("in-tree cxgbit module is loaded" in line for line in dmesg()[before:])
+        assert any("in-tree cxgbit module is loaded" in line for line in dmesg_since(marker))
         assert not loaded("cxgbit_ext")
     finally:
         subprocess.run(["modprobe", "-r", "cxgbit"], check=True)
@@ -118,9 +118,10 @@ def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: No
 def test_intree_cxgbit_cannot_load_beside_us(lio: None, module_ko: Path) -> None:
     assert insmod(module_ko).returncode == 0
     try:
+        marker = kmsg_mark("modprobe cxgbit beside us")
         p = subprocess.run(["modprobe", "cxgbit"], capture_output=True, text=True)
         assert p.returncode != 0 and not loaded("cxgbit"), p
-        assert any("refusing to let the in-tree cxgbit load" in line for line in dmesg())
+        assert any("refusing to let the in-tree cxgbit load" in line for line in dmesg_since(marker))
     finally:
         assert rmmod("cxgbit_ext").returncode == 0
 

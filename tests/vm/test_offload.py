@@ -135,14 +135,14 @@ def test_stock_targetcli_enable_offload_on_a_specific_address(offload_target: No
         topology.create(t)
     node = f"/iscsi/{iqn}/tpg1/portals/{OFF.tgt_ip}:3261"
     try:
-        p = targetcli(node, "enable_offload=true")
+        p = targetcli(node, "enable_offload", "true")
         assert p.returncode == 0, p.stdout + p.stderr
         assert f"{OFF.tgt_ip}:3261" in (CFS / "portals").read_text().split()
         c = Connection(OFF.tgt_ip, 3261)
         c.login(PDU_INITIATOR, iqn)
         assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]} {OFF.tgt_ip}:3261" in (CFS / "connections").read_text()
         c.logout()
-        p = targetcli(node, "enable_offload=false")
+        p = targetcli(node, "enable_offload", "false")
         assert p.returncode == 0, p.stdout + p.stderr
         assert f"{OFF.tgt_ip}:3261" not in (CFS / "portals").read_text()
     finally:
