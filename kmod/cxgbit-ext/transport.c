@@ -453,26 +453,38 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	return iscsit_check_dataout_payload(cmd, d, bad);
 }
 
+/* A data segment into a new NUL-terminated buffer (ping data, text keys). */
+static int cxe_recv_kbuf(struct cxe_conn *c, u32 dlen, u8 **out)
+{
+	u8 *buf = kzalloc(dlen + 1, GFP_KERNEL);
+	bool bad;
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	rc = cxe_recv_buf(c, buf, dlen, dlen, &bad);
+	if (rc || bad) {
+		kfree(buf);
+		return rc ? rc : -EBADMSG;
+	}
+	*out = buf;
+	return 0;
+}
+
 static int cxe_handle_nop_out(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 {
 	struct iscsi_nopout *nop = (struct iscsi_nopout *)hdr;
 	u32 dlen = ntoh24(nop->dlength);
-	u8 *ping = NULL;
-	bool bad;
+	u8 *ping;
 	int rc;
 
 	rc = iscsit_setup_nop_out(c->conn, cmd, nop);
 	if (rc < 0)
 		return rc;
 	if (dlen) {
-		ping = kzalloc(dlen + 1, GFP_KERNEL);
-		if (!ping)
-			return -ENOMEM;
-		rc = cxe_recv_buf(c, ping, dlen, dlen, &bad);
-		if (rc || bad) {
-			kfree(ping);
-			return rc ? rc : -EBADMSG;
-		}
+		rc = cxe_recv_kbuf(c, dlen, &ping);
+		if (rc)
+			return rc;
 		if (cmd) {
 			cmd->buf_ptr = ping;
 			cmd->buf_ptr_size = dlen;
@@ -487,23 +499,16 @@ static int cxe_handle_text(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 {
 	struct iscsi_text *t = (struct iscsi_text *)hdr;
 	u32 dlen = ntoh24(t->dlength);
-	u8 *text = NULL;
-	bool bad;
+	u8 *text;
 	int rc;
 
 	rc = iscsit_setup_text_cmd(c->conn, cmd, t);
 	if (rc < 0)
 		return rc;
 	if (dlen) {
-		text = kzalloc(dlen + 1, GFP_KERNEL);
-		if (!text)
-			return -ENOMEM;
-		rc = cxe_recv_buf(c, text, dlen, dlen, &bad);
-		if (rc || bad) {
-			kfree(text);
-			return rc ? rc : -EBADMSG;
-		}
-		text[dlen] = '\0';
+		rc = cxe_recv_kbuf(c, dlen, &text);
+		if (rc)
+			return rc;
 		cmd->text_in_ptr = text;
 	}
 	return iscsit_process_text_cmd(c->conn, cmd, t);

@@ -309,3 +309,27 @@ def test_session_reinstatement_same_isid(path: str) -> None:
         b.scsi_write(16, data)
     assert b.scsi_read(16, 8) == data
     b.logout()
+
+
+def test_target_nop_in_is_answered(path: str) -> None:
+    """LIO pings an idle session (NOP-In with a TTT); the answer keeps it up."""
+    from rtslib_fb import MappedLUN, NodeACL, RTSRoot
+
+    name = f"{PDU_INITIATOR}-nopin-{path}"
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
+    acl = NodeACL(tpg, name)
+    try:
+        acl.set_attribute("nopin_timeout", "3")
+        MappedLUN(acl, 0, next(iter(tpg.luns)))
+        c = Connection(ip_of(path))
+        c.login(name, PDU_IQN)
+        moved = Moved(path)
+        c.sock.settimeout(20)
+        ping = c.recv()
+        assert ping.opcode == Op.NOOP_IN and ping.itt == RSVD_TAG and ping.ttt != RSVD_TAG, ping
+        c.send(nop_out(itt=RSVD_TAG, cmdsn=c.cmdsn, expstatsn=c.expstatsn, ttt=ping.ttt))
+        assert c.nop(b"still here").data == b"still here"
+        moved(drops=0)
+        c.logout()
+    finally:
+        acl.delete()
