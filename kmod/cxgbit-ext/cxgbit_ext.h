@@ -101,7 +101,6 @@ struct cxe_np {
 	struct net		*net;
 	struct sockaddr_storage	addr;
 	struct socket		*listener;
-	struct rcu_head		rcu;
 };
 
 int cxe_configfs_init(void);

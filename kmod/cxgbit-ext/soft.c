@@ -238,7 +238,6 @@ struct cxe_ddp_slot {
 
 struct cxe_soft_conn {
 	struct socket		*sock;
-	u32			max_recv_dlen;
 	spinlock_t		ddp_lock;	/* ddp[] */
 	struct cxe_ddp_slot	*ddp;		/* CXE_DDP_SLOTS */
 };
@@ -266,7 +265,6 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 		return -ENOMEM;
 	}
 	sc->sock = sock;
-	sc->max_recv_dlen = 8192;	/* login: LIO's own limit applies */
 	spin_lock_init(&sc->ddp_lock);
 	tcp_sock_set_nodelay(sock->sk);
 	kernel_getpeername(sock, (struct sockaddr *)&c->peer);
@@ -291,9 +289,9 @@ static void cxe_soft_conn_release(struct cxe_conn *c)
 static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 				u32 max_recv_dlen)
 {
+	/* the PDU layer enforces max_recv_dlen; nothing here is sized by it */
 	c->hdigest = hdigest;
 	c->ddigest = ddigest;
-	cxe_soft(c)->max_recv_dlen = max_recv_dlen;
 }
 
 /* ---- socket I/O -------------------------------------------------------------- */
