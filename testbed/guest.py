@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ sys.path.insert(0, str(TOP))
 from testbed import topo  # noqa: E402
 
 
-def prepare(kver: str, results: Path) -> None:
+def prepare(kver: str, results: Path, veth: bool = True) -> None:
     if os.uname().release != kver:
         sys.exit(f"guest: booted {os.uname().release}, expected {kver}")
     os.environ.update(
@@ -39,21 +40,23 @@ def prepare(kver: str, results: Path) -> None:
     # targetcli-fb needs a system D-Bus; the guest has none running.
     Path("/run/dbus").mkdir(exist_ok=True)
     subprocess.run(["dbus-daemon", "--system", "--fork"], check=False, capture_output=True)
-    topo.setup_network()
+    if veth:
+        topo.setup_network()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--results", type=Path, required=True)
     ap.add_argument("--kver", required=True)
-    ap.add_argument("--exec", dest="exec_")
+    ap.add_argument("--exec", dest="exec_", help="a script and its arguments, one shell-quoted string")
+    ap.add_argument("--no-veth", action="store_true")
     ap.add_argument("pytest_args", nargs="*")
     a = ap.parse_args()
     try:
-        prepare(a.kver, a.results)
+        prepare(a.kver, a.results, veth=not a.no_veth)
         os.chdir(TOP)
         if a.exec_:
-            cmd = [sys.executable, a.exec_]
+            cmd = [sys.executable, *shlex.split(a.exec_)]
         else:
             cmd = [
                 sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-ra", "-v", "--durations=0", "--timeout=300",

@@ -9,7 +9,9 @@
  *                digests, counters
  *   adapters/<name>/
  *     type       "soft" (software adapter) or the hardware's name
- *     netdev     netdev the adapter serves, "*" for all (read-write)
+ *     netdev     netdev the adapter serves, "*" for all, empty for none
+ *                (read-write)
+ *     caps       offloads the adapter performs, space separated
  *     counters   "name value" per line
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -77,14 +79,15 @@ static ssize_t cxe_adapter_netdev_store(struct config_item *item,
 	char name[IFNAMSIZ];
 	size_t len = strcspn(page, "\n");
 
-	if (!len || len >= IFNAMSIZ) {
-		pr_err("adapter %s: netdev name must be 1..%d characters, or \"*\"\n",
+	if (len >= IFNAMSIZ) {
+		pr_err("adapter %s: netdev name must be 1..%d characters, \"*\" or empty\n",
 		       cxe_soft0.name, IFNAMSIZ - 1);
 		return -EINVAL;
 	}
 	memcpy(name, page, len);
 	name[len] = '\0';
-	if (strcmp(name, "*") && !dev_valid_name(name)) {
+	/* empty: serve no netdev; new connections go to stock TCP */
+	if (len && strcmp(name, "*") && !dev_valid_name(name)) {
 		pr_err("adapter %s: '%s' is not a valid netdev name\n",
 		       cxe_soft0.name, name);
 		return -EINVAL;
@@ -93,6 +96,17 @@ static ssize_t cxe_adapter_netdev_store(struct config_item *item,
 	strscpy(cxe_soft0.netdev, name, sizeof(cxe_soft0.netdev));
 	spin_unlock_bh(&cxe_soft0.lock);
 	return count;
+}
+
+/*
+ * What the software adapter does for the PDU layer, in the names the tools
+ * show: CRC32C header and data digests, direct data placement of Data-Out
+ * (and immediate/unsolicited data), Data-In segmentation (a burst handed
+ * down once), and receive aggregation (several PDUs per wake-up).
+ */
+static ssize_t cxe_adapter_caps_show(struct config_item *item, char *page)
+{
+	return sysfs_emit(page, "hcrc dcrc ddp iso rxagg\n");
 }
 
 static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
@@ -110,11 +124,13 @@ static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
 CONFIGFS_ATTR_RO(cxe_adapter_, type);
 CONFIGFS_ATTR(cxe_adapter_, netdev);
 CONFIGFS_ATTR_RO(cxe_adapter_, counters);
+CONFIGFS_ATTR_RO(cxe_adapter_, caps);
 
 static struct configfs_attribute *cxe_adapter_attrs[] = {
 	&cxe_adapter_attr_type,
 	&cxe_adapter_attr_netdev,
 	&cxe_adapter_attr_counters,
+	&cxe_adapter_attr_caps,
 	NULL,
 };
 

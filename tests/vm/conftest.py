@@ -15,6 +15,7 @@ import pytest
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
 from testbed.klog import bad_lines
+from testbed.kmod import insmod
 
 TOP = Path(__file__).resolve().parents[2]
 
@@ -90,14 +91,6 @@ def lio(iscsid: None) -> Iterator[None]:
 
 PDU_IQN = "iqn.2026-11.org.cxgbit-ext:pdu"
 PDU_INITIATOR = "iqn.2026-11.org.cxgbit-ext:pdu-initiator"
-
-
-def insmod(ko: Path) -> subprocess.CompletedProcess[str]:
-    """insmod after loading the module's dependencies (what modprobe would)."""
-    deps = subprocess.run(["modinfo", "-F", "depends", str(ko)], capture_output=True, text=True, check=True)
-    for dep in filter(None, deps.stdout.strip().split(",")):
-        subprocess.run(["modprobe", dep], check=True)
-    return subprocess.run(["insmod", str(ko)], capture_output=True, text=True)
 
 
 CFS = Path("/sys/kernel/config/cxgbit_ext")
