@@ -24,6 +24,7 @@ def tree(tmp_path: Path) -> Path:
     (soft0 / "type").write_text("soft\n")
     (soft0 / "netdev").write_text("*\n")
     (soft0 / "counters").write_text("connections 3\npdus_rx 10\npdus_tx 12\nbytes_placed 4096\n")
+    (soft0 / "caps").write_text("hcrc dcrc ddp iso rxagg\n")
     (root / "version").write_text("0.1.0\n")
     (root / "transport").write_text("cxgbit_ext\n")
     (root / "portals").write_text("198.18.0.1:3260\n[::]:3260\n")
@@ -52,10 +53,41 @@ def test_status_reads_the_tree(tree: Path) -> None:
 
 def test_bind_writes_netdev_and_rejects_unknown_adapter(tree: Path) -> None:
     ctl = Control(tree)
-    ctl.set_netdev("soft0", "tgt0")
-    assert (tree / "adapters/soft0/netdev").read_text() == "tgt0"
+    ctl.set_netdev("soft0", "lo")
+    assert (tree / "adapters/soft0/netdev").read_text() == "lo\n"
     with pytest.raises(CxgbitExtError, match="no adapter 'soft9'"):
-        ctl.set_netdev("soft9", "tgt0")
+        ctl.set_netdev("soft9", "lo")
+
+
+def test_bind_to_a_missing_netdev_says_so_and_changes_nothing(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--configfs", str(tree), "bind", "soft0", "nosuch0"]) == 1
+    err = capsys.readouterr().err
+    assert "no netdev 'nosuch0' in this network namespace" in err and "lo" in err
+    assert (tree / "adapters/soft0/netdev").read_text() == "*\n"
+
+
+def test_unbind_and_capabilities(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--json", "--configfs", str(tree), "unbind", "soft0"]) == 0
+    (a,) = json.loads(capsys.readouterr().out)
+    assert (a["netdev"], a["caps"]) == ("", ["hcrc", "dcrc", "ddp", "iso", "rxagg"])
+    assert (tree / "adapters/soft0/netdev").read_text() == "\n"
+    assert Control(tree).adapter("soft0").serving == "no netdev"
+
+
+def test_connections_say_which_offloads_are_off_and_why(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--json", "--configfs", str(tree), "connections"]) == 0
+    (c,) = json.loads(capsys.readouterr().out)
+    assert c["offloads"] == {
+        "hcrc": "on", "dcrc": "off: DataDigest=None was negotiated", "ddp": "on", "iso": "on", "rxagg": "on",
+    }  # fmt: skip
+    assert cli.main(["--configfs", str(tree), "connections"]) == 0
+    assert "dcrc off: DataDigest=None was negotiated" in capsys.readouterr().out
+
+
+def test_counters_watch_prints_rates(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--json", "--configfs", str(tree), "counters", "--watch", "0.05", "--count", "2"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 2 and lines[0]["rates"]["soft0"]["pdus_rx"] == 0
 
 
 def test_cli_json(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:

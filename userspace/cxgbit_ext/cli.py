@@ -1,26 +1,46 @@
-"""cxgbit-ext command line: human tables or --json."""
+"""cxgbit-ext command line: human tables, or --json for automation.
+
+    cxgbit-ext [--json] status | adapters | connections | portals
+    cxgbit-ext [--json] counters [--watch SECONDS] [--count N]
+    cxgbit-ext bind ADAPTER NETDEV|'*'      cxgbit-ext unbind ADAPTER
+    cxgbit-ext save [--file F] [--lio [LIOFILE]]
+    cxgbit-ext restore [--file F] [--lio [LIOFILE]]
+    cxgbit-ext topology create --iqn IQN [--luns N] [--size 512M] ...
+    cxgbit-ext topology delete --iqn IQN
+
+Errors go to stderr (or as {"error": ...} with --json) with exit status 1,
+and leave the configuration as it was.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
-from cxgbit_ext.control import CONFIGFS, Control, CxgbitExtError
+from cxgbit_ext import persist, portals, topology
+from cxgbit_ext.control import CONFIGFS, OFFLOADS, Control, CxgbitExtError
 
 
-def cmd_status(ctl: Control, as_json: bool) -> int:
+def out(obj: Any) -> None:
+    print(json.dumps(obj, indent=2))
+
+
+def cmd_status(ctl: Control, a: argparse.Namespace) -> int:
     st = ctl.status()
-    if as_json:
-        print(json.dumps(st.dump(), indent=2))
+    if a.json:
+        out(st.dump())
         return 0
     print(f"cxgbit_ext {st.version}: LIO transport '{st.transport}' registered")
     print(f"offloaded portals: {', '.join(st.portals) or 'none'}")
-    print(f"{'adapter':<10}{'type':<6}{'netdev':<10}{'conns':>7}{'pdus rx':>10}{'pdus tx':>10}{'placed B':>14}")
-    for a in st.adapters:
-        c = a.counters
-        print(f"{a.name:<10}{a.type:<6}{a.netdev:<10}{c['connections']:>7}{c['pdus_rx']:>10}{c['pdus_tx']:>10}"
+    print(f"{'adapter':<10}{'type':<6}{'serves':<14}{'conns':>7}{'pdus rx':>10}{'pdus tx':>10}{'placed B':>14}")
+    for ad in st.adapters:
+        c = ad.counters
+        print(f"{ad.name:<10}{ad.type:<6}{ad.serving:<14}{c['connections']:>7}{c['pdus_rx']:>10}{c['pdus_tx']:>10}"
               f"{c['bytes_placed']:>14}")  # fmt: skip
     print(f"offloaded connections: {len(st.connections)}")
     for conn in st.connections:
@@ -30,42 +50,234 @@ def cmd_status(ctl: Control, as_json: bool) -> int:
     return 0
 
 
-def cmd_counters(ctl: Control, as_json: bool) -> int:
-    adapters = ctl.adapters()
-    if as_json:
-        print(json.dumps({a.name: a.counters for a in adapters}, indent=2))
+def cmd_adapters(ctl: Control, a: argparse.Namespace) -> int:
+    ads = ctl.adapters()
+    if a.json:
+        out([{**dataclasses.asdict(x), "caps": list(x.caps)} for x in ads])
         return 0
-    for a in adapters:
-        print(f"{a.name}:")
-        for k, v in a.counters.items():
-            print(f"  {k:<16}{v:>16}")
+    print(f"{'adapter':<10}{'type':<6}{'serves':<14}capabilities")
+    for x in ads:
+        caps = ", ".join(OFFLOADS.get(c, c) for c in x.caps) or "-"
+        print(f"{x.name:<10}{x.type:<6}{x.serving:<14}{caps}")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="cxgbit-ext", description="iSCSI offload for LIO: status and control")
+def cmd_connections(ctl: Control, a: argparse.Namespace) -> int:
+    caps = {x.name: x.caps for x in ctl.adapters()}
+    conns = ctl.connections()
+    rows = [{**dataclasses.asdict(c), "offloads": c.offloads(caps.get(c.adapter, ()))} for c in conns]
+    if a.json:
+        out(rows)
+        return 0
+    if not rows:
+        print("no offloaded connections")
+    for r in rows:
+        on = [k for k, v in r["offloads"].items() if v == "on"]
+        print(f"{r['peer']} -> {r['local']} on {r['adapter']}: {'+'.join(on) or 'nothing'}")
+        for k, v in r["offloads"].items():
+            if v != "on":
+                print(f"    {k} {v}")
+        c = r["counters"]
+        print(f"    pdus rx {c.get('pdus_rx', 0)} tx {c.get('pdus_tx', 0)}, "
+              f"placed {c.get('bytes_placed', 0)} B, copied {c.get('bytes_copied', 0)} B")  # fmt: skip
+    return 0
+
+
+def cmd_portals(ctl: Control, a: argparse.Namespace) -> int:
+    rows = portals.lio_portals(ctl)
+    if a.json:
+        out([{"target": t, "tpg": tag, **dataclasses.asdict(s)} for t, tag, s in rows])
+        return 0
+    if not rows:
+        print("no iSCSI portals in LIO")
+    for t, tag, s in rows:
+        print(f"{t} tpg {tag} {s.ip}:{s.port}: {s.summary()}")
+    return 0
+
+
+def cmd_counters(ctl: Control, a: argparse.Namespace) -> int:
+    if a.watch is None:
+        adapters = ctl.adapters()
+        if a.json:
+            out({x.name: x.counters for x in adapters})
+            return 0
+        for x in adapters:
+            print(f"{x.name}:")
+            for k, v in x.counters.items():
+                print(f"  {k:<16}{v:>16}")
+        return 0
+    # rate view: per-second change of every counter over each interval
+    prev, t_prev = {x.name: x.counters for x in ctl.adapters()}, time.monotonic()
+    n = 0
+    while a.count is None or n < a.count:
+        time.sleep(a.watch)
+        now, t_now = {x.name: x.counters for x in ctl.adapters()}, time.monotonic()
+        dt = t_now - t_prev
+        rates = {name: {k: (v - prev.get(name, {}).get(k, 0)) / dt for k, v in cs.items()} for name, cs in now.items()}
+        if a.json:
+            print(json.dumps({"interval_s": round(dt, 3), "rates": rates}), flush=True)
+        else:
+            for name, r in rates.items():
+                busy = {k: v for k, v in r.items() if v}
+                line = "  ".join(f"{k} {v:,.0f}/s" for k, v in busy.items()) or "idle"
+                print(f"{time.strftime('%H:%M:%S')} {name}: {line}", flush=True)
+        prev, t_prev = now, t_now
+        n += 1
+    return 0
+
+
+def cmd_bind(ctl: Control, a: argparse.Namespace) -> int:
+    ctl.set_netdev(a.adapter, a.netdev)
+    return cmd_adapters(ctl, a)
+
+
+def cmd_unbind(ctl: Control, a: argparse.Namespace) -> int:
+    ctl.set_netdev(a.adapter, "")
+    return cmd_adapters(ctl, a)
+
+
+def cmd_save(ctl: Control, a: argparse.Namespace) -> int:
+    data = persist.save(ctl, a.file)
+    msg = {"saved": str(a.file), "config": data}
+    if a.lio:
+        persist.save_lio(a.lio)
+        msg["lio"] = str(a.lio)
+    if a.json:
+        out(msg)
+    else:
+        print(f"saved cxgbit-ext settings to {a.file}" + (f" and LIO's to {a.lio}" if a.lio else ""))
+    return 0
+
+
+def cmd_restore(ctl: Control, a: argparse.Namespace) -> int:
+    data = persist.restore(ctl, a.file)
+    result: dict[str, Any] = {"restored": str(a.file), "config": data}
+    problems: list[str] = []
+    if a.lio:
+        problems += persist.restore_lio(a.lio)
+        addrs = portals.addr_netdevs()
+        for ip, port in persist.offload_requested(a.lio):
+            s = portals.state(ctl, ip, port, True, addrs)
+            if not s.offloaded:
+                problems.append(f"portal {ip}:{port} asks for offload but is {s.summary()}")
+        result["lio"] = str(a.lio)
+    result["problems"] = problems
+    if a.json:
+        out(result)
+    else:
+        print(f"restored cxgbit-ext settings from {a.file}" + (f", then LIO's from {a.lio}" if a.lio else ""))
+        for p in problems:
+            print(f"  warning: {p}")
+    return 1 if problems else 0
+
+
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    mult = units.get(t[-1:], 1)
+    num = t[:-1] if t[-1:] in units else t
+    if not num.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: a size like 512M or 1G")
+    return int(num) * mult
+
+
+def _portal(text: str) -> tuple[str, int]:
+    ip, _, port = text.rpartition(":") if ":" in text else (text, "", "3260")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r}: a portal like 0.0.0.0 or 198.18.0.1:3260")
+    return ip, int(port)
+
+
+def _chap(text: str) -> tuple[str, str]:
+    user, sep, pw = text.partition(":")
+    if not sep or not user or not 12 <= len(pw) <= 16:
+        raise argparse.ArgumentTypeError("CHAP as USER:SECRET, the secret 12 to 16 characters (RFC 7143 11.1.4)")
+    return user, pw
+
+
+def cmd_topology(ctl: Control, a: argparse.Namespace) -> int:
+    if a.action == "delete":
+        topology.delete(a.iqn)
+        print(json.dumps({"deleted": a.iqn}) if a.json else f"deleted {a.iqn}")
+        return 0
+    topo = topology.Topology(
+        iqn=a.iqn, backstores=(a.backstore,) * a.luns, lun_size=a.size, portals=tuple(a.portal or [("0.0.0.0", 3260)]),
+        offload=a.offload, acls=tuple(a.acl or ()), chap=a.chap,
+    )  # fmt: skip
+    t0 = time.monotonic()
+    topology.create(topo)
+    secs = time.monotonic() - t0
+    states = [portals.state(ctl, ip, port, topo.offload) for ip, port in topo.portals] if topo.offload else []
+    if a.json:
+        out({"created": a.iqn, "luns": a.luns, "lun_size": a.size, "seconds": round(secs, 2),
+             "portals": [dataclasses.asdict(s) for s in states]})  # fmt: skip
+        return 0
+    print(f"created {a.iqn}: {a.luns} x {a.size >> 20} MiB {a.backstore} LUNs, "
+          f"{'ACLs ' + ', '.join(topo.acls) if topo.acls else 'demo-mode ACLs'}"
+          f"{', CHAP' if topo.chap else ''} in {secs:.1f} s")  # fmt: skip
+    for ip, port in topo.portals:
+        s = next((x for x in states if (x.ip, x.port) == (ip, port)), None)
+        print(f"  portal {ip}:{port}: {s.summary() if s else 'offload: off — not asked for (--no-offload)'}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="cxgbit-ext", description="iSCSI PDU offload for LIO: status and control")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     ap.add_argument("--configfs", type=Path, default=CONFIGFS, help=argparse.SUPPRESS)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("status", help="module, portals, adapters, offloaded connections")
-    sub.add_parser("counters", help="per-adapter counters")
-    bind = sub.add_parser("bind", help="make an adapter serve one netdev, or '*' for all")
-    bind.add_argument("adapter")
-    bind.add_argument("netdev")
-    a = ap.parse_args(argv)
+    sub.add_parser("adapters", help="adapters, the netdevs they serve, their capabilities")
+    sub.add_parser("connections", help="offloaded connections and which offloads each one uses, and why not")
+    sub.add_parser("portals", help="every LIO iSCSI portal: offloaded or not, and why not")
+    c = sub.add_parser("counters", help="per-adapter counters, or a rate view with --watch")
+    c.add_argument("--watch", type=float, metavar="SECONDS", help="print rates every SECONDS")
+    c.add_argument("--count", type=int, help="stop after this many intervals")
+    b = sub.add_parser("bind", help="make an adapter serve one netdev, or '*' for all")
+    b.add_argument("adapter")
+    b.add_argument("netdev")
+    u = sub.add_parser("unbind", help="make an adapter serve no netdev (new logins go to stock TCP)")
+    u.add_argument("adapter")
+    for name, what in (("save", "write"), ("restore", "apply")):
+        p = sub.add_parser(name, help=f"{what} the adapter settings (and with --lio, LIO's whole config)")
+        p.add_argument("--file", type=Path, default=persist.DEFAULT, help=f"default {persist.DEFAULT}")
+        p.add_argument("--lio", type=Path, nargs="?", const=persist.LIO_DEFAULT,
+                       help=f"also LIO's config, rtslib format (default {persist.LIO_DEFAULT})")  # fmt: skip
+    t = sub.add_parser("topology", help="build or remove the papers' reference target")
+    t.add_argument("action", choices=("create", "delete"))
+    t.add_argument("--iqn", required=True)
+    t.add_argument("--luns", type=int, default=18, help="number of LUNs (default 18, as in the T6 paper)")
+    t.add_argument("--size", type=_size, default=512 << 20, help="LUN size (default 512M)")
+    t.add_argument("--backstore", choices=("ramdisk", "fileio"), default="ramdisk")
+    t.add_argument("--portal", type=_portal, action="append", help="IP[:PORT], repeatable (default 0.0.0.0:3260)")
+    t.add_argument("--no-offload", dest="offload", action="store_false", help="portals stay stock TCP")
+    t.add_argument("--acl", action="append", metavar="INITIATOR_IQN", help="explicit ACL (default: demo mode)")
+    t.add_argument("--chap", type=_chap, metavar="USER:SECRET", help="one-way CHAP the initiators must use")
+    return ap
+
+
+COMMANDS = {
+    "status": cmd_status, "adapters": cmd_adapters, "connections": cmd_connections, "portals": cmd_portals,
+    "counters": cmd_counters, "bind": cmd_bind, "unbind": cmd_unbind, "save": cmd_save, "restore": cmd_restore,
+    "topology": cmd_topology,
+}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    if a.cmd == "topology" and a.luns < 1:
+        parser().error("--luns must be at least 1")
     ctl = Control(a.configfs)
     try:
-        if a.cmd == "counters":
-            return cmd_counters(ctl, a.json)
-        if a.cmd == "bind":
-            ctl.set_netdev(a.adapter, a.netdev)
-        return cmd_status(ctl, a.json)
-    except CxgbitExtError as e:
+        return COMMANDS[a.cmd](ctl, a)
+    except (CxgbitExtError, topology.TopologyError) as e:
         if a.json:
             print(json.dumps({"error": str(e)}))
         else:
             print(f"cxgbit-ext: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

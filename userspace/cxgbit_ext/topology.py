@@ -1,7 +1,7 @@
 """Build and remove the papers' reference topology with rtslib.
 
-One iSCSI target with N LUNs (ramdisk or fileio), demo-mode ACLs and one or
-more portals, optionally offloaded through the stock np ``cxgbit`` switch
+One iSCSI target with N LUNs (ramdisk or fileio), demo-mode or explicit ACLs,
+optional one-way CHAP, and one or more portals, optionally offloaded through the stock np ``cxgbit`` switch
 (rtslib ``NetworkPortal.offload``). Creation is all or nothing: when a step
 fails, what was made is deleted again and the error is raised.
 """
@@ -17,7 +17,9 @@ from rtslib_fb import (
     TPG,
     FabricModule,
     FileIOStorageObject,
+    MappedLUN,
     NetworkPortal,
+    NodeACL,
     RDMCPStorageObject,
     RTSRoot,
     Target,
@@ -43,6 +45,8 @@ class Topology:
     offload: bool = False
     fileio_dir: Path = Path("/var/tmp/cxgbit-ext")
     name_prefix: str = field(default="cxe")
+    acls: tuple[str, ...] = ()  # initiator IQNs; none = demo mode (any initiator)
+    chap: tuple[str, str] | None = None  # (userid, password) the initiator must log in with
 
     def so_name(self, lun: int) -> str:
         return f"{self.name_prefix}_{self.backstores[lun]}{lun}"
@@ -72,14 +76,23 @@ def create(topo: Topology) -> Target:
             raise TopologyError(f"target {topo.iqn} exists already")
         target = Target(fabric, topo.iqn)
         tpg = TPG(target, 1)
-        tpg.set_attribute("authentication", "0")
-        tpg.set_attribute("generate_node_acls", "1")
+        tpg.set_attribute("authentication", "1" if topo.chap else "0")
+        tpg.set_attribute("generate_node_acls", "0" if topo.acls else "1")
         tpg.set_attribute("demo_mode_write_protect", "0")
-        tpg.set_attribute("cache_dynamic_acls", "1")
+        tpg.set_attribute("cache_dynamic_acls", "0" if topo.acls else "1")
+        luns = []
         for i in range(len(topo.backstores)):
             so = _make_storage(topo, i)
             made_sos.append(so)
-            LUN(tpg, i, storage_object=so)
+            luns.append(LUN(tpg, i, storage_object=so))
+        if topo.chap and not topo.acls:
+            tpg.chap_userid, tpg.chap_password = topo.chap
+        for iqn in topo.acls:
+            acl = NodeACL(tpg, iqn)
+            if topo.chap:
+                acl.chap_userid, acl.chap_password = topo.chap
+            for lun in luns:
+                MappedLUN(acl, lun.lun, lun)
         for ip, port in topo.portals:
             np = NetworkPortal(tpg, ip, port)
             if topo.offload:

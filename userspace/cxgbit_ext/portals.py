@@ -1,0 +1,109 @@
+"""Is a LIO portal really offloaded, and if not, why not.
+
+LIO's own switch (the np ``cxgbit`` attribute, rtslib ``NetworkPortal.offload``,
+targetcli ``enable_offload``) only says that offload was asked for. Whether a
+login to the portal is served by an adapter depends on more: the module must
+be loaded and hold the portal, and an adapter must serve the netdev the
+portal's address is on. This module answers from the same facts the kernel
+uses, in the network namespace it runs in.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+from dataclasses import dataclass
+
+from cxgbit_ext.control import Adapter, Control, CxgbitExtError
+
+WILDCARDS = ("0.0.0.0", "::")
+
+
+@dataclass(frozen=True)
+class PortalState:
+    ip: str
+    port: int
+    requested: bool  # the np cxgbit switch is on
+    offloaded: bool
+    adapters: tuple[str, ...] = ()
+    caps: tuple[str, ...] = ()
+    netdevs: str = ""  # which netdevs get offload (for a wildcard portal)
+    reason: str = ""  # why not offloaded
+
+    def summary(self) -> str:
+        """One line, as targetcli's ls shows it."""
+        if self.offloaded:
+            where = f" on {self.netdevs}" if self.netdevs else ""
+            return f"offload: {'+'.join(self.adapters)} {'+'.join(self.caps)}{where}".rstrip()
+        return f"offload: off — {self.reason}"
+
+
+def addr_netdevs() -> dict[str, str]:
+    """Map each local IP address of this namespace to its netdev (``ip -j addr``)."""
+    try:
+        out = subprocess.run(["ip", "-j", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise CxgbitExtError(f"cannot list addresses with 'ip -j addr': {e}") from e
+    table: dict[str, str] = {}
+    for link in json.loads(out or "[]"):
+        for a in link.get("addr_info", []):
+            table[str(ipaddress.ip_address(a["local"]))] = link["ifname"]
+    return table
+
+
+def state(ctl: Control, ip: str, port: int, requested: bool, addrs: dict[str, str] | None = None) -> PortalState:
+    """The offload state of portal ``ip:port`` whose np switch is ``requested``."""
+    base = {"ip": ip, "port": port, "requested": requested}
+    if not requested:
+        return PortalState(**base, offloaded=False, reason="not enabled on this portal (enable_offload true)")
+    if not ctl.loaded:
+        return PortalState(
+            **base, offloaded=False,
+            reason="the cxgbit_ext module is not loaded (LIO could not load it: see dmesg; modprobe cxgbit_ext)",
+        )  # fmt: skip
+    if f"{ip}:{port}" not in ctl.portals() and f"[{ip}]:{port}" not in ctl.portals():
+        return PortalState(**base, offloaded=False, reason="cxgbit_ext holds no listener for it (see dmesg)")
+    serving = [a for a in ctl.adapters() if a.netdev]
+    if not serving:
+        return PortalState(
+            **base, offloaded=False, reason="no adapter serves a netdev (cxgbit-ext bind soft0 <netdev>)"
+        )
+    if ip in WILDCARDS:
+        return _on(base, serving, ", ".join(a.serving for a in serving))
+    addrs = addr_netdevs() if addrs is None else addrs
+    dev = addrs.get(str(ipaddress.ip_address(ip)))
+    if dev is None:
+        return PortalState(**base, offloaded=False, reason=f"{ip} is on no netdev of this network namespace")
+    owners = [a for a in serving if a.serves(dev)]
+    if not owners:
+        served = "; ".join(f"{a.name} serves {a.serving}" for a in serving)
+        return PortalState(**base, offloaded=False, reason=f"{ip} is on {dev}, which no adapter serves ({served})")
+    return _on(base, owners, "")
+
+
+def _on(base: dict[str, object], adapters: list[Adapter], netdevs: str) -> PortalState:
+    caps = tuple(dict.fromkeys(c for a in adapters for c in a.caps))
+    return PortalState(
+        **base,  # type: ignore[arg-type]
+        offloaded=True, adapters=tuple(a.name for a in adapters), caps=caps, netdevs=netdevs,
+    )  # fmt: skip
+
+
+def lio_portals(ctl: Control) -> list[tuple[str, str, PortalState]]:
+    """(target iqn, tpg tag, state) of every iSCSI portal LIO has."""
+    from rtslib_fb import FabricModule
+    from rtslib_fb.utils import RTSLibError
+
+    try:
+        fabric = FabricModule("iscsi")
+        targets = list(fabric.targets)
+    except RTSLibError:
+        return []
+    addrs = addr_netdevs()
+    out = []
+    for t in targets:
+        for tpg in t.tpgs:
+            for np in tpg.network_portals:
+                out.append((t.wwn, str(tpg.tag), state(ctl, np.ip_address, np.port, np.offload, addrs)))
+    return out
