@@ -3,6 +3,7 @@
 #   make         build the module for every kernel in kernels.conf (W=1, sparse)
 #   make test    host tests + the VM suite on every kernel (what CI runs)
 #   make demo    boot a VM, build the reference topology, run fio, tear down
+#   make perf    stock LIO vs offload, two VMs, results + plots in perf/results/
 SHELL := /bin/bash
 TOP := $(CURDIR)
 VENV := $(TOP)/.venv
@@ -14,7 +15,7 @@ VMTESTS ?= tests/vm
 VMTIMEOUT ?= 1500
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps modules check-kmod host-test lint vm-test test demo conformance clean
+.PHONY: all deps modules check-kmod host-test lint vm-test test demo conformance perf-deps perf perf-micro clean
 
 all: modules
 
@@ -58,6 +59,17 @@ conformance: modules
 	  cat $(BUILD)/conformance/conformance.md; } > conformance/results/libiscsi.md
 	cp $(BUILD)/conformance/conformance-junit.xml conformance/results/libiscsi-junit.xml
 	@head -4 conformance/results/libiscsi.md
+
+perf-deps:
+	$(TOP)/scripts/perf-deps
+
+# PERF_ARGS="--config my.toml --kernel 6.12" for another matrix or kernel
+perf: modules perf-deps perf-micro
+	$(PY) $(TOP)/perf/run $(PERF_ARGS)
+
+# native micro-benchmark of the pure PDU code (host, no VM)
+perf-micro:
+	$(MAKE) -C perf/micro run OUT=$(TOP)/perf/results/micro.json
 
 clean:
 	rm -rf $(BUILD)

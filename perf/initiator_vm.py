@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""perf, inside the initiator VM: drive the matrix and record every figure.
+
+Started by perf/run through testbed/run. Waits for the target VM's control
+server, measures the link (iperf3) and the target's idle rate, then for each
+session of the plan (repeat x digest x transport) logs in with open-iscsi,
+checks that the session is what the point claims (digests negotiated, served
+by cxgbit_ext or not), runs every fio point with a target snapshot on each
+side, logs out. Writes raw.json to the results dir and prints one progress
+line per point ("perf: ...").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TOP = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TOP))
+
+from iscsi_initiator import iscsiadm  # noqa: E402
+from perf.perflib import (  # noqa: E402
+    Cost,
+    Plan,
+    Snap,
+    cost,
+    counter_delta,
+    cpu_jiffies,
+    fio_args,
+    fio_metrics,
+    load_plan,
+    point_record,
+    sessions,
+)
+from perf.target_vm import IQN_OFFLOAD, IQN_STOCK, PORT_CONTROL, PORT_OFFLOAD, PORT_STOCK, link_up  # noqa: E402
+from testbed import fio  # noqa: E402
+
+
+class TargetControl:
+    """The target VM's control server (perf/target_vm.py)."""
+
+    def __init__(self, ip: str, wait: float = 900) -> None:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                self.sock = socket.create_connection((ip, PORT_CONTROL), timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"perf: target control {ip}:{PORT_CONTROL} not up after {wait:.0f} s") from None
+                time.sleep(1)
+        self.sock.settimeout(60)
+        self.f = self.sock.makefile("rw")
+
+    def ask(self, cmd: str) -> dict[str, Any]:
+        self.f.write(cmd + "\n")
+        self.f.flush()
+        reply: dict[str, Any] = json.loads(self.f.readline())
+        if "error" in reply:
+            raise SystemExit(f"perf: target: {reply['error']}")
+        return reply
+
+    def snap(self) -> Snap:
+        return Snap.load(self.ask("snap"))
+
+
+def own_snap() -> tuple[float, int, int]:
+    busy, total = cpu_jiffies(Path("/proc/stat").read_text())
+    return time.monotonic(), busy, total
+
+
+def own_cost(a: tuple[float, int, int], b: tuple[float, int, int], insn: tuple[int, int]) -> Cost:
+    sa = Snap(a[0], a[1], a[2], insn[0], 0, {})
+    sb = Snap(b[0], b[1], b[2], insn[1], 0, {})
+    return cost(sa, sb)
+
+
+def read_insn(path: Path) -> int:
+    return int(path.read_text().strip() or 0)
+
+
+def iperf(plan: Plan, tc: TargetControl) -> list[dict[str, float]]:
+    out = []
+    for i in range(plan.iperf_repeats):
+        a = tc.snap()
+        p = subprocess.run(
+            ["iperf3", "-c", plan.target_ip, "-t", str(plan.iperf_seconds), "-J"],
+            capture_output=True, text=True, timeout=plan.iperf_seconds + 60,
+        )  # fmt: skip
+        b = tc.snap()
+        if p.returncode:
+            raise SystemExit(f"perf: iperf3: exit {p.returncode}: {p.stdout[-500:]} {p.stderr[-500:]}")
+        rep = json.loads(p.stdout)
+        gbps = rep["end"]["sum_received"]["bits_per_second"] / 1e9
+        c = cost(a, b)
+        out.append({"gbps": gbps, "target_cpu_pct": c.cpu_pct, "target": c.dump()})
+        print(f"perf: link {i + 1}/{plan.iperf_repeats}: {gbps:.3f} Gbit/s, target {c.cpu_pct:.0f}% CPU", flush=True)
+    return out
+
+
+def check_session(iqn: str, digest: str, transport: str, tc: TargetControl) -> None:
+    conns = list(Path("/sys/class/iscsi_connection").glob("connection*"))
+    if len(conns) != 1:
+        raise SystemExit(f"perf: expected one iSCSI connection, found {len(conns)}")
+    want = "1" if digest == "on" else "0"
+    for f in ("header_digest", "data_digest"):
+        got = (conns[0] / f).read_text().strip()
+        if got != want:
+            raise SystemExit(f"perf: {iqn}: {f} = {got}, the point needs digest {digest}")
+    offloaded = tc.snap().offload_conns
+    if offloaded != (1 if transport == "offload" else 0):
+        raise SystemExit(f"perf: {iqn}: {offloaded} connection(s) on cxgbit_ext, the point is {transport}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plan", type=Path, required=True)
+    ap.add_argument("--mac", required=True)
+    a = ap.parse_args()
+    plan = load_plan(a.plan)
+    results = Path(os.environ["CXE_RESULTS"])
+    insn_file = results / "insn.count"
+    link_up(a.mac, plan.initiator_ip, plan.mtu)
+    tc = TargetControl(plan.target_ip)
+    print("perf: target control up", flush=True)
+    iscsiadm.start_iscsid()
+    portals = {"stock": f"{plan.target_ip}:{PORT_STOCK}", "offload": f"{plan.target_ip}:{PORT_OFFLOAD}"}
+    iqns = {"stock": IQN_STOCK, "offload": IQN_OFFLOAD}
+    for p in portals.values():
+        iscsiadm.discover(p)
+
+    link = {"iperf": iperf(plan, tc)}
+    a0 = tc.snap()
+    time.sleep(plan.idle_seconds)
+    b0 = tc.snap()
+    idle = cost(a0, b0)
+    link["idle"] = {"insn_per_s": idle.insn / idle.seconds, "cpu_pct": idle.cpu_pct}
+    idle_rate = idle.insn / idle.seconds
+    print(f"perf: target idle {idle_rate / 1e6:.1f} M insn/s, {idle.cpu_pct:.1f}% CPU", flush=True)
+
+    plan_sessions = sessions(plan)
+    total = sum(len(s.points) for s in plan_sessions)
+    points: list[dict[str, Any]] = []
+    t_start = time.monotonic()
+    for s in plan_sessions:
+        iqn, portal = iqns[s.transport], portals[s.transport]
+        val = "CRC32C" if s.digest == "on" else "None"
+        for key in ("HeaderDigest", "DataDigest"):
+            iscsiadm.set_node(iqn, portal, f"node.conn[0].iscsi.{key}", val)
+        iscsiadm.login(iqn, portal)
+        try:
+            dev = iscsiadm.session_disks(iqn, expect=1)[0]
+            check_session(iqn, s.digest, s.transport, tc)
+            for rw, bs in s.points:
+                ia, ii = own_snap(), read_insn(insn_file)
+                ta = tc.snap()
+                report = fio.run(fio_args(plan, dev, rw, bs), timeout=plan.runtime + 120)
+                tb = tc.snap()
+                ib, ij = own_snap(), read_insn(insn_file)
+                m = fio_metrics(report, rw, plan.percentiles)
+                rec = point_record(
+                    s, rw, bs, m, cost(ta, tb, idle_rate), own_cost(ia, ib, (ii, ij)), counter_delta(ta, tb)
+                )
+                points.append(rec)
+                n = len(points)
+                eta = (time.monotonic() - t_start) / n * (total - n)
+                print(
+                    f"perf: [{n}/{total}] rep {s.rep + 1} {s.transport:<7} digest {s.digest:<3} {rw:<9} {bs:>4}: "
+                    f"{m['iops']:7.0f} IOPS {m['mbps']:7.2f} MB/s p99 {m['lat_p99_us']:8.0f} us | target "
+                    f"{rec['target_cpu_pct']:3.0f}% CPU {rec['target_insn_per_io'] / 1e3:7.0f}k insn/IO "
+                    f"| eta {eta / 60:.1f} min",
+                    flush=True,
+                )
+        finally:
+            iscsiadm.logout(iqn, portal)
+    tc.ask("quit")
+    raw = {"kernel": os.uname().release, "link": link, "points": points}
+    (results / "raw.json").write_text(json.dumps(raw, indent=1))
+    print(f"perf: {len(points)} points in {(time.monotonic() - t_start) / 60:.1f} min", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,478 @@
+"""The performance suite's pure parts: the plan, the measurements, the summary.
+
+Nothing here touches a VM; perf/run (host), perf/target_vm.py and
+perf/initiator_vm.py (guests) use it, and tests/host/test_perf.py tests it.
+
+Target CPU is measured on a VM of its own: the target and the initiator run
+in two qemu (TCG) VMs of one vCPU each, joined by a virtio-net link, so every
+cycle the target VM spends (softirq, kthreads, LIO's workqueues, our module)
+is the target's. Two signals per point:
+
+* busy time: the target VM's /proc/stat (user+nice+system+irq+softirq+steal
+  jiffies) over the point, as %CPU of the target's one vCPU and as busy µs
+  per I/O;
+* instructions: the target qemu's instruction count (perf/plugin, a TCG
+  plugin counting each executed translation block's length), less the target
+  VM's idle rate measured before the matrix, per I/O. TCG executes guest
+  instructions deterministically, so this is the steadier signal; wall-clock
+  figures under TCG are slow and noisy and only their ratios mean anything.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+RWS = ("randread", "randwrite")
+TRANSPORTS = ("stock", "offload")
+DIGESTS = ("off", "on")
+USER_HZ = 100  # /proc/stat unit on every Linux architecture we boot
+
+
+class PlanError(Exception):
+    """The matrix file is malformed."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    rw: tuple[str, ...]
+    bs: tuple[str, ...]
+    transport: tuple[str, ...]
+    digest: tuple[str, ...]
+    repeats: int
+    ioengine: str
+    iodepth: int
+    numjobs: int
+    runtime: int
+    percentiles: tuple[float, ...]
+    lun: str
+    lun_size_mib: int
+    target_memory: str
+    initiator_memory: str
+    mtu: int
+    subnet: str
+    iperf_seconds: int
+    iperf_repeats: int
+    idle_seconds: int
+
+    @property
+    def target_ip(self) -> str:
+        return f"{self.subnet}.1"
+
+    @property
+    def initiator_ip(self) -> str:
+        return f"{self.subnet}.2"
+
+    def dump(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bs_bytes(bs: str) -> int:
+    """'4k' -> 4096, '512k' -> 524288, '1m' -> 1048576, '512' -> 512."""
+    s = bs.strip().lower()
+    mult = {"k": 1 << 10, "m": 1 << 20}.get(s[-1:], 1)
+    digits = s[:-1] if s[-1:] in "km" else s
+    if not digits.isdigit() or int(digits) == 0:
+        raise PlanError(f"block size {bs!r}: expected a number with an optional k or m suffix")
+    return int(digits) * mult
+
+
+def _pick(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in table:
+        raise PlanError(f"[{where}] {key} is missing")
+    v = table[key]
+    if kind is float and isinstance(v, int):
+        v = float(v)
+    if not isinstance(v, kind) or isinstance(v, bool):
+        raise PlanError(f"[{where}] {key} = {v!r}: expected {kind.__name__}")
+    return v
+
+
+def _choices(table: dict[str, Any], key: str, allowed: Sequence[str] | None, where: str) -> tuple[str, ...]:
+    vals = _pick(table, key, list, where)
+    if not vals or not all(isinstance(v, str) for v in vals):
+        raise PlanError(f"[{where}] {key} must be a non-empty list of strings")
+    if allowed is not None:
+        bad = [v for v in vals if v not in allowed]
+        if bad:
+            raise PlanError(f"[{where}] {key}: unknown {bad}; choose from {list(allowed)}")
+    if len(set(vals)) != len(vals):
+        raise PlanError(f"[{where}] {key} has duplicates: {vals}")
+    return tuple(vals)
+
+
+def load_plan(path: Path) -> Plan:
+    try:
+        cfg = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise PlanError(f"{path}: {e}") from e
+    for section in ("fio", "matrix", "target", "initiator", "link"):
+        if not isinstance(cfg.get(section), dict):
+            raise PlanError(f"{path}: section [{section}] is missing")
+    fio, mx, tgt, ini, link = (cfg[s] for s in ("fio", "matrix", "target", "initiator", "link"))
+    bs = _choices(mx, "bs", None, "matrix")
+    for b in bs:
+        bs_bytes(b)
+    plan = Plan(
+        rw=_choices(mx, "rw", RWS, "matrix"),
+        bs=bs,
+        transport=_choices(mx, "transport", TRANSPORTS, "matrix"),
+        digest=_choices(mx, "digest", DIGESTS, "matrix"),
+        repeats=_pick(mx, "repeats", int, "matrix"),
+        ioengine=_pick(fio, "ioengine", str, "fio"),
+        iodepth=_pick(fio, "iodepth", int, "fio"),
+        numjobs=_pick(fio, "numjobs", int, "fio"),
+        runtime=_pick(fio, "runtime", int, "fio"),
+        percentiles=tuple(float(p) for p in _pick(fio, "percentiles", list, "fio")),
+        lun=_pick(tgt, "lun", str, "target"),
+        lun_size_mib=_pick(tgt, "lun_size_mib", int, "target"),
+        target_memory=_pick(tgt, "memory", str, "target"),
+        initiator_memory=_pick(ini, "memory", str, "initiator"),
+        mtu=_pick(link, "mtu", int, "link"),
+        subnet=_pick(link, "subnet", str, "link"),
+        iperf_seconds=_pick(link, "iperf_seconds", int, "link"),
+        iperf_repeats=_pick(link, "iperf_repeats", int, "link"),
+        idle_seconds=_pick(link, "idle_seconds", int, "link"),
+    )
+    for name in ("repeats", "iodepth", "numjobs", "runtime", "lun_size_mib", "iperf_seconds", "iperf_repeats"):
+        if getattr(plan, name) < 1:
+            raise PlanError(f"{name} = {getattr(plan, name)}: must be at least 1")
+    if plan.lun != "ramdisk":
+        raise PlanError(f"[target] lun = {plan.lun!r}: only 'ramdisk' is supported")
+    return plan
+
+
+@dataclass(frozen=True)
+class Session:
+    """One login: the points measured over it, in order."""
+
+    rep: int
+    digest: str
+    transport: str
+    points: tuple[tuple[str, str], ...]  # (rw, bs)
+
+
+def sessions(plan: Plan) -> list[Session]:
+    """Repeats outermost and transports interleaved, so drift over the run
+    (host load, page cache) lands on both transports alike."""
+    pts = tuple(itertools.product(plan.rw, plan.bs))
+    return [Session(rep, d, t, pts) for rep in range(plan.repeats) for d in plan.digest for t in plan.transport]
+
+
+# ---- snapshots -------------------------------------------------------------
+
+
+def cpu_jiffies(proc_stat: str) -> tuple[int, int]:
+    """(busy, total) jiffies of the aggregate 'cpu' line of /proc/stat.
+
+    busy = user+nice+system+irq+softirq+steal; idle and iowait are not busy.
+    guest/guest_nice are already inside user/nice and are not added again.
+    """
+    for line in proc_stat.splitlines():
+        f = line.split()
+        if f and f[0] == "cpu":
+            v = [int(x) for x in f[1:9]]
+            v += [0] * (8 - len(v))
+            user, nice, system, idle, iowait, irq, softirq, steal = v
+            busy = user + nice + system + irq + softirq + steal
+            return busy, busy + idle + iowait
+    raise ValueError("no aggregate cpu line in /proc/stat")
+
+
+@dataclass(frozen=True)
+class Snap:
+    """One VM's state at an instant (from the target's control server)."""
+
+    t: float  # guest CLOCK_MONOTONIC, seconds
+    busy: int  # jiffies
+    total: int
+    insn: int  # instructions executed by the VM so far (TCG plugin)
+    offload_conns: int
+    counters: dict[str, int]
+
+    @classmethod
+    def load(cls, d: dict[str, Any]) -> Snap:
+        return cls(d["t"], d["busy"], d["total"], d["insn"], d["offload_conns"], dict(d["counters"]))
+
+
+@dataclass(frozen=True)
+class Cost:
+    seconds: float
+    busy_s: float
+    cpu_pct: float  # of the VM's one vCPU over the window
+    insn: int
+    insn_net: float  # less the idle rate
+
+    def dump(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cost(a: Snap, b: Snap, idle_insn_per_s: float = 0.0) -> Cost:
+    secs = b.t - a.t
+    if secs <= 0:
+        raise ValueError(f"snapshots out of order ({a.t} -> {b.t})")
+    busy = (b.busy - a.busy) / USER_HZ
+    total = (b.total - a.total) / USER_HZ
+    insn = b.insn - a.insn
+    return Cost(
+        seconds=secs,
+        busy_s=busy,
+        cpu_pct=100.0 * busy / total if total > 0 else 0.0,
+        insn=insn,
+        insn_net=max(0.0, insn - idle_insn_per_s * secs),
+    )
+
+
+def counter_delta(a: Snap, b: Snap) -> dict[str, int]:
+    return {k: b.counters.get(k, 0) - v for k, v in a.counters.items() if b.counters.get(k, 0) != v}
+
+
+# ---- fio -------------------------------------------------------------------
+
+
+def fio_args(plan: Plan, dev: str, rw: str, bs: str) -> list[str]:
+    pct = ":".join(f"{p:g}" for p in plan.percentiles)
+    return [
+        "--name=perf", f"--filename={dev}", f"--rw={rw}", f"--bs={bs}",
+        f"--ioengine={plan.ioengine}", "--direct=1", f"--iodepth={plan.iodepth}",
+        f"--numjobs={plan.numjobs}", "--group_reporting=1", "--time_based",
+        f"--runtime={plan.runtime}", "--norandommap", "--randrepeat=0",
+        f"--percentile_list={pct}",
+    ]  # fmt: skip
+
+
+def fio_metrics(report: dict[str, Any], rw: str, percentiles: Iterable[float]) -> dict[str, float]:
+    """IOPS, MB/s (10^6), I/Os, runtime and completion latency (µs) of the one
+    group-reported job of ``report``."""
+    (job,) = report["jobs"]
+    if job["error"]:
+        raise ValueError(f"fio job error {job['error']}")
+    d = job["read" if rw.endswith("read") else "write"]
+    clat = d["clat_ns"]
+    out = {
+        "iops": float(d["iops"]),
+        "mbps": d["bw_bytes"] / 1e6,
+        "ios": float(d["total_ios"]),
+        "runtime_s": d["runtime"] / 1000.0,
+        "lat_mean_us": clat["mean"] / 1000.0,
+        "lat_stddev_us": clat["stddev"] / 1000.0,
+    }
+    table = clat.get("percentile", {})
+    for p in percentiles:
+        key = f"{p:.6f}"
+        if key not in table:
+            raise ValueError(f"fio report has no clat percentile {key}")
+        out[f"lat_p{p:g}_us"] = table[key] / 1000.0
+    return out
+
+
+def point_record(
+    session: Session, rw: str, bs: str, fio: dict[str, float], tgt: Cost, ini: Cost, counters: dict[str, int]
+) -> dict[str, Any]:
+    ios = fio["ios"] or math.nan
+    return {
+        "rep": session.rep, "digest": session.digest, "transport": session.transport,
+        "rw": rw, "bs": bs, "bs_bytes": bs_bytes(bs),
+        **fio,
+        "target": tgt.dump(),
+        "target_cpu_pct": 100.0 * tgt.busy_s / fio["runtime_s"],
+        "target_busy_us_per_io": 1e6 * tgt.busy_s / ios,
+        "target_insn_per_io": tgt.insn_net / ios,
+        "initiator": ini.dump(),
+        "counters": counters,
+    }  # fmt: skip
+
+
+# ---- summary ---------------------------------------------------------------
+
+METRICS = (
+    "iops", "mbps", "lat_p50_us", "lat_p99_us", "lat_p99.9_us", "lat_stddev_us",
+    "target_cpu_pct", "target_busy_us_per_io", "target_insn_per_io",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Stat:
+    mean: float
+    stdev: float
+    lo: float
+    hi: float
+    n: int
+
+    @classmethod
+    def of(cls, xs: Sequence[float]) -> Stat:
+        if not xs:
+            raise ValueError("no samples")
+        return cls(statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0, min(xs), max(xs), len(xs))
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """offload ÷ stock of the means, with the widest ratio the samples allow
+    (lo = min offload / max stock, hi = max offload / min stock)."""
+
+    value: float
+    lo: float
+    hi: float
+
+    @property
+    def crosses_one(self) -> bool:
+        return self.lo <= 1.0 <= self.hi
+
+    @classmethod
+    def of(cls, off: Stat, stock: Stat) -> Ratio:
+        if stock.mean <= 0 or stock.lo <= 0:
+            return cls(math.nan, math.nan, math.nan)
+        return cls(off.mean / stock.mean, off.lo / stock.hi, off.hi / stock.lo)
+
+
+Key = tuple[str, str, str, str]  # transport, digest, rw, bs
+
+
+def summarize(points: Sequence[dict[str, Any]]) -> dict[Key, dict[str, Stat]]:
+    groups: dict[Key, list[dict[str, Any]]] = {}
+    for p in points:
+        groups.setdefault((p["transport"], p["digest"], p["rw"], p["bs"]), []).append(p)
+    return {k: {m: Stat.of([p[m] for p in ps]) for m in METRICS} for k, ps in groups.items()}
+
+
+RATIO_METRICS = {"mbps": "throughput", "target_insn_per_io": "insn/IO", "target_busy_us_per_io": "busy/IO"}
+
+
+def ratios(summary: dict[Key, dict[str, Stat]]) -> dict[tuple[str, str, str], dict[str, Ratio]]:
+    """Per (digest, rw, bs): offload ÷ stock for throughput and CPU per I/O."""
+    out: dict[tuple[str, str, str], dict[str, Ratio]] = {}
+    for (t, d, rw, bs), stats in summary.items():
+        if t != "offload" or ("stock", d, rw, bs) not in summary:
+            continue
+        stock = summary[("stock", d, rw, bs)]
+        out[(d, rw, bs)] = {m: Ratio.of(stats[m], stock[m]) for m in RATIO_METRICS}
+    return out
+
+
+def _fmt_ratio(r: Ratio) -> str:
+    if math.isnan(r.value):
+        return "n/a"
+    flag = " ⚠" if r.crosses_one else ""
+    return f"{r.value:.2f} ({r.lo:.2f} to {r.hi:.2f}){flag}"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The report: link limit, the ratios (headline), then every point's figures."""
+    points = result["points"]
+    summary = summarize(points)
+    rat = ratios(summary)
+    bs_order = {b: i for i, b in enumerate(result["plan"]["bs"])}
+    lines = [
+        f"# cxgbit-ext performance: stock LIO vs offload (soft0), {result['kernel']}",
+        "",
+        f"Run {result['date']} at commit {result['commit']}; command `{result['command']}`; "
+        f"{result['wall_s'] / 60:.1f} min wall. Two qemu TCG VMs (1 vCPU each) joined by virtio-net "
+        f"(MTU {result['plan']['mtu']}); target CPU is the target VM's own (see perf/README.md). "
+        "TCG is 5-20x slower than hardware: read ratios, not absolute figures.",
+        "",
+        "## Link limit (iperf3, initiator → target, same path and MTU)",
+        "",
+    ]
+    link = result["link"]
+    gbps = Stat.of([x["gbps"] for x in link["iperf"]])
+    lines += [
+        f"{gbps.mean:.3f} Gbit/s (min {gbps.lo:.3f}, max {gbps.hi:.3f}, n={gbps.n}); "
+        f"target idle: {link['idle']['insn_per_s'] / 1e6:.1f} M insn/s, {link['idle']['cpu_pct']:.1f}% CPU.",
+        "",
+        "## Ratios offload ÷ stock (mean, and the widest range over repeats; ⚠ = range crosses 1)",
+        "",
+        "Throughput above 1 is better; CPU per I/O below 1 is better.",
+        "",
+        "| digest | rw | bs | throughput | target insn/IO | target busy/IO |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d, rw, bs in sorted(rat, key=lambda k: (k[0], k[1], bs_order.get(k[2], 0))):
+        r = rat[(d, rw, bs)]
+        lines.append(
+            f"| {d} | {rw} | {bs} | {_fmt_ratio(r['mbps'])} | "
+            f"{_fmt_ratio(r['target_insn_per_io'])} | {_fmt_ratio(r['target_busy_us_per_io'])} |"
+        )
+    lines += [
+        "",
+        "## Every point (mean ± stdev over repeats)",
+        "",
+        "| transport | digest | rw | bs | IOPS | MB/s | % of link | p50 µs | p99 µs | p99.9 µs | "
+        "lat sd µs | target %CPU | target k insn/IO | target µs/IO |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    link_mbps = gbps.mean * 1000 / 8
+    for k in sorted(summary, key=lambda k: (k[1], k[2], bs_order.get(k[3], 0), k[0])):
+        s = summary[k]
+        lines.append(
+            f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {s['iops'].mean:.0f} ± {s['iops'].stdev:.0f} | "
+            f"{s['mbps'].mean:.2f} ± {s['mbps'].stdev:.2f} | {100 * s['mbps'].mean / link_mbps:.0f}% | "
+            f"{s['lat_p50_us'].mean:.0f} | {s['lat_p99_us'].mean:.0f} | {s['lat_p99.9_us'].mean:.0f} | "
+            f"{s['lat_stddev_us'].mean:.0f} | {s['target_cpu_pct'].mean:.0f} ± {s['target_cpu_pct'].stdev:.0f} | "
+            f"{s['target_insn_per_io'].mean / 1e3:.0f} ± {s['target_insn_per_io'].stdev / 1e3:.0f} | "
+            f"{s['target_busy_us_per_io'].mean:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], outdir: Path) -> list[Path]:
+    """PNG figures like the papers': throughput and target %CPU vs I/O size,
+    read and write, stock vs offload, digests off and on; and CPU per I/O."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = summarize(result["points"])
+    bs_list = list(result["plan"]["bs"])
+    x = [bs_bytes(b) // 1024 for b in bs_list]
+    made = []
+    figs = (
+        ("throughput", "mbps", "MB/s"),
+        ("cpu", "target_cpu_pct", "target %CPU (1 vCPU)"),
+        ("insn_per_io", "target_insn_per_io", "target instructions per I/O"),
+    )
+    styles = {
+        ("stock", "off"): "C0o-",
+        ("stock", "on"): "C0s--",
+        ("offload", "off"): "C3o-",
+        ("offload", "on"): "C3s--",
+    }
+    for name, metric, label in figs:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
+        for ax, rw in zip(axes, result["plan"]["rw"], strict=False):
+            for (t, d), style in styles.items():
+                pts = [
+                    (xx, summary[(t, d, rw, b)][metric])
+                    for xx, b in zip(x, bs_list, strict=True)
+                    if (t, d, rw, b) in summary
+                ]
+                if not pts:
+                    continue
+                ax.errorbar(
+                    [p[0] for p in pts], [p[1].mean for p in pts], yerr=[p[1].stdev for p in pts],
+                    fmt=style, capsize=3, label=f"{t}, digest {d}",
+                )  # fmt: skip
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(x, [b.upper() for b in bs_list])
+            ax.set_xlabel("I/O size")
+            ax.set_ylabel(label)
+            if metric == "target_insn_per_io":
+                ax.set_yscale("log")
+            ax.set_title(rw)
+            ax.grid(True, alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
+        fig.suptitle(f"{label} vs I/O size — {result['kernel']}, TCG, {result['date'][:10]} {result['commit'][:10]}")
+        fig.tight_layout()
+        path = outdir / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(path)
+    return made

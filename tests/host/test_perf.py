@@ -1,0 +1,128 @@
+"""perf/perflib.py: the plan, the CPU accounting, fio parsing, ratios, report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perf import perflib
+from perf.perflib import Cost, PlanError, Ratio, Snap, Stat
+
+TOP = Path(__file__).resolve().parents[2]
+MATRIX = TOP / "perf/matrix.toml"
+
+
+def test_committed_matrix_is_the_papers_workload() -> None:
+    plan = perflib.load_plan(MATRIX)
+    assert plan.rw == ("randread", "randwrite")
+    assert [perflib.bs_bytes(b) for b in plan.bs] == [4096 << i for i in range(8)]
+    assert (plan.iodepth, plan.numjobs, plan.ioengine) == (32, 2, "libaio")
+    assert set(plan.transport) == {"stock", "offload"} and set(plan.digest) == {"off", "on"}
+    assert plan.repeats >= 3
+    # the default run must fit 30 minutes: points x (runtime + ~3 s of fio start and snapshots)
+    n = len(perflib.sessions(plan)) * len(plan.rw) * len(plan.bs)
+    assert n * (plan.runtime + 3) < 27 * 60
+
+
+def test_sessions_interleave_transports_within_each_repeat() -> None:
+    plan = perflib.load_plan(MATRIX)
+    order = [(s.rep, s.digest, s.transport) for s in perflib.sessions(plan)]
+    assert order[:4] == [(0, "off", "stock"), (0, "off", "offload"), (0, "on", "stock"), (0, "on", "offload")]
+    assert len(order) == plan.repeats * 4
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: s.replace('"stock", "offload"', '"stock", "rdma"'), "unknown ['rdma']"),
+        (lambda s: s.replace('"4k", "8k"', '"4k", "8q"'), "block size '8q'"),
+        (lambda s: s.replace("repeats = 3", "repeats = 0"), "repeats = 0"),
+        (lambda s: s.replace("iodepth = 32", 'iodepth = "32"'), "expected int"),
+        (lambda s: s.replace("[link]", "[links]"), "section [link] is missing"),
+        (lambda s: s.replace('"4k", "8k"', '"4k", "4k"'), "duplicates"),
+        (lambda s: s + "\n[[broken", "Expected"),
+    ],
+)
+def test_bad_plans_are_refused_with_the_reason(tmp_path: Path, edit: object, message: str) -> None:
+    bad = tmp_path / "m.toml"
+    bad.write_text(edit(MATRIX.read_text()))  # type: ignore[operator]
+    with pytest.raises(PlanError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        perflib.load_plan(bad)
+
+
+def test_cpu_jiffies_counts_softirq_and_irq_as_busy_not_iowait() -> None:
+    stat = "cpu  100 5 50 1000 40 7 30 3 0 0\ncpu0 100 5 50 1000 40 7 30 3 0 0\nintr 1\n"
+    assert perflib.cpu_jiffies(stat) == (100 + 5 + 50 + 7 + 30 + 3, 195 + 1000 + 40)
+    real = perflib.cpu_jiffies(Path("/proc/stat").read_text())
+    assert 0 < real[0] <= real[1]
+
+
+def test_cost_subtracts_the_idle_rate() -> None:
+    a = Snap(10.0, 1000, 5000, 1_000_000, 0, {"pdus_rx": 5})
+    b = Snap(12.0, 1150, 5200, 9_000_000, 1, {"pdus_rx": 905})
+    c = perflib.cost(a, b, idle_insn_per_s=1_000_000)
+    assert c == Cost(seconds=2.0, busy_s=1.5, cpu_pct=75.0, insn=8_000_000, insn_net=6_000_000.0)
+    assert perflib.counter_delta(a, b) == {"pdus_rx": 900}
+    with pytest.raises(ValueError, match="out of order"):
+        perflib.cost(b, a)
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (make deps installs it)")
+def test_fio_metrics_from_a_real_fio_run(tmp_path: Path) -> None:
+    plan = perflib.load_plan(MATRIX)
+    args = perflib.fio_args(plan, str(tmp_path / "f"), "randwrite", "8k")
+    # the host has no block device for us: a file, psync, no O_DIRECT, 1 s
+    args = [a for a in args if not a.startswith(("--ioengine", "--direct", "--runtime"))]
+    args += ["--ioengine=psync", "--size=8M", "--runtime=1"]
+    out = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True, check=True)
+    # fio prints notes (iodepth capped for psync) before the JSON, as in testbed/fio.py
+    m = perflib.fio_metrics(json.loads(out.stdout[out.stdout.find("{") :]), "randwrite", plan.percentiles)
+    assert m["iops"] > 0 and m["ios"] > 0
+    assert m["mbps"] == pytest.approx(m["iops"] * 8192 / 1e6, rel=0.05)
+    assert 0 < m["lat_p50_us"] <= m["lat_p99_us"] <= m["lat_p99.9_us"]
+
+
+def _point(transport: str, bs: str, rep: int, mbps: float, insn: float) -> dict[str, object]:
+    return {
+        "transport": transport, "digest": "off", "rw": "randread", "bs": bs, "rep": rep,
+        "iops": mbps * 1e6 / perflib.bs_bytes(bs), "mbps": mbps, "lat_p50_us": 100.0, "lat_p99_us": 200.0,
+        "lat_p99.9_us": 300.0, "lat_stddev_us": 20.0, "target_cpu_pct": 50.0,
+        "target_busy_us_per_io": 10.0, "target_insn_per_io": insn,
+    }  # fmt: skip
+
+
+def test_ratios_flag_a_spread_that_crosses_one() -> None:
+    pts = []
+    for rep, (s, o) in enumerate([(10.0, 14.0), (11.0, 15.0), (12.0, 16.0)]):
+        pts += [_point("stock", "4k", rep, s, 100e3), _point("offload", "4k", rep, o, 50e3)]
+    for rep, (s, o) in enumerate([(10.0, 9.0), (11.0, 12.0), (12.0, 11.0)]):
+        pts += [_point("stock", "8k", rep, s, 100e3), _point("offload", "8k", rep, o, 100e3 + rep)]
+    r = perflib.ratios(perflib.summarize(pts))
+    fast = r[("off", "randread", "4k")]
+    assert fast["mbps"].value == pytest.approx(15 / 11)
+    assert (fast["mbps"].lo, fast["mbps"].hi) == (pytest.approx(14 / 12), pytest.approx(16 / 10))
+    assert not fast["mbps"].crosses_one
+    assert fast["target_insn_per_io"].value == pytest.approx(0.5)
+    assert r[("off", "randread", "8k")]["mbps"].crosses_one
+    assert Ratio.of(Stat.of([1.0]), Stat.of([0.0])).value != Ratio.of(Stat.of([1.0]), Stat.of([0.0])).value  # NaN
+
+
+def test_markdown_and_plots_from_a_result(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    plan = perflib.load_plan(MATRIX)
+    pts = [_point(t, "4k", rep, 10.0 + rep, 1e5) for rep in range(3) for t in ("stock", "offload")]
+    result = {
+        "kernel": "6.1.0-test", "date": "2026-11-22T00:00:00+00:00", "commit": "abc", "command": "perf/run",
+        "wall_s": 60.0, "plan": plan.dump(), "points": pts,
+        "link": {"iperf": [{"gbps": 1.0}, {"gbps": 1.2}], "idle": {"insn_per_s": 2e7, "cpu_pct": 1.0}},
+    }  # fmt: skip
+    md = perflib.markdown(result)
+    assert "| off | randread | 4k | 1.00 (0.83 to 1.20) ⚠ |" in md
+    assert "1.100 Gbit/s" in md
+    made = perflib.plot(result, tmp_path)
+    assert [p.name for p in made] == ["throughput.png", "cpu.png", "insn_per_io.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in made)
