@@ -4,7 +4,7 @@ from setuptools import setup
 
 setup(
     name="cxgbit-ext",
-    version="0.1.0",
+    version="0.2.0",
     description="iSCSI PDU-offload target framework for the Linux LIO target",
     license="GPL-2.0-only",
     python_requires=">=3.11",
@@ -18,6 +18,8 @@ setup(
     entry_points={
         "console_scripts": [
             "cxgbit-ext = cxgbit_ext.cli:main",
+            "targetcli-offload = targetcli_offload.main:main",
+            "cxe-initiator = iscsi_initiator.cli:main",
         ],
     },
 )

@@ -139,3 +139,94 @@ def session_disks(iqn: str, expect: int, timeout: float = 30) -> dict[int, str]:
             return disks
         time.sleep(0.2)
     raise IscsiadmError(f"{iqn}: {len(disks)} of {expect} LUNs appeared within {timeout} s: {disks}")
+
+
+# ---- for people: many targets, many sessions, ifaces, multipath --------------
+
+
+def require_iscsid() -> None:
+    if not iscsid_running():
+        raise IscsiadmError("iscsid is not running: start it (systemctl start iscsid, or run 'iscsid') and retry")
+
+
+def iface_bind(name: str, netdev: str) -> None:
+    """Create (or update) open-iscsi iface ``name`` bound to ``netdev``, so
+    sessions through it leave by that NIC whatever the routing table says."""
+    if not Path(f"/sys/class/net/{netdev}").exists():
+        raise IscsiadmError(f"iface {name}: no netdev {netdev!r} on this host")
+    p = subprocess.run(["iscsiadm", "-m", "iface", "-I", name], capture_output=True, text=True)
+    if p.returncode != 0:
+        _run("-m", "iface", "-I", name, "-o", "new")
+    _run("-m", "iface", "-I", name, "-o", "update", "-n", "iface.net_ifacename", "-v", netdev)
+
+
+def discover_via(portal: str, iface: str | None = None) -> list[DiscoveredTarget]:
+    """SendTargets discovery, through ``iface`` when given; an unreachable
+    portal is reported as such."""
+    args = ["-m", "discovery", "-t", "sendtargets", "-p", portal]
+    if iface:
+        args += ["-I", iface]
+    try:
+        out = _run(*args, timeout=60)
+    except IscsiadmError as e:
+        if "connect" in str(e).lower() or "exit 4" in str(e) or "exit 8" in str(e):
+            raise IscsiadmError(f"portal {portal} is unreachable: {e}") from e
+        raise
+    found = []
+    for line in out.splitlines():
+        m = re.match(r"^(\S+):(\d+),(\d+) (\S+)$", line.strip())
+        if m:
+            found.append(DiscoveredTarget(f"{m[1]}:{m[2]}", int(m[3]), m[4]))
+    return found
+
+
+def login_all(portals: list[str], sessions_per_target: int = 1, iface: str | None = None) -> list[DiscoveredTarget]:
+    """Discover every target on ``portals`` and log in to each with
+    ``sessions_per_target`` sessions (open-iscsi node.session.nr_sessions).
+    Returns the targets logged in to."""
+    require_iscsid()
+    if sessions_per_target < 1:
+        raise IscsiadmError("sessions per target must be at least 1")
+    targets: list[DiscoveredTarget] = []
+    for portal in portals:
+        targets += discover_via(portal, iface)
+    for t in targets:
+        node = ["-m", "node", "-T", t.iqn, "-p", t.portal]
+        if iface:
+            node += ["-I", iface]
+        _run(*node, "-o", "update", "-n", "node.session.nr_sessions", "-v", str(sessions_per_target))
+        _run(*node, "--login")
+    return targets
+
+
+MULTIPATH_CONF = """\
+# cxgbit-ext: dm-multipath for LIO iSCSI LUNs (written by cxe-initiator)
+defaults {
+    user_friendly_names yes
+    find_multipaths no
+}
+devices {
+    device {
+        vendor "LIO-ORG"
+        product ".*"
+        path_grouping_policy multibus
+        path_selector "queue-length 0"
+        path_checker tur
+        hardware_handler "1 alua"
+        prio alua
+        failback immediate
+        no_path_retry 12
+        rr_min_io_rq 1
+    }
+}
+"""
+
+
+def write_multipath_conf(path: Path = Path("/etc/multipath.conf")) -> Path:
+    """Write a multipath.conf for LIO LUNs (all paths of a LUN in one group,
+    I/O spread by queue length); an existing different file is kept as .bak."""
+    if path.exists() and path.read_text() != MULTIPATH_CONF:
+        path.rename(path.with_suffix(".conf.bak"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(MULTIPATH_CONF)
+    return path

@@ -1,1 +1,1 @@
-"""targetcli_offload."""
+"""targetcli extension for cxgbit-ext offloaded portals (targetcli-offload)."""

@@ -122,7 +122,7 @@ def test_lio_offload_requested_reads_rtslib_files(tmp_path: Path) -> None:
         {"ip_address": "198.18.1.1", "port": 3260, "offload": False, "iser": False},
     ]}]}]}))  # fmt: skip
     assert persist.offload_requested(f) == [("0.0.0.0", 3260)]
-    assert persist.beside(persist.LIO_DEFAULT) == Path("/etc/target/cxgbit-ext.json")
+    assert persist.beside(persist.LIO_DEFAULT) == Path("/etc/rtslib-fb-target/cxgbit-ext.json")
     assert persist.beside(Path("/tmp/x.json")) == Path("/tmp/x.cxgbit-ext.json")
 
 

@@ -248,7 +248,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--iqn", required=True)
     t.add_argument("--luns", type=int, default=18, help="number of LUNs (default 18, as in the T6 paper)")
     t.add_argument("--size", type=_size, default=512 << 20, help="LUN size (default 512M)")
-    t.add_argument("--backstore", choices=("ramdisk", "fileio"), default="ramdisk")
+    t.add_argument(
+        "--backstore",
+        choices=("ramdisk", "fileio", "nullio"),
+        default="ramdisk",
+        help="ramdisk (rd_mcp), fileio (sparse file), nullio (rd_mcp storing nothing, for scale tests)",
+    )
     t.add_argument("--portal", type=_portal, action="append", help="IP[:PORT], repeatable (default 0.0.0.0:3260)")
     t.add_argument("--no-offload", dest="offload", action="store_false", help="portals stay stock TCP")
     t.add_argument("--acl", action="append", metavar="INITIATOR_IQN", help="explicit ACL (default: demo mode)")

@@ -6,6 +6,7 @@ time (configfs is the truth, nothing is cached).
 
 from __future__ import annotations
 
+import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -196,8 +197,9 @@ class Control:
 
 
 def netdevs() -> set[str]:
-    """Network interfaces of this network namespace."""
-    return {p.name for p in Path("/sys/class/net").iterdir()}
+    """Network interfaces of this network namespace (asked of the kernel:
+    /sys/class/net shows the namespace sysfs was mounted in instead)."""
+    return {name for _, name in socket.if_nameindex()}
 
 
 def validate(config: Any) -> list[tuple[str, str]]:

@@ -18,8 +18,8 @@ from typing import Any
 
 from cxgbit_ext.control import Control, CxgbitExtError, validate
 
-DEFAULT = Path("/etc/target/cxgbit-ext.json")
-LIO_DEFAULT = Path("/etc/target/saveconfig.json")
+DEFAULT = Path("/etc/rtslib-fb-target/cxgbit-ext.json")  # beside Debian's saveconfig.json
+LIO_DEFAULT = Path("/etc/rtslib-fb-target/saveconfig.json")  # targetcli-fb's default_save_file
 
 
 def beside(lio_file: Path) -> Path:

@@ -26,7 +26,7 @@ from rtslib_fb import (
 )
 from rtslib_fb.utils import RTSLibError
 
-Backstore = Literal["ramdisk", "fileio"]
+Backstore = Literal["ramdisk", "fileio", "nullio"]  # nullio: ramdisk that stores nothing
 MiB = 1 << 20
 
 
@@ -54,8 +54,8 @@ class Topology:
 
 def _make_storage(topo: Topology, lun: int) -> RDMCPStorageObject | FileIOStorageObject:
     name = topo.so_name(lun)
-    if topo.backstores[lun] == "ramdisk":
-        return RDMCPStorageObject(name, size=topo.lun_size)
+    if topo.backstores[lun] in ("ramdisk", "nullio"):
+        return RDMCPStorageObject(name, size=topo.lun_size, nullio=topo.backstores[lun] == "nullio")
     topo.fileio_dir.mkdir(parents=True, exist_ok=True)
     path = topo.fileio_dir / f"{name}.img"
     # like targetcli: the image exists at its full (sparse) size before LIO opens it

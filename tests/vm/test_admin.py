@@ -1,0 +1,169 @@
+"""Admin tools against the real module and LIO: the targetcli extension
+(driven in-process through configshell, as targetcli-offload runs it), the
+CLI, save/restore across a module reload, and bad input changing nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from configshell_fb import ConfigShell, ExecutionError
+
+from cxgbit_ext import cli, persist
+from cxgbit_ext.control import Control
+from iscsi_initiator import iscsiadm
+from testbed import fio, topo
+
+from .conftest import CFS, insmod, lio_clear
+
+IQN = "iqn.2026-11.org.cxgbit-ext:admin"
+T0, T1 = topo.LINKS[0], topo.LINKS[1]
+NP0, NP1 = f"{T0.tgt_ip}:3260", f"{T1.tgt_ip}:3260"
+
+
+class Shell:
+    """targetcli-offload's tree in this process; run() returns what it printed."""
+
+    def __init__(self, home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+        from targetcli_offload import ui
+
+        ui.install()
+        self.shell = ConfigShell(str(home))
+        self.root = ui.OffloadRoot(self.shell, as_root=True)
+        self.root.refresh()
+        self.capfd = capfd
+
+    def run(self, line: str) -> str:
+        self.capfd.readouterr()
+        self.shell.run_cmdline(line)
+        o = self.capfd.readouterr()
+        return o.out + o.err
+
+
+@pytest.fixture
+def admin(lio: None, module_ko: Path, tmp_path: Path) -> Iterator[None]:
+    assert insmod(module_ko).returncode == 0
+    try:
+        yield
+    finally:
+        with topo.in_netns():
+            lio_clear()
+        deadline = time.monotonic() + 15
+        while CFS.exists() and (CFS / "connections").read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if CFS.exists():
+            assert subprocess.run(["rmmod", "cxgbit_ext"]).returncode == 0
+
+
+def build(sh: Shell) -> None:
+    for line in (
+        # targetcli's default 0.0.0.0:3260 portal would hold the port our two need
+        "set global auto_add_default_portal=false",
+        "/backstores/ramdisk create name=adm0 size=32M",
+        f"/iscsi create {IQN}",
+        f"/iscsi/{IQN}/tpg1/luns create /backstores/ramdisk/adm0",
+        f"/iscsi/{IQN}/tpg1 set attribute authentication=0 generate_node_acls=1 demo_mode_write_protect=0",
+        f"/iscsi/{IQN}/tpg1/portals create {T0.tgt_ip} 3260",
+        f"/iscsi/{IQN}/tpg1/portals create {T1.tgt_ip} 3260",
+    ):
+        sh.run(line)
+
+
+def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: Path, capfd) -> None:
+    with topo.in_netns():
+        sh = Shell(tmp_path / "tcli", capfd)
+        # bad input first: refused with the reason, nothing changed
+        with pytest.raises(ExecutionError, match="no netdev 'nosuch0' in this network namespace"):
+            sh.root.get_node("/offload/adapters/soft0").ui_command_bind("nosuch0")
+        assert (CFS / "adapters/soft0/netdev").read_text() == "*\n"
+        sh.run("/offload/adapters/soft0 bind netdev=tgt0")
+        assert (CFS / "adapters/soft0/netdev").read_text() == "tgt0\n"
+        build(sh)
+        portals = f"/iscsi/{IQN}/tpg1/portals"
+        sh.root.refresh()
+        out = sh.run(f"{portals}/{NP0} enable_offload true")
+        assert "offload enable now: True (offload: soft0 hcrc+dcrc+ddp+iso+rxagg)" in out
+        with pytest.raises(ExecutionError, match=f"{T1.tgt_ip} is on tgt1, which no adapter serves"):
+            sh.root.get_node(f"{portals}/{NP1}").ui_command_enable_offload("true")
+        np1 = f"/sys/kernel/config/target/iscsi/{IQN}/tpgt_1/np/{NP1}/cxgbit"
+        assert Path(np1).read_text().strip() == "0", "a refused enable_offload must leave the switch off"
+        ls = sh.run(f"{portals} ls")
+        assert f"{NP0} " in ls and "[offload: soft0 hcrc+dcrc+ddp+iso+rxagg]" in ls
+        assert f"{NP1} " in ls and "[offload: off — not enabled on this portal (enable_offload true)]" in ls
+        ls = sh.run("/offload ls")
+        assert "adapters" in ls and "soft0" in ls and "[soft on tgt0: hcrc+dcrc+ddp+iso+rxagg, 0 conns]" in ls
+        # the CLI agrees, as JSON
+        assert cli.main(["--json", "portals"]) == 0
+        rows = {f"{r['ip']}:{r['port']}": r for r in json.loads(capfd.readouterr().out)}
+        assert rows[NP0]["offloaded"] and not rows[NP1]["offloaded"]
+        assert rows[NP1]["reason"] == "not enabled on this portal (enable_offload true)"
+
+    # a login over tgt0 is offloaded and the tree shows it with its offloads
+    iscsiadm.discover(T0.tgt_ip)
+    iscsiadm.login(IQN, NP0)
+    try:
+        dev = iscsiadm.session_disks(IQN, expect=1)[0]
+        fio.write_verify(dev, size="8M", bs="64k")
+        with topo.in_netns():
+            sh.root.refresh()
+            ls = sh.run("/offload/connections ls")
+            assert f"-> {NP0} on soft0: ddp+iso+rxagg" in ls, ls
+            assert cli.main(["--json", "connections"]) == 0
+            (c,) = json.loads(capfd.readouterr().out)
+            assert c["offloads"]["hcrc"] == "off: HeaderDigest=None was negotiated"
+            assert c["counters"]["bytes_placed"] >= 8 << 20
+    finally:
+        iscsiadm.logout()
+        iscsiadm.delete_nodes()
+
+
+def test_saveconfig_restore_across_module_reload(admin: None, module_ko: Path, tmp_path: Path, capfd) -> None:
+    save = tmp_path / "saveconfig.json"
+    ours = persist.beside(save)
+    with topo.in_netns():
+        sh = Shell(tmp_path / "tcli", capfd)
+        sh.run("/offload/adapters/soft0 bind netdev=tgt0")
+        build(sh)
+        sh.root.refresh()
+        sh.run(f"/iscsi/{IQN}/tpg1/portals/{NP0} enable_offload true")
+        sh.run(f"/ saveconfig savefile={save}")
+        assert ours.exists(), "saveconfig must write cxgbit-ext.json beside saveconfig.json"
+        lio_before = json.loads(save.read_text())
+        ours_before = Control().dump()
+
+        # a corrupted file of ours: restoreconfig refuses before touching anything
+        good = ours.read_text()
+        ours.write_text(good[: len(good) // 2])
+        with pytest.raises(ExecutionError, match="not a cxgbit-ext save file"):
+            sh.root.ui_command_restoreconfig(str(save), clear_existing=True)
+        ours.write_text(good)
+        from rtslib_fb import RTSRoot
+
+        assert RTSRoot().dump()["targets"] == lio_before["targets"]
+
+        sh.run("/ clearconfig confirm=true")
+    # module reload: everything of ours is gone, including soft0's binding
+    assert subprocess.run(["rmmod", "cxgbit_ext"]).returncode == 0
+    assert insmod(module_ko).returncode == 0
+    assert (CFS / "adapters/soft0/netdev").read_text() == "*\n"
+    with topo.in_netns():
+        sh = Shell(tmp_path / "tcli2", capfd)
+        sh.run(f"/ restoreconfig savefile={save} clear_existing=true")
+        assert Control().dump() == ours_before
+        after = RTSRoot().dump()
+        assert after["targets"] == lio_before["targets"] and after["storage_objects"] == lio_before["storage_objects"]
+
+    iscsiadm.discover(T0.tgt_ip)
+    iscsiadm.login(IQN, NP0)
+    try:
+        iscsiadm.session_disks(IQN, expect=1)
+        conns = Control().connections()
+        assert [c.local for c in conns] == [NP0], "the restored portal must be offloaded again"
+    finally:
+        iscsiadm.logout()
+        iscsiadm.delete_nodes()

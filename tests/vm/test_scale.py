@@ -1,0 +1,100 @@
+"""Management plane at scale: targets x 16 LUNs with offloaded portals.
+
+Creates, lists (targetcli-offload's whole tree), saves and restores N targets
+of 16 nullio LUNs each, all with an offloaded 0.0.0.0:3260 portal, at two
+sizes, and checks each step grows no worse than linearly in the number of
+LUNs (with room for TCG noise). The times are printed for the record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from configshell_fb import ConfigShell
+
+from cxgbit_ext import topology
+from cxgbit_ext.control import Control
+from testbed import topo
+
+from .conftest import CFS, insmod, lio_clear
+
+LUNS = 16
+SIZES = (16, int(os.environ.get("CXE_SCALE_TARGETS", "64")))
+
+
+@pytest.fixture
+def module(lio: None, module_ko: Path) -> Iterator[None]:
+    assert insmod(module_ko).returncode == 0
+    Control().set_netdev("soft0", "*", check=False)
+    try:
+        yield
+    finally:
+        with topo.in_netns():
+            lio_clear()
+        assert subprocess.run(["rmmod", "cxgbit_ext"]).returncode == 0
+
+
+def one_round(n: int, tmp: Path, capfd: pytest.CaptureFixture[str]) -> dict[str, float]:
+    from targetcli_offload import ui
+
+    ui.install()
+    times: dict[str, float] = {}
+    with topo.in_netns():
+        t0 = time.monotonic()
+        for i in range(n):
+            topology.create(topology.Topology(
+                iqn=f"iqn.2026-11.org.cxgbit-ext:scale{i:03d}", backstores=("nullio",) * LUNS, lun_size=1 << 20,
+                portals=(("0.0.0.0", 3260),), offload=True, name_prefix=f"s{i:03d}",
+            ))  # fmt: skip
+        times["create"] = time.monotonic() - t0
+        assert len(Control().portals()) == 1
+
+        shell = ConfigShell(str(tmp / f"tcli{n}"))
+        root = ui.OffloadRoot(shell, as_root=True)
+        t0 = time.monotonic()
+        root.refresh()
+        capfd.readouterr()
+        shell.run_cmdline("ls")
+        out = capfd.readouterr().out
+        times["ls"] = time.monotonic() - t0
+        assert out.count("[offload: soft0 hcrc+dcrc+ddp+iso+rxagg on every netdev]") == n
+        assert len(re.findall(r"o- s\d{3}_nullio\d+ ", out)) == n * LUNS
+
+        save = tmp / f"save{n}.json"
+        t0 = time.monotonic()
+        shell.run_cmdline(f"/ saveconfig savefile={save}")
+        times["save"] = time.monotonic() - t0
+        saved = json.loads(save.read_text())
+        assert len(saved["targets"]) == n and len(saved["storage_objects"]) == n * LUNS
+
+        shell.run_cmdline("/ clearconfig confirm=true")
+        t0 = time.monotonic()
+        shell.run_cmdline(f"/ restoreconfig savefile={save}")
+        times["restore"] = time.monotonic() - t0
+        from rtslib_fb import RTSRoot
+
+        assert len(list(RTSRoot().storage_objects)) == n * LUNS
+        assert Control().portals() == ["0.0.0.0:3260"]
+        lio_clear()
+    return times
+
+
+def test_scale_grows_linearly(module: None, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    small, big = (one_round(n, tmp_path, capfd) for n in SIZES)
+    factor = SIZES[1] / SIZES[0]
+    with capfd.disabled():
+        for step in small:
+            print(f"\nscale: {step:<8} {SIZES[0]:>3} x {LUNS} LUNs {small[step]:6.1f} s   "
+                  f"{SIZES[1]:>3} x {LUNS} LUNs {big[step]:6.1f} s   ratio {big[step] / small[step]:.1f} "
+                  f"(linear {factor:.0f})")  # fmt: skip
+    assert CFS.exists()
+    for step in small:
+        # linear is `factor`; quadratic would be factor**2
+        assert big[step] <= 2 * factor * max(small[step], 0.5), f"{step} grows faster than linearly"
