@@ -12,7 +12,6 @@ line per point ("perf: ...").
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -35,11 +34,10 @@ from perf.perflib import (  # noqa: E402
     cpu_jiffies,
     fio_args,
     fio_metrics,
-    load_plan,
     point_record,
     sessions,
 )
-from perf.target_vm import IQN_OFFLOAD, IQN_STOCK, PORT_CONTROL, PORT_OFFLOAD, PORT_STOCK, link_up  # noqa: E402
+from perf.target_vm import IQN_OFFLOAD, IQN_STOCK, PORT_CONTROL, PORT_OFFLOAD, PORT_STOCK, guest_args, link_up  # noqa: E402
 from testbed import fio  # noqa: E402
 
 
@@ -120,14 +118,9 @@ def check_session(iqn: str, digest: str, transport: str, tc: TargetControl) -> N
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--plan", type=Path, required=True)
-    ap.add_argument("--mac", required=True)
-    a = ap.parse_args()
-    plan = load_plan(a.plan)
-    results = Path(os.environ["CXE_RESULTS"])
+    plan, mac, results = guest_args()
     insn_file = results / "insn.count"
-    link_up(a.mac, plan.initiator_ip, plan.mtu)
+    link_up(mac, plan.initiator_ip, plan.mtu)
     tc = TargetControl(plan.target_ip)
     print("perf: target control up", flush=True)
     iscsiadm.start_iscsid()

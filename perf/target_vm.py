@@ -93,14 +93,18 @@ def serve(plan: Plan, ctl: Control, insn_file: Path) -> None:
                     f.flush()
 
 
-def main() -> int:
+def guest_args() -> tuple[Plan, str, Path]:
+    """--plan and --mac of a perf guest script, and its results dir."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--plan", type=Path, required=True)
     ap.add_argument("--mac", required=True)
     a = ap.parse_args()
-    plan = load_plan(a.plan)
-    results = Path(os.environ["CXE_RESULTS"])
-    nic = link_up(a.mac, plan.target_ip, plan.mtu)
+    return load_plan(a.plan), a.mac, Path(os.environ["CXE_RESULTS"])
+
+
+def main() -> int:
+    plan, mac, results = guest_args()
+    nic = link_up(mac, plan.target_ip, plan.mtu)
 
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
     p = insmod(module_ko())

@@ -20,15 +20,28 @@ from pathlib import Path
 TOP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOP))
 
+from configshell_fb import ConfigShell, ExecutionError  # noqa: E402
+
 from cxgbit_ext import cli, topology  # noqa: E402
 from iscsi_initiator import iscsiadm  # noqa: E402
+from targetcli_offload import ui  # noqa: E402
 from testbed import fio, topo  # noqa: E402
+from testbed.kmod import insmod, module_ko  # noqa: E402
 
 IQN = "iqn.2026-11.org.cxgbit-ext:demo"
 LINK = topo.LINKS[0]
 RUNTIME = 10
 # rtslib-fb warns on every RTSRoot() once LIO has devices; not news in a demo
 warnings.filterwarnings("ignore", message="Cannot set dbroot")
+
+
+def targetcli_shell() -> tuple[ConfigShell, ui.OffloadRoot]:
+    """targetcli-offload's tree in this process (a targetcli process costs ~10 s under TCG)."""
+    ui.install()
+    shell = ui.shell_class()("/tmp/targetcli")
+    root = ui.OffloadRoot(shell, as_root=True)
+    root.refresh()
+    return shell, root
 
 
 def step(msg: str) -> None:
@@ -39,15 +52,39 @@ def main() -> int:
     kver = os.environ["CXE_KVER"]
     step(f"kernel {kver}: loading LIO and cxgbit_ext")
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    subprocess.run(["modprobe", "libcrc32c"], check=True)
-    subprocess.run(["insmod", str(TOP / "build" / kver / "cxgbit_ext.ko")], check=True)
+    p = insmod(module_ko(kver))
+    if p.returncode:
+        raise SystemExit(f"insmod: {p.stderr}")
     cli.main(["status"])
+
+    step("target host: soft0 serves tgt0 only (cxgbit-ext bind soft0 tgt0); a typo is refused")
+    with topo.in_netns():
+        cli.main(["bind", "soft0", "tgt9"])
+        cli.main(["bind", "soft0", "tgt0"])
 
     step("target host (netns tgt): 1 target, 4 x 64 MiB ramdisk LUNs, demo ACLs, portal 0.0.0.0:3260, offload on")
     t0 = time.monotonic()
     with topo.in_netns():
         topology.create(topology.Topology(iqn=IQN, offload=True))
     print(f"created in {time.monotonic() - t0:.1f} s")
+
+    step("targetcli-offload (in-process): a second portal on tgt1's address, and enable_offload on it")
+    with topo.in_netns():
+        shell, root = targetcli_shell()
+        portals = f"/iscsi/{IQN}/tpg1/portals"
+        shell.run_cmdline(f"{portals} create {topo.LINKS[1].tgt_ip} 3261")
+        print(f"{portals}/{topo.LINKS[1].tgt_ip}:3261> enable_offload true")
+        try:
+            root.get_node(f"{portals}/{topo.LINKS[1].tgt_ip}:3261").ui_command_enable_offload("true")
+        except ExecutionError as e:
+            print(f"  error: {e}")
+        root.refresh()
+        print(f"{portals}> ls")
+        shell.run_cmdline(f"{portals} ls")
+        print("/offload> ls")
+        shell.run_cmdline("/offload ls")
+        print("$ cxgbit-ext portals")
+        cli.main(["portals"])
 
     step(f"initiator host: discovery and login to {LINK.tgt_ip}:3260 over {LINK.ini_dev}")
     iscsiadm.start_iscsid()
@@ -58,6 +95,8 @@ def main() -> int:
     for lun, dev in sorted(disks.items()):
         print(f"  LUN {lun} -> {dev}")
     cli.main(["status"])
+    print("$ cxgbit-ext connections")
+    cli.main(["connections"])
 
     step(f"fio: {RUNTIME} s 4K randread/randwrite 50/50, iodepth 32, libaio, direct, every LUN at once")
     args = ["--ioengine=libaio", "--direct=1", "--iodepth=32", "--bs=4k", "--rw=randrw",

@@ -58,13 +58,7 @@ def start_iscsid(initiator_name: str = "iqn.2026-11.org.cxgbit-ext:initiator") -
 
 def discover(portal: str) -> list[DiscoveredTarget]:
     """SendTargets discovery on ``portal`` ("ip" or "ip:port")."""
-    out = _run("-m", "discovery", "-t", "sendtargets", "-p", portal)
-    found = []
-    for line in out.splitlines():
-        m = re.match(r"^(\S+):(\d+),(\d+) (\S+)$", line.strip())
-        if m:
-            found.append(DiscoveredTarget(f"{m[1]}:{m[2]}", int(m[3]), m[4]))
-    return found
+    return discover_via(portal)
 
 
 def set_node(iqn: str, portal: str, name: str, value: str) -> None:

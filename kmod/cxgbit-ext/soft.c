@@ -32,6 +32,8 @@
 #include <linux/netfilter_ipv4.h>
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
+#include <linux/bvec.h>
+#include <linux/uio.h>
 #include <net/sock.h>
 #include <net/ip.h>
 #include <net/tcp.h>
@@ -330,10 +332,44 @@ static int cxe_send(struct cxe_conn *c, const void *buf, size_t len, bool more)
 }
 
 /*
+ * Send n bytes of a page without copying them: the socket takes a reference
+ * on the page (as stock LIO's sendpage path does), the command keeps its
+ * pages until it is freed. A page the network stack may not hold (slab,
+ * no reference count) is copied instead.
+ */
+static int cxe_send_page(struct cxe_conn *c, struct page *pg, u32 off, u32 n,
+			 u8 *mapped, bool more)
+{
+	int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+	int ret;
+
+	if (!sendpage_ok(pg))
+		return cxe_send(c, mapped, n, more);
+	while (n) {
+#ifdef MSG_SPLICE_PAGES	/* 6.5+: sendpage became sendmsg with this flag */
+		struct msghdr msg = { .msg_flags = flags | MSG_SPLICE_PAGES };
+		struct bio_vec bv;
+
+		bvec_set_page(&bv, pg, n, off);
+		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bv, 1, n);
+		ret = sock_sendmsg(c->sock, &msg);
+#else
+		ret = kernel_sendpage(c->sock, pg, off, n, flags);
+#endif
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+		off += ret;
+		n -= ret;
+	}
+	return 0;
+}
+
+/*
  * Walk [off, off + len) of a scatterlist one page piece at a time: receive
  * and transmit both go straight to the command's pages.
  */
-typedef int (*cxe_sg_fn)(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more);
+typedef int (*cxe_sg_fn)(struct cxe_conn *c, struct page *pg, u32 pg_off,
+			 u8 *p, u32 n, u32 *crc, bool more);
 
 static int cxe_sg_walk(struct cxe_conn *c, struct scatterlist *sgl, u32 nents,
 		       u32 off, u32 len, u32 *crc, bool more, cxe_sg_fn fn)
@@ -359,7 +395,7 @@ static int cxe_sg_walk(struct cxe_conn *c, struct scatterlist *sgl, u32 nents,
 			u32 n = min3(sg_len, len, (u32)PAGE_SIZE - pg_off);
 			u8 *p = kmap_local_page(pg);
 
-			ret = fn(c, p + pg_off, n, crc, more || len > n);
+			ret = fn(c, pg, pg_off, p + pg_off, n, crc, more || len > n);
 			kunmap_local(p);
 			sg_off += n;
 			sg_len -= n;
@@ -371,7 +407,7 @@ static int cxe_sg_walk(struct cxe_conn *c, struct scatterlist *sgl, u32 nents,
 	return len ? -EINVAL : 0;
 }
 
-static int cxe_sg_recv_fn(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more)
+static int cxe_recv_crc(struct cxe_conn *c, u8 *p, u32 n, u32 *crc)
 {
 	int ret = cxe_recv(c, p, n);
 
@@ -380,11 +416,18 @@ static int cxe_sg_recv_fn(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more)
 	return ret;
 }
 
-static int cxe_sg_send_fn(struct cxe_conn *c, u8 *p, u32 n, u32 *crc, bool more)
+static int cxe_sg_recv_fn(struct cxe_conn *c, struct page *pg, u32 pg_off,
+			  u8 *p, u32 n, u32 *crc, bool more)
+{
+	return cxe_recv_crc(c, p, n, crc);
+}
+
+static int cxe_sg_send_fn(struct cxe_conn *c, struct page *pg, u32 pg_off,
+			  u8 *p, u32 n, u32 *crc, bool more)
 {
 	if (crc)
 		*crc = cxe_crc32c(*crc, p, n);
-	return cxe_send(c, p, n, more);
+	return cxe_send_page(c, pg, pg_off, n, p, more);
 }
 
 /* ---- receive ----------------------------------------------------------------- */
@@ -439,13 +482,13 @@ static int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 		if (!ret)
 			cxe_cstat(c, CXE_STAT_BYTES_PLACED, have);
 	} else if (have) {
-		ret = cxe_sg_recv_fn(c, dst->buf, have, pcrc, false);
+		ret = cxe_recv_crc(c, dst->buf, have, pcrc);
 	}
 	/* bytes nobody wants (overflow, refused PDUs) and the pad bytes */
 	while (!ret && have < dlen + padlen) {
 		u32 n = min_t(u32, dlen + padlen - have, sizeof(tmp));
 
-		ret = cxe_sg_recv_fn(c, tmp, n, pcrc, false);
+		ret = cxe_recv_crc(c, tmp, n, pcrc);
 		have += n;
 	}
 	if (ret || !c->ddigest)
@@ -483,9 +526,11 @@ static int cxe_soft_send(struct cxe_conn *c, const u8 *bhs,
 		ret = cxe_sg_walk(c, src->sgl, src->nents, src->offset, dlen,
 				  c->ddigest ? &crc : NULL, tail || more,
 				  cxe_sg_send_fn);
-	else
-		ret = cxe_sg_send_fn(c, src->buf, dlen, c->ddigest ? &crc : NULL,
-				     tail || more);
+	else if (c->ddigest)
+		crc = cxe_crc32c(crc, src->buf, dlen);
+	if (!ret && !src->sgl)
+		/* a buffer of the PDU layer (sense data, text): copied */
+		ret = cxe_send(c, src->buf, dlen, tail || more);
 	if (!ret && padlen) {
 		crc = cxe_crc32c(crc, zeros, padlen);
 		ret = cxe_send(c, zeros, padlen, c->ddigest || more);

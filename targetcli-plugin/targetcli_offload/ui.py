@@ -14,7 +14,7 @@ from typing import Any
 
 from configshell_fb import ExecutionError
 from rtslib_fb.utils import RTSLibError
-from targetcli.ui_node import UINode
+from targetcli.ui_node import UINode, UIRTSLibNode
 from targetcli.ui_root import UIRoot, default_save_file
 from targetcli.ui_target import UIPortal
 
@@ -230,6 +230,12 @@ class UIConnection(UINode):
 class OffloadPortal(UIPortal):  # type: ignore[misc]
     """A portal whose ls shows whether logins to it really are offloaded."""
 
+    def __init__(self, portal: Any, parent: UINode) -> None:
+        # UIPortal.__init__ says super(UIPortal, self), and install() rebinds
+        # the name UIPortal to this class: do its two steps here instead.
+        UIRTSLibNode.__init__(self, f"{portal.ip_address}:{portal.port}", portal, parent)
+        self.refresh()
+
     def summary(self) -> Summary:
         if self.rtsnode.iser:
             return ("iser", True)
@@ -314,6 +320,20 @@ class OffloadRoot(UIRoot):  # type: ignore[misc]
                 raise ExecutionError(
                     "restored, but not offloaded: " + "; ".join(f"{s.ip}:{s.port}: {s.reason}" for s in bad)
                 )
+
+
+def shell_class() -> type:
+    """targetcli's own ConfigShell subclass (its default preferences:
+    auto_enable_tpgt, auto_add_default_portal, ...), from the installed
+    targetcli program, for driving the tree in-process."""
+    import runpy
+    import shutil
+
+    exe = shutil.which("targetcli")
+    if exe is None:
+        raise RuntimeError("targetcli (targetcli-fb) is not installed")
+    cls: type = runpy.run_path(exe, run_name="targetcli_program")["TargetCLI"]
+    return cls
 
 
 def install() -> None:

@@ -20,6 +20,13 @@ from testbed.kmod import insmod
 TOP = Path(__file__).resolve().parents[2]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--scale-targets", type=int, default=16,
+        help="test_scale: the larger number of targets (x 16 LUNs); CI uses 16, the note's figures 64",
+    )  # fmt: skip
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if "CXE_KVER" not in os.environ:
         skip = pytest.mark.skip(reason="VM suite: runs inside the testbed guest (make vm-test)")
@@ -139,3 +146,31 @@ def set_offload(on: bool) -> None:
     with topo.in_netns():
         (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
         np.offload = on
+
+
+class TargetcliShell:
+    """targetcli-offload's tree in this process (a targetcli process costs
+    ~10 s under TCG); run() returns what the command printed."""
+
+    def __init__(self, home: Path) -> None:
+        import io
+
+        from configshell_fb.console import Console
+
+        from targetcli_offload import ui
+
+        ui.install()
+        self.shell = ui.shell_class()(str(home))
+        # Console's default stdout is bound at import time: give it our own
+        self.buf = io.StringIO()
+        con = Console(stdout=self.buf, stderr=self.buf)
+        self.shell.con = con
+        self.shell.log.con = con
+        self.root = ui.OffloadRoot(self.shell, as_root=True)
+        self.root.refresh()
+
+    def run(self, line: str) -> str:
+        self.buf.seek(0)
+        self.buf.truncate()
+        self.shell.run_cmdline(line)
+        return self.buf.getvalue()

@@ -12,37 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from configshell_fb import ConfigShell, ExecutionError
+from configshell_fb import ExecutionError
 
 from cxgbit_ext import cli, persist
 from cxgbit_ext.control import Control
 from iscsi_initiator import iscsiadm
 from testbed import fio, topo
 
-from .conftest import CFS, insmod, lio_clear
+from .conftest import CFS, TargetcliShell, insmod, lio_clear
 
 IQN = "iqn.2026-11.org.cxgbit-ext:admin"
 T0, T1 = topo.LINKS[0], topo.LINKS[1]
 NP0, NP1 = f"{T0.tgt_ip}:3260", f"{T1.tgt_ip}:3260"
-
-
-class Shell:
-    """targetcli-offload's tree in this process; run() returns what it printed."""
-
-    def __init__(self, home: Path, capfd: pytest.CaptureFixture[str]) -> None:
-        from targetcli_offload import ui
-
-        ui.install()
-        self.shell = ConfigShell(str(home))
-        self.root = ui.OffloadRoot(self.shell, as_root=True)
-        self.root.refresh()
-        self.capfd = capfd
-
-    def run(self, line: str) -> str:
-        self.capfd.readouterr()
-        self.shell.run_cmdline(line)
-        o = self.capfd.readouterr()
-        return o.out + o.err
 
 
 @pytest.fixture
@@ -60,7 +41,7 @@ def admin(lio: None, module_ko: Path, tmp_path: Path) -> Iterator[None]:
             assert subprocess.run(["rmmod", "cxgbit_ext"]).returncode == 0
 
 
-def build(sh: Shell) -> None:
+def build(sh: TargetcliShell) -> None:
     for line in (
         # targetcli's default 0.0.0.0:3260 portal would hold the port our two need
         "set global auto_add_default_portal=false",
@@ -70,13 +51,14 @@ def build(sh: Shell) -> None:
         f"/iscsi/{IQN}/tpg1 set attribute authentication=0 generate_node_acls=1 demo_mode_write_protect=0",
         f"/iscsi/{IQN}/tpg1/portals create {T0.tgt_ip} 3260",
         f"/iscsi/{IQN}/tpg1/portals create {T1.tgt_ip} 3260",
+        f"/iscsi/{IQN}/tpg1 enable",
     ):
         sh.run(line)
 
 
 def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: Path, capfd) -> None:
     with topo.in_netns():
-        sh = Shell(tmp_path / "tcli", capfd)
+        sh = TargetcliShell(tmp_path / "tcli")
         # bad input first: refused with the reason, nothing changed
         with pytest.raises(ExecutionError, match="no netdev 'nosuch0' in this network namespace"):
             sh.root.get_node("/offload/adapters/soft0").ui_command_bind("nosuch0")
@@ -98,6 +80,7 @@ def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: 
         ls = sh.run("/offload ls")
         assert "adapters" in ls and "soft0" in ls and "[soft on tgt0: hcrc+dcrc+ddp+iso+rxagg, 0 conns]" in ls
         # the CLI agrees, as JSON
+        capfd.readouterr()
         assert cli.main(["--json", "portals"]) == 0
         rows = {f"{r['ip']}:{r['port']}": r for r in json.loads(capfd.readouterr().out)}
         assert rows[NP0]["offloaded"] and not rows[NP1]["offloaded"]
@@ -113,6 +96,7 @@ def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: 
             sh.root.refresh()
             ls = sh.run("/offload/connections ls")
             assert f"-> {NP0} on soft0: ddp+iso+rxagg" in ls, ls
+            capfd.readouterr()
             assert cli.main(["--json", "connections"]) == 0
             (c,) = json.loads(capfd.readouterr().out)
             assert c["offloads"]["hcrc"] == "off: HeaderDigest=None was negotiated"
@@ -126,14 +110,17 @@ def test_saveconfig_restore_across_module_reload(admin: None, module_ko: Path, t
     save = tmp_path / "saveconfig.json"
     ours = persist.beside(save)
     with topo.in_netns():
-        sh = Shell(tmp_path / "tcli", capfd)
+        sh = TargetcliShell(tmp_path / "tcli")
         sh.run("/offload/adapters/soft0 bind netdev=tgt0")
         build(sh)
         sh.root.refresh()
         sh.run(f"/iscsi/{IQN}/tpg1/portals/{NP0} enable_offload true")
+        from rtslib_fb import RTSRoot
+
         sh.run(f"/ saveconfig savefile={save}")
         assert ours.exists(), "saveconfig must write cxgbit-ext.json beside saveconfig.json"
-        lio_before = json.loads(save.read_text())
+        assert json.loads(save.read_text())["targets"][0]["tpgs"][0]["portals"][0]["offload"] is True
+        lio_before = RTSRoot().dump()
         ours_before = Control().dump()
 
         # a corrupted file of ours: restoreconfig refuses before touching anything
@@ -142,8 +129,6 @@ def test_saveconfig_restore_across_module_reload(admin: None, module_ko: Path, t
         with pytest.raises(ExecutionError, match="not a cxgbit-ext save file"):
             sh.root.ui_command_restoreconfig(str(save), clear_existing=True)
         ours.write_text(good)
-        from rtslib_fb import RTSRoot
-
         assert RTSRoot().dump()["targets"] == lio_before["targets"]
 
         sh.run("/ clearconfig confirm=true")
@@ -152,7 +137,7 @@ def test_saveconfig_restore_across_module_reload(admin: None, module_ko: Path, t
     assert insmod(module_ko).returncode == 0
     assert (CFS / "adapters/soft0/netdev").read_text() == "*\n"
     with topo.in_netns():
-        sh = Shell(tmp_path / "tcli2", capfd)
+        sh = TargetcliShell(tmp_path / "tcli2")
         sh.run(f"/ restoreconfig savefile={save} clear_existing=true")
         assert Control().dump() == ours_before
         after = RTSRoot().dump()

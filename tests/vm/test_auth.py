@@ -1,0 +1,122 @@
+"""Authentication and access on an offloaded portal (RFC 7143 11.1.4, 11.7):
+CHAP one-way and mutual, a wrong secret refused, discovery authentication,
+an initiator outside the ACLs refused; open-iscsi's CHAP too. Every login
+that succeeds is checked to be served by cxgbit_ext."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator import iscsiadm
+from iscsi_initiator.session import Connection, LoginError
+from testbed import topo
+
+from .conftest import CFS, PDU_INITIATOR, offloaded_target
+
+IQN = "iqn.2026-11.org.cxgbit-ext:auth"
+OFF = topo.LINKS[0]
+USER, SECRET = "cxe-user", "s3cret-0123ab"  # 13 characters
+MUSER, MSECRET = "cxe-target", "tgt-s3cret-987"
+ISCSIADM_INITIATOR = "iqn.2026-11.org.cxgbit-ext:initiator"
+DISCOVERY = Path("/sys/kernel/config/target/iscsi/discovery_auth")
+
+
+def offloaded_peers() -> list[str]:
+    return [ln.split()[0] for ln in (CFS / "connections").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def auth_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB, portals=(("0.0.0.0", 3260),),
+                          offload=True, acls=(PDU_INITIATOR, ISCSIADM_INITIATOR), chap=(USER, SECRET))  # fmt: skip
+    with offloaded_target(module_ko, t):
+        from rtslib_fb import FabricModule
+
+        (target,) = [x for x in FabricModule("iscsi").targets if x.wwn == IQN]
+        for acl in next(target.tpgs).node_acls:
+            acl.chap_mutual_userid, acl.chap_mutual_password = MUSER, MSECRET
+        yield
+
+
+def login(**kw: str) -> Connection:
+    c = Connection(OFF.tgt_ip)
+    c.login(kw.pop("initiator", PDU_INITIATOR), IQN, **kw)  # type: ignore[arg-type]
+    return c
+
+
+def test_one_way_and_mutual_chap_log_in_offloaded(auth_target: None) -> None:
+    for kw in ({}, {"mutual_user": MUSER, "mutual_secret": MSECRET}):
+        c = login(chap_user=USER, chap_secret=SECRET, **kw)
+        try:
+            local = c.sock.getsockname()
+            assert f"{local[0]}:{local[1]}" in offloaded_peers()
+            c.scsi_write(0, b"\xa5" * 4096)
+            assert c.scsi_read(0, 8) == b"\xa5" * 4096
+            c.logout()
+        finally:
+            c.close()
+
+
+def test_wrong_secret_missing_chap_and_unlisted_initiator_are_refused(auth_target: None) -> None:
+    # RFC 7143 11.13.5: class 2 (initiator error); 0x01 authentication failure,
+    # 0x02 authorization failure
+    with pytest.raises(LoginError) as e:
+        login(chap_user=USER, chap_secret="not-the-secret1")
+    assert e.value.status_class == 0x02
+    with pytest.raises(LoginError) as e:
+        login()  # AuthMethod=None where the target requires CHAP
+    assert e.value.status_class == 0x02
+    with pytest.raises(LoginError) as e:
+        login(initiator="iqn.2026-11.org.example:stranger", chap_user=USER, chap_secret=SECRET)
+    assert e.value.status_class == 0x02
+    # the target answering mutual CHAP with the wrong secret is caught by us
+    with pytest.raises(LoginError) as e:
+        login(chap_user=USER, chap_secret=SECRET, mutual_user=MUSER, mutual_secret="other-secret-12")
+    assert e.value.status_class == 0xFD
+    deadline = time.monotonic() + 10
+    while offloaded_peers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert offloaded_peers() == [], "refused logins must not leave connections behind"
+
+
+def test_discovery_authentication(auth_target: None) -> None:
+    (DISCOVERY / "userid").write_text(USER)
+    (DISCOVERY / "password").write_text(SECRET)
+    (DISCOVERY / "enforce_discovery_auth").write_text("1")
+    try:
+        c = Connection(OFF.tgt_ip)
+        with pytest.raises(LoginError) as e:
+            c.login(PDU_INITIATOR, None, discovery=True)
+        assert e.value.status_class == 0x02
+        c.close()
+        c = Connection(OFF.tgt_ip)
+        try:
+            c.login(PDU_INITIATOR, None, discovery=True, chap_user=USER, chap_secret=SECRET)
+            assert c.text({"SendTargets": "All"}).get("TargetName") == IQN
+            c.logout()
+        finally:
+            c.close()
+    finally:
+        (DISCOVERY / "enforce_discovery_auth").write_text("0")
+
+
+def test_open_iscsi_chap_offloaded_and_wrong_secret_refused(auth_target: None) -> None:
+    portal = f"{OFF.tgt_ip}:3260"
+    iscsiadm.discover(OFF.tgt_ip)
+    try:
+        for name, value in (("authmethod", "CHAP"), ("username", USER), ("password", "wrong-secret-00")):
+            iscsiadm.set_node(IQN, portal, f"node.session.auth.{name}", value)
+        with pytest.raises(iscsiadm.IscsiadmError, match="exit 24"):  # ISCSI_ERR_LOGIN_AUTH_FAILED
+            iscsiadm.login(IQN, portal)
+        iscsiadm.set_node(IQN, portal, "node.session.auth.password", SECRET)
+        iscsiadm.login(IQN, portal)
+        iscsiadm.session_disks(IQN, expect=1)
+        assert len(offloaded_peers()) == 1
+    finally:
+        iscsiadm.logout()
+        iscsiadm.delete_nodes()
