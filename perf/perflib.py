@@ -418,6 +418,20 @@ def markdown(result: dict[str, Any]) -> str:
             f"{s['target_insn_per_io'].mean / 1e3:.0f} ± {s['target_insn_per_io'].stdev / 1e3:.0f} | "
             f"{s['target_busy_us_per_io'].mean:.0f} |"
         )
+    micro = result.get("micro")
+    if micro:
+        lines += [
+            "",
+            f"## Native micro-benchmark of the pure PDU code (host CPU: {result.get('host_cpu', '?')})",
+            "",
+            f"{micro['note']}.",
+            "",
+            "| what | ns per op | GB/s |",
+            "|---|---|---|",
+        ]
+        for r in micro["results"]:
+            gbs = f"{r['gb_per_s']:.2f}" if r["gb_per_s"] else "-"
+            lines.append(f"| {r['name']} | {r['ns_per_op']:.1f} / {r['unit']} | {gbs} |")
     return "\n".join(lines) + "\n"
 
 

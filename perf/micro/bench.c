@@ -270,8 +270,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1) {
 		out = fopen(argv[1], "w");
-		if (!out)
+		if (!out) {
+			perror(argv[1]);
 			return 1;
+		}
 		fprintf(out, "{\n \"note\": \"ns per op on the host CPU, -O2; crc32c = SSE4.2 crc32, 1 stream\",\n \"results\": [\n");
 		for (int i = 0; i < n_results; i++)
 			fprintf(out, "  {\"name\": \"%s\", \"ns_per_op\": %.2f, \"unit\": \"%s\", \"bytes_per_op\": %.0f, \"gb_per_s\": %.3f}%s\n",
