@@ -522,15 +522,16 @@ static int cxe_soft_send(struct cxe_conn *c, const u8 *bhs,
 	ret = cxe_send(c, hdr, hlen, dlen || more);
 	if (ret || !dlen)
 		goto out;
-	if (src->sgl)
+	if (src->sgl) {
 		ret = cxe_sg_walk(c, src->sgl, src->nents, src->offset, dlen,
 				  c->ddigest ? &crc : NULL, tail || more,
 				  cxe_sg_send_fn);
-	else if (c->ddigest)
-		crc = cxe_crc32c(crc, src->buf, dlen);
-	if (!ret && !src->sgl)
+	} else {
 		/* a buffer of the PDU layer (sense data, text): copied */
+		if (c->ddigest)
+			crc = cxe_crc32c(crc, src->buf, dlen);
 		ret = cxe_send(c, src->buf, dlen, tail || more);
+	}
 	if (!ret && padlen) {
 		crc = cxe_crc32c(crc, zeros, padlen);
 		ret = cxe_send(c, zeros, padlen, c->ddigest || more);
