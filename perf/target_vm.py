@@ -31,7 +31,7 @@ sys.path.insert(0, str(TOP))
 
 from cxgbit_ext import topology  # noqa: E402
 from cxgbit_ext.control import Control  # noqa: E402
-from perf.perflib import Plan, load_plan  # noqa: E402
+from perf.perflib import Plan, cpu_jiffies, load_plan  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 IQN_STOCK = "iqn.2026-11.org.cxgbit-ext:perf-stock"
@@ -58,8 +58,6 @@ def link_up(mac: str, ip: str, mtu: int) -> str:
 def snapshot(ctl: Control, insn_file: Path) -> dict[str, object]:
     # the instruction count first: reading the rest costs instructions too
     insn = int(insn_file.read_text().strip() or 0)
-    from perf.perflib import cpu_jiffies
-
     busy, total = cpu_jiffies(Path("/proc/stat").read_text())
     st = ctl.status()
     counters = dict(st.adapters[0].counters) if st.adapters else {}

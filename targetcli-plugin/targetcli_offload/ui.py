@@ -19,7 +19,7 @@ from targetcli.ui_root import UIRoot, default_save_file
 from targetcli.ui_target import UIPortal
 
 from cxgbit_ext import persist, portals
-from cxgbit_ext.control import OFFLOADS, Control, CxgbitExtError, netdevs
+from cxgbit_ext.control import OFFLOADS, Control, CxgbitExtError, counter_lines, netdevs
 
 Summary = tuple[str, bool | None]
 
@@ -68,8 +68,7 @@ class UIOffload(UINode):
         """
         for a in control().adapters():
             self.shell.con.display(f"{a.name}:")
-            for k, v in a.counters.items():
-                self.shell.con.display(f"  {k:<16}{v:>16}")
+            self.shell.con.display("\n".join(counter_lines(a.counters)))
 
 
 class UIAdapters(UINode):
@@ -160,8 +159,7 @@ class UIAdapter(UINode):
         """
         Shows this adapter's counters.
         """
-        for k, v in control().adapter(self.name).counters.items():
-            self.shell.con.display(f"{k:<16}{v:>16}")
+        self.shell.con.display("\n".join(counter_lines(control().adapter(self.name).counters, indent="")))
 
 
 def _bind(node: UINode, adapter: str, netdev: str) -> None:
@@ -223,8 +221,7 @@ class UIConnection(UINode):
         self.shell.con.display(f"{c.peer} -> {c.local} on {c.adapter}")
         for k, v in c.offloads(control().adapter(c.adapter).caps).items():
             self.shell.con.display(f"  {k}: {v}")
-        for k, v in c.counters.items():
-            self.shell.con.display(f"  {k:<16}{v:>16}")
+        self.shell.con.display("\n".join(counter_lines(c.counters)))
 
 
 class OffloadPortal(UIPortal):  # type: ignore[misc]

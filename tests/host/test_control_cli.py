@@ -15,24 +15,18 @@ import pytest
 from cxgbit_ext import cli
 from cxgbit_ext.control import Control, CxgbitExtError, ModuleNotLoaded
 
+from .conftest import make_tree
+
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "cxgbit_ext"
-    soft0 = root / "adapters" / "soft0"
-    soft0.mkdir(parents=True)
-    (soft0 / "type").write_text("soft\n")
-    (soft0 / "netdev").write_text("*\n")
-    (soft0 / "counters").write_text("connections 3\npdus_rx 10\npdus_tx 12\nbytes_placed 4096\n")
-    (soft0 / "caps").write_text("hcrc dcrc ddp iso rxagg\n")
-    (root / "version").write_text("0.1.0\n")
-    (root / "transport").write_text("cxgbit_ext\n")
-    (root / "portals").write_text("198.18.0.1:3260\n[::]:3260\n")
-    (root / "connections").write_text(
-        "198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=0 pdus_rx=5 pdus_tx=6 "
-        "bytes_placed=4096 bytes_copied=0\n"
-    )
-    return root
+    return make_tree(
+        tmp_path, version="0.1.0", netdev="*",
+        counters="connections 3\npdus_rx 10\npdus_tx 12\nbytes_placed 4096\n",
+        portals="198.18.0.1:3260\n[::]:3260\n",
+        connections="198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=0 pdus_rx=5 pdus_tx=6 "
+        "bytes_placed=4096 bytes_copied=0\n",
+    )  # fmt: skip
 
 
 def test_status_reads_the_tree(tree: Path) -> None:

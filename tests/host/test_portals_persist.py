@@ -14,21 +14,17 @@ import pytest
 from cxgbit_ext import cli, persist, portals
 from cxgbit_ext.control import FORMAT, Control, CxgbitExtError
 
+from .conftest import make_tree
+
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "cxgbit_ext"
-    soft0 = root / "adapters" / "soft0"
-    soft0.mkdir(parents=True)
-    (soft0 / "type").write_text("soft\n")
-    (soft0 / "netdev").write_text("tgt0\n")
-    (soft0 / "caps").write_text("hcrc dcrc ddp iso rxagg\n")
-    (soft0 / "counters").write_text("connections 0\npdus_rx 0\npdus_tx 0\nbytes_placed 0\n")
-    (root / "version").write_text("0.2.0\n")
-    (root / "transport").write_text("cxgbit_ext\n")
-    (root / "portals").write_text("198.18.0.1:3260\n198.18.1.1:3260\n0.0.0.0:3261\n10.9.9.9:3260\n")
-    (root / "connections").write_text("")
-    return root
+    return make_tree(
+        tmp_path, version="0.2.0", netdev="tgt0",
+        counters="connections 0\npdus_rx 0\npdus_tx 0\nbytes_placed 0\n",
+        portals="198.18.0.1:3260\n198.18.1.1:3260\n0.0.0.0:3261\n10.9.9.9:3260\n",
+        connections="",
+    )  # fmt: skip
 
 
 ADDRS = {"198.18.0.1": "tgt0", "198.18.1.1": "tgt1", "127.0.0.1": "lo"}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cxgbit_ext import persist, portals, topology
-from cxgbit_ext.control import CONFIGFS, OFFLOADS, Control, CxgbitExtError
+from cxgbit_ext.control import CONFIGFS, OFFLOADS, Control, CxgbitExtError, counter_lines
 
 
 def out(obj: Any) -> None:
@@ -103,8 +103,7 @@ def cmd_counters(ctl: Control, a: argparse.Namespace) -> int:
             return 0
         for x in adapters:
             print(f"{x.name}:")
-            for k, v in x.counters.items():
-                print(f"  {k:<16}{v:>16}")
+            print("\n".join(counter_lines(x.counters)))
         return 0
     # rate view: per-second change of every counter over each interval
     prev, t_prev = {x.name: x.counters for x in ctl.adapters()}, time.monotonic()

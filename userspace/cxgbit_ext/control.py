@@ -196,6 +196,11 @@ class Control:
         )
 
 
+def counter_lines(counters: dict[str, int], indent: str = "  ") -> list[str]:
+    """Counters as aligned "name value" lines, as the CLI and targetcli show them."""
+    return [f"{indent}{k:<16}{v:>16}" for k, v in counters.items()]
+
+
 def netdevs() -> set[str]:
     """Network interfaces of this network namespace (asked of the kernel:
     /sys/class/net shows the namespace sysfs was mounted in instead)."""

@@ -62,7 +62,8 @@ def state(ctl: Control, ip: str, port: int, requested: bool, addrs: dict[str, st
             **base, offloaded=False,
             reason="the cxgbit_ext module is not loaded (LIO could not load it: see dmesg; modprobe cxgbit_ext)",
         )  # fmt: skip
-    if f"{ip}:{port}" not in ctl.portals() and f"[{ip}]:{port}" not in ctl.portals():
+    held = ctl.portals()
+    if f"{ip}:{port}" not in held and f"[{ip}]:{port}" not in held:
         return PortalState(**base, offloaded=False, reason="cxgbit_ext holds no listener for it (see dmesg)")
     serving = [a for a in ctl.adapters() if a.netdev]
     if not serving:
