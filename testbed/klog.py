@@ -42,3 +42,28 @@ _BAD = re.compile("|".join(f"(?:{p})" for p in BAD_PATTERNS))
 def bad_lines(lines: Iterable[str]) -> list[str]:
     """Return the lines of a kernel log that report a kernel problem."""
     return [line.rstrip("\n") for line in lines if _BAD.search(line)]
+
+
+def report(lines: Iterable[str], before: int = 2, after: int = 30, most: int = 120) -> list[str]:
+    """The bad lines with the context that names the culprit.
+
+    A WARN's "workqueue: ... is flushing ..." line comes before its "cut
+    here", and the call trace after it: keep a few lines either side of
+    every bad line, and "..." where lines were left out.
+    """
+    lines = [line.rstrip("\n") for line in lines]
+    keep: set[int] = set()
+    for i, line in enumerate(lines):
+        if _BAD.search(line):
+            keep.update(range(max(0, i - before), min(len(lines), i + after + 1)))
+    out: list[str] = []
+    last = -1
+    for n, i in enumerate(sorted(keep)):
+        if i != last + 1:
+            out.append("...")
+        if len(out) >= most:
+            out.append(f"... ({len(keep) - n} more lines of context)")
+            break
+        out.append(lines[i])
+        last = i
+    return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from testbed.klog import bad_lines
+from testbed.klog import bad_lines, report
 
 CLEAN = """\
 [    0.000000] Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org)
@@ -36,3 +36,26 @@ def test_clean_log_has_no_bad_lines() -> None:
 def test_each_kind_of_splat_is_caught() -> None:
     for kind, line in SPLATS.items():
         assert bad_lines([*CLEAN, line]) == [line], kind
+
+
+WQ_WARN = """\
+[  448.670000] sd 3:0:0:0: [sdb] Synchronizing SCSI cache
+[  448.677000] workqueue: WQ_MEM_RECLAIM iscsi_q_3:iscsi_xmitworker is flushing !WQ_MEM_RECLAIM events:foo
+[  448.677493] ------------[ cut here ]------------
+[  448.678554] WARNING: CPU: 0 PID: 163 at kernel/workqueue.c:2635 check_flush_dependency.part.0+0xb4/0x100
+[  448.685706] Call Trace:
+[  448.685800]  <TASK>
+[  448.685900]  __flush_work+0x1/0x2
+[  448.686000]  </TASK>
+[  448.686100] ---[ end trace 0000000000000000 ]---
+""".splitlines()
+
+
+def test_report_keeps_the_lines_that_name_the_culprit() -> None:
+    lines = [*CLEAN, *WQ_WARN, *CLEAN]
+    out = report(lines, before=2, after=3)
+    assert any("is flushing !WQ_MEM_RECLAIM" in line for line in out)
+    assert any("__flush_work" in line for line in out)
+    assert "..." in out  # the clean lines between are left out
+    assert not any("Linux version" in line for line in out)
+    assert report(CLEAN) == []

@@ -14,7 +14,7 @@ import pytest
 
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
-from testbed.klog import bad_lines
+from testbed.klog import bad_lines, report
 from testbed.kmod import insmod
 
 TOP = Path(__file__).resolve().parents[2]
@@ -71,8 +71,8 @@ def kernel_log_clean(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail the test during which the kernel logged an oops/WARN/BUG/..."""
     marker = kmsg_mark(f"begin {request.node.nodeid}")
     yield
-    bad = bad_lines(dmesg_since(marker))
-    assert not bad, "kernel log during this test:\n" + "\n".join(bad)
+    lines = dmesg_since(marker)
+    assert not bad_lines(lines), "kernel log during this test:\n" + "\n".join(report(lines))
 
 
 @pytest.fixture(scope="session")
