@@ -6,13 +6,22 @@
  *   transport    name of the LIO transport this module registers (read-only)
  *   portals      offloaded portals LIO has set up, one "ip:port" per line
  *   connections  offloaded connections, one per line: peer, local, adapter,
- *                digests, counters
- *   adapters/<name>/
+ *                digests, offloads, counters (a binary attribute: not
+ *                limited to a page, 1024 connections take ~200 KiB)
+ *   adapters/<name>/   soft0 from load; mkdir makes a software adapter,
+ *                      rmdir removes one (its connections go on until they
+ *                      end; new logins on its netdev go to stock TCP)
  *     type       "soft" (software adapter) or the hardware's name
  *     netdev     netdev the adapter serves, "*" for all, empty for none
- *                (read-write)
- *     caps       offloads the adapter performs, space separated
+ *                (read-write; a named netdev beats "*", and two adapters
+ *                may not name the same one)
+ *     caps       offloads the adapter can perform, space separated
+ *     ddp, iso   toggles, 0 or 1 (read-write): direct data placement and
+ *                Data-In segmentation, for connections accepted after
  *     counters   "name value" per line
+ *
+ * This file also keeps the adapters: the list the SYN steering hook and
+ * accept look netdevs up in.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -21,6 +30,9 @@
 #include <target/iscsi/iscsi_transport.h>
 #include <linux/netdevice.h>
 #include <linux/string.h>
+#include <linux/ctype.h>
+#include <linux/sizes.h>
+#include <net/sock.h>
 
 #include "cxgbit_ext.h"
 
@@ -39,25 +51,103 @@ static ssize_t cxe_root_portals_show(struct config_item *item, char *page)
 	return cxe_np_show_all(page);
 }
 
-static ssize_t cxe_root_connections_show(struct config_item *item, char *page)
+/* configfs asks for the size first (buf NULL), then fills a buffer of it */
+static ssize_t cxe_root_connections_read(struct config_item *item, void *buf,
+					 size_t size)
 {
-	return cxe_conn_show_all(page);
+	return cxe_conn_show_all(buf, size);
 }
 
 CONFIGFS_ATTR_RO(cxe_root_, version);
 CONFIGFS_ATTR_RO(cxe_root_, transport);
 CONFIGFS_ATTR_RO(cxe_root_, portals);
-CONFIGFS_ATTR_RO(cxe_root_, connections);
+CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
 static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_version,
 	&cxe_root_attr_transport,
 	&cxe_root_attr_portals,
+	NULL,
+};
+
+static struct configfs_bin_attribute *cxe_root_bin_attrs[] = {
 	&cxe_root_attr_connections,
 	NULL,
 };
 
-/* adapters/soft0: the software adapter made at load */
+/* ---- the adapters ------------------------------------------------------ */
+
+static LIST_HEAD(cxe_adapters);
+static DEFINE_SPINLOCK(cxe_adapters_lock);	/* the list, each netdev */
+static struct cxe_adapter *cxe_soft0;
+
+static char *soft0_netdev = "*";
+module_param(soft0_netdev, charp, 0444);
+MODULE_PARM_DESC(soft0_netdev,
+		 "netdev the built-in software adapter soft0 serves at load: a name, \"*\" (all, the default) or \"\" (none)");
+
+static struct cxe_adapter *to_adapter(struct config_item *item)
+{
+	return container_of(to_config_group(item), struct cxe_adapter, group);
+}
+
+/* The adapter serving netdev dev: one that names it, else one serving "*". */
+static struct cxe_adapter *cxe_adapter_find(const char *dev)
+{
+	struct cxe_adapter *a, *any = NULL;
+
+	lockdep_assert_held(&cxe_adapters_lock);
+	list_for_each_entry(a, &cxe_adapters, node) {
+		if (!strcmp(a->netdev, dev))
+			return a;
+		if (!any && !strcmp(a->netdev, "*"))
+			any = a;
+	}
+	return any;
+}
+
+/* SYN steering (softirq): does an adapter serve dev? Counted on it if so. */
+bool cxe_adapter_steer(const struct net_device *dev)
+{
+	struct cxe_adapter *a;
+
+	if (!dev)
+		return false;
+	spin_lock_bh(&cxe_adapters_lock);
+	a = cxe_adapter_find(dev->name);
+	if (a)
+		cxe_stat_add(a, CXE_STAT_SYN_STEERED, 1);
+	spin_unlock_bh(&cxe_adapters_lock);
+	return a;
+}
+
+/*
+ * The adapter serving the netdev an accepted connection came in on, with
+ * a reference; NULL when none does (any more).
+ */
+struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk)
+{
+	struct cxe_adapter *a = NULL;
+	struct net_device *dev;
+
+	rcu_read_lock();
+	dev = dev_get_by_index_rcu(sock_net(sk), READ_ONCE(sk->sk_rx_dst_ifindex));
+	if (dev) {
+		spin_lock_bh(&cxe_adapters_lock);
+		a = cxe_adapter_find(dev->name);
+		if (a && !config_item_get_unless_zero(&a->group.cg_item))
+			a = NULL;
+		spin_unlock_bh(&cxe_adapters_lock);
+	}
+	rcu_read_unlock();
+	return a;
+}
+
+void cxe_adapter_put(struct cxe_adapter *a)
+{
+	config_item_put(&a->group.cg_item);
+}
+
 static ssize_t cxe_adapter_type_show(struct config_item *item, char *page)
 {
 	return sysfs_emit(page, "soft\n");
@@ -65,59 +155,118 @@ static ssize_t cxe_adapter_type_show(struct config_item *item, char *page)
 
 static ssize_t cxe_adapter_netdev_show(struct config_item *item, char *page)
 {
+	struct cxe_adapter *a = to_adapter(item);
 	ssize_t len;
 
-	spin_lock_bh(&cxe_soft0.lock);
-	len = sysfs_emit(page, "%s\n", cxe_soft0.netdev);
-	spin_unlock_bh(&cxe_soft0.lock);
+	spin_lock_bh(&cxe_adapters_lock);
+	len = sysfs_emit(page, "%s\n", a->netdev);
+	spin_unlock_bh(&cxe_adapters_lock);
 	return len;
+}
+
+/* Serve netdev name ("*" all, "" none) unless another adapter serves it. */
+static int cxe_adapter_bind(struct cxe_adapter *a, const char *name)
+{
+	struct cxe_adapter *o;
+
+	if (*name && strcmp(name, "*") && !dev_valid_name(name)) {
+		pr_err("adapter %s: '%s' is not a valid netdev name\n", a->name, name);
+		return -EINVAL;
+	}
+	spin_lock_bh(&cxe_adapters_lock);
+	list_for_each_entry(o, &cxe_adapters, node) {
+		if (o != a && *name && !strcmp(o->netdev, name)) {
+			spin_unlock_bh(&cxe_adapters_lock);
+			pr_err("adapter %s: %s already serves '%s'\n", a->name, o->name, name);
+			return -EBUSY;
+		}
+	}
+	strscpy(a->netdev, name, sizeof(a->netdev));
+	spin_unlock_bh(&cxe_adapters_lock);
+	return 0;
 }
 
 static ssize_t cxe_adapter_netdev_store(struct config_item *item,
 					const char *page, size_t count)
 {
-	char name[IFNAMSIZ];
+	struct cxe_adapter *a = to_adapter(item);
 	size_t len = strcspn(page, "\n");
+	char name[IFNAMSIZ];
+	int ret;
 
 	if (len >= IFNAMSIZ) {
 		pr_err("adapter %s: netdev name must be 1..%d characters, \"*\" or empty\n",
-		       cxe_soft0.name, IFNAMSIZ - 1);
+		       a->name, IFNAMSIZ - 1);
 		return -EINVAL;
 	}
 	memcpy(name, page, len);
 	name[len] = '\0';
 	/* empty: serve no netdev; new connections go to stock TCP */
-	if (len && strcmp(name, "*") && !dev_valid_name(name)) {
-		pr_err("adapter %s: '%s' is not a valid netdev name\n",
-		       cxe_soft0.name, name);
-		return -EINVAL;
-	}
-	spin_lock_bh(&cxe_soft0.lock);
-	strscpy(cxe_soft0.netdev, name, sizeof(cxe_soft0.netdev));
-	spin_unlock_bh(&cxe_soft0.lock);
-	return count;
+	ret = cxe_adapter_bind(a, name);
+	return ret ? ret : count;
 }
 
 /*
- * What the software adapter does for the PDU layer, in the names the tools
+ * What a software adapter can do for the PDU layer, in the names the tools
  * show: CRC32C header and data digests, direct data placement of Data-Out
  * (and immediate/unsolicited data), Data-In segmentation (a burst handed
- * down once), and receive aggregation (several PDUs per wake-up).
+ * down once), and receive aggregation (several PDUs per wake-up). ddp and
+ * iso can be switched off (the toggles); digests follow the negotiation.
  */
 static ssize_t cxe_adapter_caps_show(struct config_item *item, char *page)
 {
 	return sysfs_emit(page, "hcrc dcrc ddp iso rxagg\n");
 }
 
+static ssize_t cxe_toggle_store(struct cxe_adapter *a, bool *toggle,
+				const char *what, const char *page,
+				size_t count)
+{
+	bool on;
+
+	if (kstrtobool(page, &on)) {
+		pr_err("adapter %s: %s takes 0 or 1\n", a->name, what);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*toggle, on);
+	return count;
+}
+
+static ssize_t cxe_adapter_ddp_show(struct config_item *item, char *page)
+{
+	return sysfs_emit(page, "%d\n", READ_ONCE(to_adapter(item)->ddp));
+}
+
+static ssize_t cxe_adapter_ddp_store(struct config_item *item,
+				     const char *page, size_t count)
+{
+	struct cxe_adapter *a = to_adapter(item);
+
+	return cxe_toggle_store(a, &a->ddp, "ddp", page, count);
+}
+
+static ssize_t cxe_adapter_iso_show(struct config_item *item, char *page)
+{
+	return sysfs_emit(page, "%d\n", READ_ONCE(to_adapter(item)->iso));
+}
+
+static ssize_t cxe_adapter_iso_store(struct config_item *item,
+				     const char *page, size_t count)
+{
+	struct cxe_adapter *a = to_adapter(item);
+
+	return cxe_toggle_store(a, &a->iso, "iso", page, count);
+}
+
 static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
 {
+	struct cxe_adapter *a = to_adapter(item);
 	ssize_t len = 0;
 	int i;
 
 	for (i = 0; i < CXE_STAT_MAX; i++)
 		len += scnprintf(page + len, PAGE_SIZE - len, "%s %lld\n",
-				 cxe_stat_names[i],
-				 atomic64_read(&cxe_soft0.stats[i]));
+				 cxe_stat_names[i], atomic64_read(&a->stats[i]));
 	return len;
 }
 
@@ -125,28 +274,115 @@ CONFIGFS_ATTR_RO(cxe_adapter_, type);
 CONFIGFS_ATTR(cxe_adapter_, netdev);
 CONFIGFS_ATTR_RO(cxe_adapter_, counters);
 CONFIGFS_ATTR_RO(cxe_adapter_, caps);
+CONFIGFS_ATTR(cxe_adapter_, ddp);
+CONFIGFS_ATTR(cxe_adapter_, iso);
 
 static struct configfs_attribute *cxe_adapter_attrs[] = {
 	&cxe_adapter_attr_type,
 	&cxe_adapter_attr_netdev,
 	&cxe_adapter_attr_counters,
 	&cxe_adapter_attr_caps,
+	&cxe_adapter_attr_ddp,
+	&cxe_adapter_attr_iso,
 	NULL,
 };
 
+/* The last reference: the adapter is off the list since its rmdir. */
+static void cxe_adapter_release(struct config_item *item)
+{
+	kfree(to_adapter(item));
+}
+
+static struct configfs_item_operations cxe_adapter_item_ops = {
+	.release	= cxe_adapter_release,
+};
+
 static const struct config_item_type cxe_adapter_type = {
+	.ct_item_ops	= &cxe_adapter_item_ops,
 	.ct_attrs	= cxe_adapter_attrs,
 	.ct_owner	= THIS_MODULE,
 };
 
-static struct config_group cxe_soft0_group;
+static bool cxe_adapter_name_ok(const char *name)
+{
+	size_t len = strlen(name);
 
-static const struct config_item_type cxe_root_type = {
-	.ct_attrs	= cxe_root_attrs,
-	.ct_owner	= THIS_MODULE,
+	size_t i;
+
+	if (!len || len >= IFNAMSIZ)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum(name[i]) && name[i] != '_' && name[i] != '-')
+			return false;
+	return true;
+}
+
+/* A software adapter serving no netdev, with every offload on, listed. */
+static struct cxe_adapter *cxe_adapter_new(const char *name)
+{
+	struct cxe_adapter *a;
+
+	if (!cxe_adapter_name_ok(name)) {
+		pr_err("adapter name '%s': 1..%d characters of A-Z a-z 0-9 _ -\n",
+		       name, IFNAMSIZ - 1);
+		return ERR_PTR(-EINVAL);
+	}
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return ERR_PTR(-ENOMEM);
+	strscpy(a->name, name, sizeof(a->name));
+	a->ops = &cxe_soft_ops;
+	a->ddp = true;
+	a->iso = true;
+	config_group_init_type_name(&a->group, a->name, &cxe_adapter_type);
+	spin_lock_bh(&cxe_adapters_lock);
+	list_add_tail(&a->node, &cxe_adapters);
+	spin_unlock_bh(&cxe_adapters_lock);
+	return a;
+}
+
+static void cxe_adapter_unlist(struct cxe_adapter *a)
+{
+	spin_lock_bh(&cxe_adapters_lock);
+	list_del(&a->node);
+	spin_unlock_bh(&cxe_adapters_lock);
+}
+
+/* mkdir adapters/<name> */
+static struct config_group *cxe_adapters_make(struct config_group *group,
+					      const char *name)
+{
+	struct cxe_adapter *a = cxe_adapter_new(name);
+
+	if (IS_ERR(a))
+		return ERR_CAST(a);
+	pr_info("adapter %s created (software, serving no netdev until bound)\n", name);
+	return &a->group;
+}
+
+/* rmdir adapters/<name>: no new connections; live ones keep a reference */
+static void cxe_adapters_drop(struct config_group *group, struct config_item *item)
+{
+	struct cxe_adapter *a = to_adapter(item);
+
+	cxe_adapter_unlist(a);
+	pr_info("adapter %s removed\n", a->name);
+	config_item_put(item);
+}
+
+static struct configfs_group_operations cxe_adapters_group_ops = {
+	.make_group	= cxe_adapters_make,
+	.drop_item	= cxe_adapters_drop,
 };
 
 static const struct config_item_type cxe_adapters_type = {
+	.ct_group_ops	= &cxe_adapters_group_ops,
+	.ct_owner	= THIS_MODULE,
+};
+
+static const struct config_item_type cxe_root_type = {
+	.ct_attrs	= cxe_root_attrs,
+	.ct_bin_attrs	= cxe_root_bin_attrs,
 	.ct_owner	= THIS_MODULE,
 };
 
@@ -165,23 +401,39 @@ int cxe_configfs_init(void)
 {
 	int ret;
 
+	cxe_soft0 = cxe_adapter_new("soft0");
+	if (IS_ERR(cxe_soft0))
+		return PTR_ERR(cxe_soft0);
+	ret = cxe_adapter_bind(cxe_soft0, soft0_netdev);
+	if (ret)
+		goto err_soft0;
+
 	config_group_init(&cxe_subsys.su_group);
 	mutex_init(&cxe_subsys.su_mutex);
-
 	config_group_init_type_name(&cxe_adapters_group, "adapters",
 				    &cxe_adapters_type);
 	configfs_add_default_group(&cxe_adapters_group, &cxe_subsys.su_group);
-	config_group_init_type_name(&cxe_soft0_group, cxe_soft0.name,
-				    &cxe_adapter_type);
-	configfs_add_default_group(&cxe_soft0_group, &cxe_adapters_group);
+	configfs_add_default_group(&cxe_soft0->group, &cxe_adapters_group);
 
 	ret = configfs_register_subsystem(&cxe_subsys);
-	if (ret)
+	if (ret) {
 		pr_err("configfs_register_subsystem: %d\n", ret);
+		goto err_soft0;
+	}
+	return 0;
+
+err_soft0:
+	cxe_adapter_unlist(cxe_soft0);
+	cxe_adapter_put(cxe_soft0);
 	return ret;
 }
 
+/* Unload: no connection is left (each pins the module), nor an adapter
+ * made with mkdir (configfs pins the module while its directory exists).
+ */
 void cxe_configfs_exit(void)
 {
 	configfs_unregister_subsystem(&cxe_subsys);
+	cxe_adapter_unlist(cxe_soft0);
+	cxe_adapter_put(cxe_soft0);
 }

@@ -9,6 +9,7 @@
 #ifndef CXGBIT_EXT_H
 #define CXGBIT_EXT_H
 
+#include <linux/configfs.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/socket.h>
@@ -26,6 +27,7 @@ struct iscsi_np;
 struct iscsit_conn;
 struct iscsit_cmd;
 struct socket;
+struct sock;
 struct scatterlist;
 
 /* Per-adapter counters, also summed from its connections */
@@ -49,19 +51,26 @@ enum cxe_stat {
 extern const char *const cxe_stat_names[CXE_STAT_MAX];
 
 /*
- * The software adapter: honours the adapter contract with the kernel's TCP
- * stack on any netdev. One exists from module load, serving every netdev
- * ("*") unless bound to one by name.
+ * An adapter: what serves offloaded connections on some netdevs. Software
+ * adapters honour the contract with the kernel's TCP stack on any netdev;
+ * soft0 exists from module load (serving every netdev unless the
+ * soft0_netdev parameter says otherwise), more are made with mkdir in
+ * adapters/. The configfs item's reference count is the adapter's: each
+ * connection holds one, so an adapter removed with rmdir lives on until
+ * its last connection ends.
  */
 struct cxe_adapter {
-	const char		*name;
+	struct config_group	group;
+	struct list_head	node;		/* cxe_adapters */
+	char			name[IFNAMSIZ];
 	const struct cxe_adapter_ops *ops;
-	spinlock_t		lock;		/* netdev */
-	char			netdev[IFNAMSIZ];	/* "*" = all */
+	/* cxe_adapters_lock: which netdev, "*" = all, "" = none */
+	char			netdev[IFNAMSIZ];
+	/* toggles, read when a connection starts (READ_ONCE) */
+	bool			ddp;
+	bool			iso;
 	atomic64_t		stats[CXE_STAT_MAX];
 };
-
-extern struct cxe_adapter cxe_soft0;
 
 static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
 {
@@ -78,6 +87,8 @@ struct cxe_conn {
 	struct sockaddr_storage	local;
 	bool			hdigest;
 	bool			ddigest;
+	bool			ddp;		/* the adapter's toggles at accept */
+	bool			iso;
 	void			*priv;		/* the adapter's own state */
 	atomic64_t		stats[CXE_STAT_MAX];
 };
@@ -97,24 +108,27 @@ struct cxe_np {
 	struct kref		kref;
 	struct list_head	node;		/* cxe_nps, RCU */
 	struct iscsi_np		*np;
-	struct cxe_adapter	*adapter;
+	const struct cxe_adapter_ops *ops;	/* the backend that listens */
 	struct net		*net;
 	struct sockaddr_storage	addr;
 	struct socket		*listener;
 };
 
+/* configfs.c: the control interface, which also keeps the adapters */
 int cxe_configfs_init(void);
 void cxe_configfs_exit(void);
+bool cxe_adapter_steer(const struct net_device *dev);
+struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk);
+void cxe_adapter_put(struct cxe_adapter *a);
 
 /* soft.c */
 extern const struct cxe_adapter_ops cxe_soft_ops;
-bool cxe_adapter_owns_dev(struct cxe_adapter *a, const struct net_device *dev);
 extern struct list_head cxe_nps;
 extern spinlock_t cxe_nps_lock;
 
 /* transport.c */
 extern struct iscsit_transport cxe_transport;
 ssize_t cxe_np_show_all(char *buf);
-ssize_t cxe_conn_show_all(char *buf);
+ssize_t cxe_conn_show_all(char *buf, size_t size);
 
 #endif /* CXGBIT_EXT_H */

@@ -46,25 +46,6 @@
 LIST_HEAD(cxe_nps);
 DEFINE_SPINLOCK(cxe_nps_lock);
 
-struct cxe_adapter cxe_soft0 = {
-	.name		= "soft0",
-	.ops		= &cxe_soft_ops,
-	.lock		= __SPIN_LOCK_UNLOCKED(cxe_soft0.lock),
-	.netdev		= "*",
-};
-
-bool cxe_adapter_owns_dev(struct cxe_adapter *a, const struct net_device *dev)
-{
-	bool owns;
-
-	if (!dev)
-		return false;
-	spin_lock_bh(&a->lock);
-	owns = !strcmp(a->netdev, "*") || !strcmp(a->netdev, dev->name);
-	spin_unlock_bh(&a->lock);
-	return owns;
-}
-
 static bool cxe_np_matches(const struct cxe_np *cnp, __be32 daddr, __be16 dport)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&cnp->addr;
@@ -93,17 +74,17 @@ static unsigned int cxe_steer_syn(void *priv, struct sk_buff *skb,
 		struct sock *sk;
 
 		if (!net_eq(cnp->net, state->net) ||
-		    !cxe_np_matches(cnp, iph->daddr, th->dest) ||
-		    !cxe_adapter_owns_dev(cnp->adapter, state->in))
+		    !cxe_np_matches(cnp, iph->daddr, th->dest))
 			continue;
+		/* the portal is offloaded; is the netdev served (and counted)? */
 		sk = cnp->listener->sk;
-		if (!refcount_inc_not_zero(&sk->sk_refcnt))
+		if (!cxe_adapter_steer(state->in) ||
+		    !refcount_inc_not_zero(&sk->sk_refcnt))
 			break;
 		/* as nf_tproxy_assign_sock(): the stack delivers to sk */
 		skb_orphan(skb);
 		skb->sk = sk;
 		skb->destructor = sock_edemux;
-		cxe_stat_add(cnp->adapter, CXE_STAT_SYN_STEERED, 1);
 		break;
 	}
 	rcu_read_unlock();
@@ -240,8 +221,10 @@ struct cxe_ddp_slot {
 
 struct cxe_soft_conn {
 	struct socket		*sock;
-	spinlock_t		ddp_lock;	/* ddp[] */
+	spinlock_t		ddp_lock;	/* ddp[], noddp_gen */
 	struct cxe_ddp_slot	*ddp;		/* CXE_DDP_SLOTS */
+	u32			noddp_gen;	/* TTTs of R2Ts without a slot */
+	u8			*bounce;	/* a page, when ddp is off */
 };
 
 static struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
@@ -249,23 +232,56 @@ static struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 	return c->priv;
 }
 
+/*
+ * The next connection, and the adapter serving the netdev it came in on
+ * (the SYN was steered here because one did; if it has been unbound or
+ * removed since, the connection is closed and the initiator retries, to
+ * the stock listener).
+ */
+static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
+			       struct cxe_adapter **ap)
+{
+	int ret;
+
+	for (;;) {
+		ret = kernel_accept(cnp->listener, sockp, 0);
+		if (ret < 0)
+			return ret;
+		*ap = cxe_adapter_get_for_sk((*sockp)->sk);
+		if (*ap)
+			return 0;
+		pr_warn_ratelimited("portal %pISpc: no adapter serves the netdev of a new connection any more: closed\n",
+				    &cnp->addr);
+		sock_release(*sockp);
+	}
+}
+
 static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 {
 	struct cxe_soft_conn *sc;
+	struct cxe_adapter *a;
 	struct socket *sock;
 	int ret;
 
-	ret = kernel_accept(cnp->listener, &sock, 0);
-	if (ret < 0)
+	ret = cxe_soft_accept_one(cnp, &sock, &a);
+	if (ret)
 		return ret;
+	c->ddp = READ_ONCE(a->ddp);
+	c->iso = READ_ONCE(a->iso);
 	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
 	if (sc)
 		sc->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*sc->ddp), GFP_KERNEL);
-	if (!sc || !sc->ddp) {
+	if (sc && sc->ddp && !c->ddp)
+		sc->bounce = (u8 *)__get_free_page(GFP_KERNEL);
+	if (!sc || !sc->ddp || (!c->ddp && !sc->bounce)) {
+		if (sc)
+			kvfree(sc->ddp);
 		kfree(sc);
 		sock_release(sock);
+		cxe_adapter_put(a);
 		return -ENOMEM;
 	}
+	c->adapter = a;
 	sc->sock = sock;
 	spin_lock_init(&sc->ddp_lock);
 	tcp_sock_set_nodelay(sock->sk);
@@ -284,6 +300,7 @@ static void cxe_soft_conn_release(struct cxe_conn *c)
 	if (!sc)
 		return;
 	kvfree(sc->ddp);
+	free_page((unsigned long)sc->bounce);
 	kfree(sc);
 	c->priv = NULL;
 }
@@ -467,6 +484,30 @@ static int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr)
 	return 0;
 }
 
+/*
+ * DDP off: the data segment comes through a bounce page and is copied into
+ * the command's pages, as an adapter without placement would do it.
+ */
+static int cxe_recv_copy(struct cxe_conn *c, const struct cxe_data *dst,
+			 u32 len, u32 *crc)
+{
+	u8 *bounce = cxe_soft(c)->bounce;
+	u32 done, n;
+	int ret;
+
+	for (done = 0; done < len; done += n) {
+		n = min_t(u32, len - done, PAGE_SIZE);
+		ret = cxe_recv_crc(c, bounce, n, crc);
+		if (ret)
+			return ret;
+		if (sg_pcopy_from_buffer(dst->sgl, dst->nents, bounce, n,
+					 dst->offset + done) != n)
+			return -EINVAL;
+	}
+	cxe_cstat(c, CXE_STAT_BYTES_COPIED, len);
+	return 0;
+}
+
 static int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 			      u32 dlen, bool *bad)
 {
@@ -476,7 +517,9 @@ static int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 	int ret = 0;
 
 	*bad = false;
-	if (have && dst->sgl) {
+	if (have && dst->sgl && !c->ddp) {
+		ret = cxe_recv_copy(c, dst, have, pcrc);
+	} else if (have && dst->sgl) {
 		ret = cxe_sg_walk(c, dst->sgl, dst->nents, dst->offset, have,
 				  pcrc, false, cxe_sg_recv_fn);
 		if (!ret)
@@ -596,7 +639,7 @@ static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, const void *owner, u32 itt,
 	u32 i;
 
 	spin_lock_bh(&sc->ddp_lock);
-	for (i = 0; i < CXE_DDP_SLOTS; i++) {
+	for (i = 0; c->ddp && i < CXE_DDP_SLOTS; i++) {
 		struct cxe_ddp_slot *s = &sc->ddp[i];
 
 		if (s->owner)
@@ -609,9 +652,13 @@ static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, const void *owner, u32 itt,
 		spin_unlock_bh(&sc->ddp_lock);
 		return cxe_ddp_tag(i, s->gen);
 	}
+	/* no placement for this R2T: a distinct TTT LIO alone checks */
+	sc->noddp_gen = cxe_ddp_next_gen(sc->noddp_gen, CXE_NODDP_IDX);
+	i = cxe_ddp_tag(CXE_NODDP_IDX, sc->noddp_gen);
 	spin_unlock_bh(&sc->ddp_lock);
-	pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n", &c->peer, CXE_DDP_SLOTS);
-	return cxe_ddp_tag(CXE_NODDP_IDX, 0);
+	if (c->ddp)
+		pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n", &c->peer, CXE_DDP_SLOTS);
+	return i;
 }
 
 /*

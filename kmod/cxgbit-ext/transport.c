@@ -63,10 +63,11 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 		return -ENOMEM;
 	kref_init(&cnp->kref);
 	cnp->np = np;
-	cnp->adapter = &cxe_soft0;
+	/* every software adapter serves the portal through one listener */
+	cnp->ops = &cxe_soft_ops;
 	memcpy(&cnp->addr, addr, sizeof(cnp->addr));
 
-	ret = cnp->adapter->ops->listen(cnp);
+	ret = cnp->ops->listen(cnp);
 	if (ret) {
 		kfree(cnp);
 		return ret;
@@ -74,8 +75,7 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	np->np_context = cnp;
 	/* LIO matches portals (and answers SendTargets) by np_sockaddr */
 	memcpy(&np->np_sockaddr, addr, sizeof(np->np_sockaddr));
-	pr_info("offload portal %pISpc set up on adapter %s\n", addr,
-		cnp->adapter->name);
+	pr_info("offload portal %pISpc set up\n", addr);
 	return 0;
 }
 
@@ -89,9 +89,11 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	if (!c)
 		return -ENOMEM;
 	c->conn = conn;
-	c->adapter = cnp->adapter;
-	/* interrupted by LIO's SIGINT when the portal thread resets or stops */
-	ret = c->adapter->ops->accept(cnp, c);
+	/*
+	 * Sets c->adapter (with a reference) and its toggles. Interrupted by
+	 * LIO's SIGINT when the portal thread resets or stops.
+	 */
+	ret = cnp->ops->accept(cnp, c);
 	if (ret) {
 		kfree(c);
 		return ret;
@@ -121,7 +123,7 @@ static void cxe_free_np(struct iscsi_np *np)
 {
 	struct cxe_np *cnp = np->np_context;
 
-	cnp->adapter->ops->unlisten(cnp);
+	cnp->ops->unlisten(cnp);
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;
 	kref_put(&cnp->kref, cxe_np_release);
@@ -140,23 +142,54 @@ ssize_t cxe_np_show_all(char *buf)
 	return len;
 }
 
-ssize_t cxe_conn_show_all(char *buf)
+#define CXE_CONN_LINE	320	/* two addresses, offloads and counters */
+
+static int cxe_conn_line(const struct cxe_conn *c, char *line)
 {
+	return scnprintf(line, CXE_CONN_LINE,
+			 "%pISpc %pISpc adapter=%s hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld\n",
+			 &c->peer, &c->local, c->adapter->name, c->hdigest,
+			 c->ddigest, c->ddp, c->iso,
+			 atomic64_read(&c->stats[CXE_STAT_PDUS_RX]),
+			 atomic64_read(&c->stats[CXE_STAT_PDUS_TX]),
+			 atomic64_read(&c->stats[CXE_STAT_BYTES_PLACED]),
+			 atomic64_read(&c->stats[CXE_STAT_BYTES_COPIED]));
+}
+
+/*
+ * The connections file, one line per connection. With buf NULL: the size
+ * to allocate, with room for counters that grow meanwhile. Otherwise the
+ * whole lines that fit in size bytes (a connection made since is left for
+ * the next read); configfs hands out all size bytes, so what is left over
+ * becomes trailing spaces on the last line, never uninitialised memory.
+ */
+ssize_t cxe_conn_show_all(char *buf, size_t size)
+{
+	char line[CXE_CONN_LINE];
 	struct cxe_conn *c;
-	ssize_t len = 0;
+	size_t len = 0, lines = 0;
+	int n;
 
 	spin_lock(&cxe_conns_lock);
-	list_for_each_entry(c, &cxe_conns, node)
-		len += scnprintf(buf + len, PAGE_SIZE - len,
-				 "%pISpc %pISpc adapter=%s hdigest=%d ddigest=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld\n",
-				 &c->peer, &c->local, c->adapter->name,
-				 c->hdigest, c->ddigest,
-				 atomic64_read(&c->stats[CXE_STAT_PDUS_RX]),
-				 atomic64_read(&c->stats[CXE_STAT_PDUS_TX]),
-				 atomic64_read(&c->stats[CXE_STAT_BYTES_PLACED]),
-				 atomic64_read(&c->stats[CXE_STAT_BYTES_COPIED]));
+	list_for_each_entry(c, &cxe_conns, node) {
+		n = cxe_conn_line(c, line);
+		if (buf && len + n > size)
+			break;
+		if (buf)
+			memcpy(buf + len, line, n);
+		len += n;
+		lines++;
+	}
 	spin_unlock(&cxe_conns_lock);
-	return len;
+	if (!buf)
+		return len + lines * 32;
+	if (len < size) {
+		memset(buf + len, ' ', size - len);
+		if (len)
+			buf[len - 1] = ' ';
+		buf[size - 1] = '\n';
+	}
+	return size;
 }
 
 static void cxe_free_conn(struct iscsit_conn *conn)
@@ -170,6 +203,7 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	spin_unlock(&cxe_conns_lock);
 	conn->context = NULL;
 	c->adapter->ops->conn_release(c);
+	cxe_adapter_put(c->adapter);
 	kfree(c);
 	module_put(THIS_MODULE);
 }
@@ -327,7 +361,7 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 	int ret;
 
 	/* the planner's model: ERL 0, PDUs and sequences in order */
-	if (datain && !datain->offset && !dr->recovery && !dr->dr_complete &&
+	if (datain && c->iso && !datain->offset && !dr->recovery && !dr->dr_complete &&
 	    cmd->se_cmd.data_length > datain->length && !so->ErrorRecoveryLevel &&
 	    so->DataSequenceInOrder && so->DataPDUInOrder)
 		return cxe_send_datain_bursts(c, cmd, dr, datain->length);

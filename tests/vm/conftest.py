@@ -126,10 +126,20 @@ def offloaded_target(ko: Path, topo_: Topology) -> Iterator[None]:
         iscsiadm.delete_nodes()
         topology.delete(topo_.iqn)
         deadline = time.monotonic() + 15
-        while (CFS / "connections").read_text() and time.monotonic() < deadline:
+        while connection_lines() and time.monotonic() < deadline:
             time.sleep(0.1)
         p = subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True, text=True)
         assert p.returncode == 0, f"cxgbit_ext did not unload: {p.stderr}"
+
+
+def connection_lines() -> list[str]:
+    """Lines of the connections file (the kernel pads the last with spaces)."""
+    return [ln for ln in (CFS / "connections").read_text().splitlines() if ln.strip()]
+
+
+def offloaded_peers() -> list[str]:
+    """The initiator side (ip:port) of each offloaded connection."""
+    return [ln.split()[0] for ln in connection_lines()]
 
 
 def soft0_counters() -> dict[str, int]:

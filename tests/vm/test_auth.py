@@ -16,17 +16,13 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, offloaded_target
+from .conftest import PDU_INITIATOR, offloaded_peers, offloaded_target
 
 IQN = "iqn.2026-11.org.cxgbit-ext:auth"
 OFF, STOCK = topo.LINKS  # soft0 serves tgt0; tgt1 stays stock TCP
 USER, SECRET = "cxe-user", "s3cret-0123ab"  # 13 characters
 MUSER, MSECRET = "cxe-target", "tgt-s3cret-987"
 DISCOVERY = Path("/sys/kernel/config/target/iscsi/discovery_auth")
-
-
-def offloaded_peers() -> list[str]:
-    return [ln.split()[0] for ln in (CFS / "connections").read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")

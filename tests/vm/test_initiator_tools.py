@@ -14,7 +14,7 @@ from cxgbit_ext import topology
 from iscsi_initiator import cli, iscsiadm
 from testbed import topo
 
-from .conftest import CFS, offloaded_target
+from .conftest import connection_lines, offloaded_target
 
 IQNS = [f"iqn.2026-11.org.cxgbit-ext:many{i}" for i in range(3)]
 OFF = topo.LINKS[0]
@@ -51,7 +51,7 @@ def test_login_every_target_with_two_sessions_through_an_iface(three_targets: No
     ifaces = {Path(f"/sys/class/iscsi_session/session{s.sid}/ifacename").read_text().strip() for s in sess}
     assert ifaces == {"cxe0"}
     # all six connections are served by the adapter
-    assert len((CFS / "connections").read_text().splitlines()) == 6
+    assert len(connection_lines()) == 6
     assert cli.main(["logout"]) == 0
     assert iscsiadm.sessions() == []
 

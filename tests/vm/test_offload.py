@@ -9,9 +9,13 @@ show the PDUs and the bytes placed straight into command pages.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import subprocess
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,15 +25,11 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, offloaded_target, set_offload, soft0_counters
+from .conftest import CFS, PDU_INITIATOR, offloaded_peers, offloaded_target, set_offload, soft0_counters
 
 IQN = "iqn.2026-11.org.cxgbit-ext:offload"
 OFF, STOCK = topo.LINKS  # tgt0 served by soft0, tgt1 not
 BLOCK = 512
-
-
-def offloaded_peers() -> list[str]:
-    return [ln.split()[0] for ln in (CFS / "connections").read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +107,49 @@ def test_open_iscsi_fio_verify_offloaded(offload_target: None) -> None:
     print(f"receive aggregation: {pdus} PDUs in {waits} wake-ups ({pdus / waits:.2f} per wake-up)")
     assert pdus > waits
     iscsiadm.logout(IQN, portal)
+
+
+SG_SCSI_RESET = 0x2284  # <scsi/sg.h>
+SG_SCSI_RESET_DEVICE = 1  # the SCSI midlayer sends a LOGICAL UNIT RESET TMF
+
+
+def lu_resets() -> int:
+    """LIO's count of LUN resets, over every device (statistics/scsi_lu)."""
+    return sum(int(p.read_text()) for p in Path("/sys/kernel/config/target/core").glob("*/*/statistics/scsi_lu/resets"))
+
+
+def inflight(dev: str) -> int:
+    return sum(int(n) for n in Path(f"/sys/block/{Path(dev).name}/inflight").read_text().split())
+
+
+def test_lun_reset_under_io_offloaded(offload_target: None) -> None:
+    """A LUN reset while fio writes at QD32: LIO performs it, the SCSI
+    midlayer retries what was aborted, fio verifies every block, and the
+    session stays offloaded."""
+    portal = f"{OFF.tgt_ip}:3260"
+    iscsiadm.discover(portal)
+    iscsiadm.login(IQN, portal)
+    try:
+        dev = iscsiadm.session_disks(IQN, expect=2)[0]
+        (peer,) = [p for p in offloaded_peers() if p.startswith(f"{OFF.ini_ip}:")]
+        before = lu_resets()
+        with ThreadPoolExecutor(1) as pool:
+            job = pool.submit(fio.write_verify, dev, "48M", "64k")
+            deadline = time.monotonic() + 60
+            while not inflight(dev) and time.monotonic() < deadline and not job.done():
+                time.sleep(0.05)
+            assert inflight(dev), "fio never had I/O in flight"
+            fd = os.open(dev, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                fcntl.ioctl(fd, SG_SCSI_RESET, struct.pack("i", SG_SCSI_RESET_DEVICE))
+            finally:
+                os.close(fd)
+            (res,) = job.result()
+        assert res.write_bytes == 48 * topology.MiB
+        assert lu_resets() == before + 1
+        assert peer in offloaded_peers()  # the same connection, still offloaded
+    finally:
+        iscsiadm.logout(IQN, portal)
 
 
 def test_offload_off_returns_portal_to_stock(offload_target: None) -> None:

@@ -21,7 +21,7 @@ from iscsi_initiator.pdu import scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, offloaded_target, set_offload
+from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, set_offload
 
 IQN = "iqn.2026-11.org.cxgbit-ext:robust"
 OFF = topo.LINKS[0]
@@ -29,7 +29,7 @@ BLOCK = 512
 
 
 def offloaded() -> int:
-    return len((CFS / "connections").read_text().splitlines())
+    return len(connection_lines())
 
 
 def wait_for(pred, timeout: float = 15) -> bool:
