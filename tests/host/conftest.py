@@ -2,21 +2,164 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+CAPS = "hcrc dcrc ddp iso rxagg"
+COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied")
 
 
-def make_tree(tmp_path: Path, *, version: str, netdev: str, counters: str, portals: str, connections: str) -> Path:
+def make_tree(
+    tmp_path: Path, *, version: str, netdev: str, counters: str, portals: str, connections: str, toggles: bool = True
+) -> Path:
     """A copy of /sys/kernel/config/cxgbit_ext as the module lays it out,
-    with one software adapter soft0 (the host cannot load the module)."""
+    with one software adapter soft0 (the host cannot load the module).
+    ``toggles=False`` lays it out as a module older than the ddp/iso switches."""
     root = tmp_path / "cxgbit_ext"
     soft0 = root / "adapters" / "soft0"
     soft0.mkdir(parents=True)
     (soft0 / "type").write_text("soft\n")
     (soft0 / "netdev").write_text(netdev + "\n")
-    (soft0 / "caps").write_text("hcrc dcrc ddp iso rxagg\n")
+    (soft0 / "caps").write_text(CAPS + "\n")
     (soft0 / "counters").write_text(counters)
+    if toggles:
+        (soft0 / "ddp").write_text("1\n")
+        (soft0 / "iso").write_text("1\n")
     (root / "version").write_text(version + "\n")
     (root / "transport").write_text("cxgbit_ext\n")
     (root / "portals").write_text(portals)
     (root / "connections").write_text(connections)
     return root
+
+
+class FakeKernel:
+    """What the module does, in configfs, on mkdir/rmdir under adapters/
+    and on writes to an adapter's files, for a make_tree() copy: a new
+    adapter gets its files, soft0 cannot be removed (EPERM), a netdev
+    another adapter serves is refused (EBUSY), toggles take kstrtobool
+    values and read back as 0/1. ``refuse`` makes the kernel refuse a
+    write, mkdir or rmdir of a path relative to the root ("adapters/x/ddp",
+    or "rmdir adapters/x" for one operation only) with an errno, as a
+    kernel-side failure mid-way would. ``old=True`` is a module that
+    cannot make adapters (configfs says EPERM to mkdir)."""
+
+    NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
+
+    def __init__(self, root: Path, old: bool = False) -> None:
+        self.root = root
+        self.old = old
+        self.refuse: dict[str, int] = {}
+        self._mkdir = Path.mkdir
+        self._rmdir = Path.rmdir
+        self._write_text = Path.write_text
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeKernel:
+        kernel = self
+
+        def mkdir(path: Path, *args: Any, **kwargs: Any) -> None:
+            if not kernel.ours(path):
+                return kernel._mkdir(path, *args, **kwargs)
+            return kernel.mkdir(path)
+
+        def rmdir(path: Path) -> None:
+            if not kernel.ours(path):
+                return kernel._rmdir(path)
+            return kernel.rmdir(path)
+
+        def write_text(path: Path, data: str, *args: Any, **kwargs: Any) -> int:
+            if not kernel.ours(path.parent):
+                return kernel._write_text(path, data, *args, **kwargs)
+            return kernel.store(path, data)
+
+        monkeypatch.setattr(Path, "mkdir", mkdir)
+        monkeypatch.setattr(Path, "rmdir", rmdir)
+        monkeypatch.setattr(Path, "write_text", write_text)
+        return self
+
+    def ours(self, path: Path) -> bool:
+        """An adapter directory of this tree."""
+        return path.parent == self.root / "adapters"
+
+    def _fail(self, path: Path, op: str) -> None:
+        rel = str(path.relative_to(self.root))
+        err = self.refuse.get(f"{op} {rel}") or self.refuse.get(rel)
+        if err:
+            raise OSError(err, os.strerror(err), str(path))
+
+    def mkdir(self, path: Path) -> None:
+        self._fail(path, "mkdir")
+        if self.old:
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM), str(path))
+        if path.exists():
+            raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
+        if not self.NAME.fullmatch(path.name):
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(path))
+        self._mkdir(path)
+        for name, text in (("type", "soft"), ("netdev", ""), ("caps", CAPS), ("ddp", "1"), ("iso", "1"),
+                           ("counters", "\n".join(f"{c} 0" for c in COUNTERS))):  # fmt: skip
+            self._write_text(path / name, text + "\n")
+
+    def rmdir(self, path: Path) -> None:
+        self._fail(path, "rmdir")
+        if path.name == "soft0":
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM), str(path))
+        for f in path.iterdir():
+            f.unlink()
+        self._rmdir(path)
+
+    def store(self, path: Path, data: str) -> int:
+        self._fail(path, "write")
+        value = data.strip()
+        if path.name == "netdev":
+            if len(value) > 15 or "/" in value or " " in value:
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(path))
+            for other in (self.root / "adapters").iterdir():
+                if other != path.parent and value and (other / "netdev").read_text().strip() == value:
+                    raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), str(path))
+            self._write_text(path, value + "\n")
+        elif path.name in ("ddp", "iso"):
+            # kstrtobool: the first character decides (and "on"/"off")
+            v = value.lower()
+            if v[:1] in ("1", "y", "t") or v == "on":
+                self._write_text(path, "1\n")
+            elif v[:1] in ("0", "n", "f") or v == "off":
+                self._write_text(path, "0\n")
+            else:
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(path))
+        else:  # type, caps, counters are read-only
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return len(data)
+
+
+@pytest.fixture
+def kernel_for(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeKernel]:
+    """kernel_for(root, old=False): a FakeKernel serving root for this test."""
+
+    def make(root: Path, old: bool = False) -> FakeKernel:
+        return FakeKernel(root, old).install(monkeypatch)
+
+    return make
+
+
+# The target host's netdevs, as the VM topology has them (the host tests
+# cannot make netdevs; control.netdevs() asks this namespace).
+NETNS = frozenset({"lo", "tgt0", "tgt1"})
+
+
+@pytest.fixture
+def netns(monkeypatch: pytest.MonkeyPatch) -> frozenset[str]:
+    from cxgbit_ext import control
+
+    monkeypatch.setattr(control, "netdevs", lambda: set(NETNS))
+    return NETNS
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every adapter file and its content: 'nothing changed' means this is equal."""
+    return {str(f.relative_to(root)): f.read_text() for f in sorted((root / "adapters").glob("*/*"))}

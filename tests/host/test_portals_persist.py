@@ -6,6 +6,7 @@ VM suite runs the same code against the real module and LIO.
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -14,17 +15,22 @@ import pytest
 from cxgbit_ext import cli, persist, portals
 from cxgbit_ext.control import FORMAT, Control, CxgbitExtError
 
-from .conftest import make_tree
+from .conftest import FakeKernel, make_tree, snapshot
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    return make_tree(
+def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
+    return kernel_for(make_tree(
         tmp_path, version="0.2.0", netdev="tgt0",
         counters="connections 0\npdus_rx 0\npdus_tx 0\nbytes_placed 0\n",
         portals="198.18.0.1:3260\n198.18.1.1:3260\n0.0.0.0:3261\n10.9.9.9:3260\n",
         connections="",
-    )  # fmt: skip
+    ))  # fmt: skip
+
+
+@pytest.fixture
+def tree(kernel: FakeKernel) -> Path:
+    return kernel.root
 
 
 ADDRS = {"198.18.0.1": "tgt0", "198.18.1.1": "tgt1", "127.0.0.1": "lo"}
@@ -57,58 +63,145 @@ def test_addr_netdevs_sees_loopback() -> None:
     assert portals.addr_netdevs().get("127.0.0.1") == "lo"
 
 
-def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_portal_caps_leave_out_what_every_serving_adapter_has_switched_off(tree: Path, netns) -> None:
+    ctl = Control(tree)
+    ctl.create_adapter("soft1", "tgt1")
+    ctl.set_toggle("soft0", "ddp", False)
+    assert portals.state(ctl, "198.18.0.1", 3260, True, ADDRS).summary() == "offload: soft0 hcrc+dcrc+iso+rxagg"
+    # a wildcard portal is served by both: ddp is still on for logins over tgt1
+    s = portals.state(ctl, "0.0.0.0", 3261, True, ADDRS)
+    assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso+rxagg on tgt0, tgt1"
+    ctl.set_toggle("soft1", "ddp", False)
+    assert portals.state(ctl, "0.0.0.0", 3261, True, ADDRS).caps == ("hcrc", "dcrc", "iso", "rxagg")
+
+
+def test_a_netdev_bound_by_name_goes_to_that_adapter_before_one_serving_all(tree: Path, netns) -> None:
+    ctl = Control(tree)
+    ctl.set_netdev("soft0", "*")
+    ctl.create_adapter("soft1", "tgt1")
+    ctl.set_toggle("soft1", "iso", "0")
+    assert portals.state(ctl, "198.18.1.1", 3260, True, ADDRS).summary() == "offload: soft1 hcrc+dcrc+ddp+rxagg"
+    assert portals.state(ctl, "198.18.0.1", 3260, True, ADDRS).summary() == "offload: soft0 hcrc+dcrc+ddp+iso+rxagg"
+
+
+def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, netns, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "etc/cxgbit-ext.json"
     ctl = Control(tree)
-    ctl.set_netdev("soft0", "lo")
+    ctl.create_adapter("soft1", "tgt1")
+    ctl.set_toggle("soft1", "ddp", False)
     assert cli.main(["--configfs", str(tree), "save", "--file", str(f)]) == 0
     saved = json.loads(f.read_text())
-    assert saved["format"] == FORMAT and saved["adapters"] == [{"name": "soft0", "netdev": "lo"}]
+    assert saved["format"] == FORMAT == 2
+    assert saved["adapters"] == [
+        {"name": "soft0", "type": "soft", "netdev": "tgt0", "ddp": True, "iso": True},
+        {"name": "soft1", "type": "soft", "netdev": "tgt1", "ddp": False, "iso": True},
+    ]
     assert f.stat().st_mode & 0o777 == 0o600
+    # what a module reload leaves: soft0 alone, serving every netdev
+    ctl.delete_adapter("soft1")
     ctl.set_netdev("soft0", "*")
+    ctl.set_toggle("soft0", "iso", False)
     assert cli.main(["--configfs", str(tree), "restore", "--file", str(f)]) == 0
-    assert ctl.dump() == {"format": FORMAT, "adapters": [{"name": "soft0", "netdev": "lo"}]}
+    assert ctl.dump() == {"format": FORMAT, "adapters": saved["adapters"]}
     assert "restored cxgbit-ext settings" in capsys.readouterr().out
 
 
+def test_restore_moves_netdevs_between_adapters(tree: Path, netns) -> None:
+    """soft0 and soft1 swap netdevs: no step may have both on one (the kernel says EBUSY)."""
+    ctl = Control(tree)
+    ctl.create_adapter("soft1", "tgt1")
+    swapped = {"format": 2, "adapters": [
+        {"name": "soft0", "type": "soft", "netdev": "tgt1", "ddp": True, "iso": True},
+        {"name": "soft1", "type": "soft", "netdev": "tgt0", "ddp": True, "iso": False},
+    ]}  # fmt: skip
+    ctl.setup(swapped)
+    assert ctl.dump() == swapped
+
+
+def test_format_1_files_restore_with_every_offload_on(tree: Path, tmp_path: Path, netns) -> None:
+    ctl = Control(tree)
+    ctl.set_toggles("soft0", {"ddp": False, "iso": False})
+    f = tmp_path / "old.json"
+    f.write_text(json.dumps({"format": 1, "adapters": [{"name": "soft0", "netdev": "lo"},
+                                                       {"name": "soft1", "netdev": "tgt1"}]}))  # fmt: skip
+    persist.restore(ctl, f)
+    assert ctl.dump()["adapters"] == [
+        {"name": "soft0", "type": "soft", "netdev": "lo", "ddp": True, "iso": True},
+        {"name": "soft1", "type": "soft", "netdev": "tgt1", "ddp": True, "iso": True},
+    ]
+
+
+def _entry(**kw: object) -> dict[str, object]:
+    return {"name": "soft0", "type": "soft", "netdev": "lo", "ddp": True, "iso": True, **kw}
+
+
 @pytest.mark.parametrize(
-    ("content", "message"),
+    ("config", "message"),
     [
         ("{not json", "bad JSON"),
-        ('{"soft0": "lo"}', "format None is not supported"),
-        ('{"format": 0, "adapters": []}', "format 0 is not supported"),
-        ('{"format": 1, "adapters": [{"name": "soft0"}]}', "expected {'name': str, 'netdev': str}"),
-        ('{"format": 1, "adapters": [{"name": "soft0", "netdev": "lo"}, {"name": "soft0", "netdev": "lo"}]}',
+        ({"soft0": "lo"}, "format None is not supported by this version (it reads formats 1, 2)"),
+        ({"format": 0, "adapters": []}, "format 0 is not supported"),
+        ({"format": 99, "adapters": [_entry()]}, "format 99 is not supported"),
+        ({"format": True, "adapters": []}, "format True is not supported"),
+        ({"format": 2}, "configuration has no 'adapters' list"),
+        ({"format": 1, "adapters": [{"name": "soft0"}]}, "expected {'name': str, 'netdev': str}"),
+        ({"format": 1, "adapters": [{"name": "soft0", "netdev": "lo"}, {"name": "soft0", "netdev": "lo"}]},
          "named twice"),
-        ('{"format": 1, "adapters": [{"name": "soft7", "netdev": "lo"}]}', "do not exist here"),
-        ('{"format": 1, "adapters": [{"name": "soft0", "netdev": "nosuch0"}]}', "not in this network namespace"),
-        ('{"format": 1, "adapters": [{"name": "soft0", "netdev": "a/b"}]}', "not a netdev name"),
+        ({"format": 1, "adapters": [{"name": "soft0", "netdev": "nosuch0"}]}, "not in this network namespace"),
+        ({"format": 1, "adapters": [{"name": "soft0", "netdev": "a/b"}]}, "not a netdev name"),
+        ({"format": 2, "adapters": [{"name": "soft0", "netdev": "lo"}]},
+         "adapters[0].type: expected a string, got None"),
+        ({"format": 2, "adapters": [_entry(ddp="0")]}, "adapters[0].ddp: expected true or false, got '0'"),
+        ({"format": 2, "adapters": [_entry(iso=1)]}, "adapters[0].iso: expected true or false, got 1"),
+        ({"format": 2, "adapters": [_entry(dpp=False)]}, "adapters[0]: unknown key(s) ['dpp']"),
+        ({"format": 2, "adapters": [_entry(name="../soft0")]}, "'../soft0' is not an adapter name"),
+        ({"format": 2, "adapters": [_entry(), _entry(name="soft1")]},
+         "adapters soft0 and soft1 both serve netdev lo in the configuration; one adapter per netdev"),
+        ({"format": 2, "adapters": [_entry(netdev="*"), _entry(name="soft1", netdev="*")]},
+         "both serve every netdev ('*')"),
+        ({"format": 2, "adapters": [_entry(), _entry(name="bad name!", netdev="tgt1")]},
+         "'bad name!' is not a valid adapter name"),
+        ({"format": 2, "adapters": [_entry(name="t6-0", type="t6", netdev="tgt1")]},
+         "adapter t6-0 (type 't6') is not on this system, and only soft adapters can be created"),
+        ({"format": 2, "adapters": [_entry(type="t6")]}, "adapter soft0 is of type 'soft' here, 't6' in the"),
+        # soft1 serves tgt1 here and the file does not mention it: two adapters on one netdev
+        ({"format": 2, "adapters": [_entry(), _entry(name="soft2", netdev="tgt1")]},
+         "adapter soft2 would serve netdev tgt1, which adapter soft1 serves and the configuration does not "
+         "mention; unbind soft1 first"),
     ],
 )  # fmt: skip
 def test_bad_save_files_change_nothing(
-    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+    tree: Path, tmp_path: Path, netns, capsys: pytest.CaptureFixture[str], config: object, message: str
 ) -> None:
+    Control(tree).create_adapter("soft1", "tgt1")
     f = tmp_path / "bad.json"
-    f.write_text(content)
-    before = Control(tree).dump()
+    f.write_text(config if isinstance(config, str) else json.dumps(config))
+    before = snapshot(tree)
     assert cli.main(["--configfs", str(tree), "restore", "--file", str(f)]) == 1
-    assert message in capsys.readouterr().err
-    assert Control(tree).dump() == before
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert snapshot(tree) == before
 
 
-def test_setup_rolls_back_when_the_kernel_refuses_a_step(tree: Path, tmp_path: Path) -> None:
-    soft1 = tree / "adapters/soft1"
-    soft1.mkdir()
-    for name, text in (("type", "soft"), ("caps", ""), ("counters", "connections 0")):
-        (soft1 / name).write_text(text + "\n")
-    # readable, but a write fails even for root, as the kernel's -EINVAL would
-    (soft1 / "netdev").symlink_to("/proc/version")
+def test_setup_rolls_back_when_the_kernel_refuses_a_step(kernel: FakeKernel, tree: Path, netns) -> None:
     ctl = Control(tree)
-    before = {"soft0": ctl.adapter("soft0").netdev}
-    cfg = {"format": FORMAT, "adapters": [{"name": "soft0", "netdev": "lo"}, {"name": "soft1", "netdev": "lo"}]}
-    with pytest.raises(CxgbitExtError, match="cannot serve netdev"):
+    ctl.create_adapter("soft1", "tgt1")
+    before = snapshot(tree)
+    cfg = {"format": FORMAT, "adapters": [
+        {"name": "soft0", "type": "soft", "netdev": "lo", "ddp": False, "iso": True},
+        {"name": "soft1", "type": "soft", "netdev": "tgt0", "ddp": True, "iso": True},
+        {"name": "soft2", "type": "soft", "netdev": "tgt1", "ddp": True, "iso": False},
+    ]}  # fmt: skip
+    kernel.refuse["adapters/soft2/iso"] = errno.EINVAL  # the last step
+    with pytest.raises(
+        CxgbitExtError, match="adapter soft2: cannot set iso to 0: Invalid argument; nothing was changed"
+    ):
         ctl.setup(cfg)
-    assert {"soft0": ctl.adapter("soft0").netdev} == before
+    assert snapshot(tree) == before
+    # a refusal during the undo too: said, not hidden
+    kernel.refuse["rmdir adapters/soft2"] = errno.EBUSY
+    with pytest.raises(CxgbitExtError, match="undoing the steps already done failed too: cannot delete adapter soft2"):
+        ctl.setup(cfg)
 
 
 def test_lio_offload_requested_reads_rtslib_files(tmp_path: Path) -> None:

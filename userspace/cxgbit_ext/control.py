@@ -1,18 +1,30 @@
 """The module's control interface: /sys/kernel/config/cxgbit_ext/.
 
 Objects mirror the configfs tree; attributes are read from the files each
-time (configfs is the truth, nothing is cached).
+time (configfs is the truth, nothing is cached). Changes are checked in
+full before the first write, and a change of several steps is undone if
+the kernel refuses one of them.
 """
 
 from __future__ import annotations
 
+import errno
+import re
 import socket
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 CONFIGFS = Path("/sys/kernel/config/cxgbit_ext")
-FORMAT = 1  # of dump()/save files; bump on an incompatible change
+FORMAT = 2  # of dump()/save files; bump on an incompatible change
+FORMATS = (1, 2)  # what validate() and setup() read: 1 had no adapter types or toggles
+
+BUILTIN = "soft0"  # made at module load; can be unbound, not deleted
+ADAPTER_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")  # what the module accepts for a soft adapter
+ADAPTER_NAME_RULE = "1 to 15 characters of A-Z a-z 0-9 _ -"
 
 
 class CxgbitExtError(Exception):
@@ -30,6 +42,26 @@ class ModuleNotLoaded(CxgbitExtError):
 # What the tools call each offload, and the caps word the module uses for it.
 OFFLOADS = {"hcrc": "header CRC32C", "dcrc": "data CRC32C", "ddp": "direct data placement",
             "iso": "Data-In segmentation", "rxagg": "receive aggregation"}  # fmt: skip
+# Offloads an admin switches per adapter (adapters/<name>/<toggle>, "0" or "1"),
+# for connections accepted afterwards.
+TOGGLES = ("ddp", "iso")
+# What a connection line says about itself, when its adapter has gone.
+CONNECTION_OFFLOADS = ("hcrc", "dcrc", "ddp", "iso")
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def parse_bool(value: bool | str, what: str) -> bool:
+    """``value`` as a boolean: a bool, or 0/1/true/false/yes/no/on/off in any case."""
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise CxgbitExtError(f"{what}: {value!r} is not a boolean; use 1 or 0 (or true/false, yes/no, on/off)")
 
 
 @dataclass(frozen=True)
@@ -38,7 +70,9 @@ class Adapter:
     type: str
     netdev: str  # "*" = every netdev, "" = none
     counters: dict[str, int]
-    caps: tuple[str, ...] = ()
+    caps: tuple[str, ...] = ()  # what it can do
+    ddp: bool = True  # toggles: what it does for connections accepted from now on
+    iso: bool = True
 
     @property
     def serving(self) -> str:
@@ -46,6 +80,27 @@ class Adapter:
 
     def serves(self, dev: str) -> bool:
         return self.netdev == "*" or (bool(self.netdev) and self.netdev == dev)
+
+    @property
+    def toggles(self) -> dict[str, bool]:
+        return {"ddp": self.ddp, "iso": self.iso}
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """The capabilities a connection accepted now gets (toggled-off ones left out)."""
+        return tuple(c for c in self.caps if self.toggles.get(c, True))
+
+    @property
+    def disabled(self) -> tuple[str, ...]:
+        """Capabilities an admin has toggled off."""
+        return tuple(c for c in self.caps if not self.toggles.get(c, True))
+
+    def offload_text(self) -> str:
+        """``hcrc+dcrc+iso+rxagg (ddp off)``: what it offloads, and what is toggled off."""
+        text = "+".join(self.active) or "nothing"
+        if self.disabled:
+            text += f" ({', '.join(f'{c} off' for c in self.disabled)})"
+        return text
 
 
 @dataclass(frozen=True)
@@ -56,6 +111,8 @@ class Connection:
     hdigest: bool
     ddigest: bool
     counters: dict[str, int]
+    ddp: bool = True  # the adapter's toggles when this connection was accepted
+    iso: bool = True
 
     def offloads(self, caps: tuple[str, ...]) -> dict[str, str]:
         """Each offload of ``caps``: "on", or "off: <why>" for this connection."""
@@ -65,6 +122,8 @@ class Connection:
                 out[cap] = "off: HeaderDigest=None was negotiated"
             elif cap == "dcrc" and not self.ddigest:
                 out[cap] = "off: DataDigest=None was negotiated"
+            elif cap in TOGGLES and not getattr(self, cap):
+                out[cap] = f"off: disabled on adapter {self.adapter} when this connection started ({cap} 0)"
             else:
                 out[cap] = "on"
         return out
@@ -82,6 +141,17 @@ class Status:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class AdapterConfig:
+    """One adapter of a dump(): what setup() makes true."""
+
+    name: str
+    type: str
+    netdev: str
+    ddp: bool = True
+    iso: bool = True
+
+
 def _parse_connection(line: str) -> Connection:
     peer, local, *kvs = line.split()
     kv = dict(x.split("=", 1) for x in kvs)
@@ -91,8 +161,28 @@ def _parse_connection(line: str) -> Connection:
         adapter=kv.pop("adapter"),
         hdigest=kv.pop("hdigest") == "1",
         ddigest=kv.pop("ddigest") == "1",
+        ddp=kv.pop("ddp", "1") == "1",  # absent: a module older than the toggles
+        iso=kv.pop("iso", "1") == "1",
         counters={k: int(v) for k, v in kv.items()},
     )
+
+
+def adapter_caps(adapters: list[Adapter], name: str) -> tuple[str, ...]:
+    """The caps of adapter ``name``; for one deleted since (its connections
+    live on), the offloads a connection line reports about itself."""
+    return next((a.caps for a in adapters if a.name == name), CONNECTION_OFFLOADS)
+
+
+def netdev_conflict(adapters: list[Adapter], name: str, netdev: str) -> Adapter | None:
+    """The adapter other than ``name`` that already serves exactly ``netdev``
+    (both "*" counts); the module allows one adapter per netdev name."""
+    if not netdev:
+        return None
+    return next((a for a in adapters if a.name != name and a.netdev == netdev), None)
+
+
+def _netdev_desc(netdev: str) -> str:
+    return "every netdev ('*')" if netdev == "*" else f"netdev {netdev}"
 
 
 class Control:
@@ -109,27 +199,50 @@ class Control:
                 raise ModuleNotLoaded(self.root) from None
             raise
 
+    def _need_loaded(self) -> None:
+        if not self.root.is_dir():
+            raise ModuleNotLoaded(self.root)
+
     @property
     def loaded(self) -> bool:
         return self.root.is_dir()
 
+    def _toggle(self, rel: str, toggle: str) -> bool:
+        path = self.root / rel / toggle
+        if not path.exists():
+            return True  # a module older than the toggles does everything it can
+        text = path.read_text().strip()
+        if text not in ("0", "1"):
+            raise CxgbitExtError(f"{path} reads {text!r}, not 0 or 1: is this cxgbit-ext older than the module?")
+        return text == "1"
+
+    def _read_adapter(self, d: Path) -> Adapter:
+        rel = f"adapters/{d.name}"
+        counters = {k: int(v) for k, v in (ln.split() for ln in self._read(f"{rel}/counters").splitlines() if ln)}
+        caps = tuple(self._read(f"{rel}/caps").split()) if (d / "caps").exists() else ()
+        return Adapter(d.name, self._read(f"{rel}/type").strip(), self._read(f"{rel}/netdev").strip(), counters,
+                       caps, ddp=self._toggle(rel, "ddp"), iso=self._toggle(rel, "iso"))  # fmt: skip
+
     def adapters(self) -> list[Adapter]:
-        if not self.root.is_dir():
-            raise ModuleNotLoaded(self.root)
+        self._need_loaded()
         out = []
         for d in sorted(p for p in (self.root / "adapters").iterdir() if p.is_dir()):
-            rel = f"adapters/{d.name}"
-            counters = {k: int(v) for k, v in (ln.split() for ln in self._read(f"{rel}/counters").splitlines() if ln)}
-            caps = tuple(self._read(f"{rel}/caps").split()) if (d / "caps").exists() else ()
-            out.append(Adapter(d.name, self._read(f"{rel}/type").strip(), self._read(f"{rel}/netdev").strip(),
-                               counters, caps))  # fmt: skip
+            try:
+                out.append(self._read_adapter(d))
+            except FileNotFoundError:
+                if d.exists():
+                    raise
+                # deleted while we read it: it is not there any more
         return out
+
+    def _names(self) -> str:
+        return ", ".join(a.name for a in self.adapters()) or "none"
 
     def adapter(self, name: str) -> Adapter:
         for a in self.adapters():
             if a.name == name:
                 return a
-        raise CxgbitExtError(f"no adapter {name!r}; adapters: {[a.name for a in self.adapters()]}")
+        raise CxgbitExtError(f"no adapter {name!r}; adapters: {self._names()}")
 
     def portals(self) -> list[str]:
         """The offloaded portals LIO has handed to the module, as "ip:port"."""
@@ -138,53 +251,236 @@ class Control:
     def connections(self) -> list[Connection]:
         return [_parse_connection(ln) for ln in self._read("connections").splitlines() if ln.strip()]
 
-    def set_netdev(self, adapter: str, netdev: str, check: bool = True) -> None:
-        """Make an adapter serve one netdev by name, "*" for all, "" for none.
+    # -- changes ----------------------------------------------------------
 
-        With ``check``, a named netdev must exist in this network namespace
-        (the module binds by name, so a typo would otherwise be silent).
-        """
-        path = self.root / "adapters" / adapter / "netdev"
-        if not path.exists():
-            raise CxgbitExtError(f"no adapter {adapter!r}; adapters: {[a.name for a in self.adapters()]}")
+    def _adapter_dir(self, name: str) -> Path:
+        self._need_loaded()
+        d = self.root / "adapters" / name
+        if "/" in name or name in ("", ".", "..") or not (d / "netdev").exists():
+            raise CxgbitExtError(f"no adapter {name!r}; adapters: {self._names()}")
+        return d
+
+    def _check_netdev(self, adapter: str, netdev: str, check: bool, adapters: list[Adapter]) -> None:
         if check and netdev not in ("*", "") and netdev not in netdevs():
             raise CxgbitExtError(
                 f"adapter {adapter}: no netdev {netdev!r} in this network namespace; "
                 f"netdevs: {', '.join(sorted(netdevs()))} (or '*' for all)"
             )
+        other = netdev_conflict(adapters, adapter, netdev)
+        if other is not None:
+            raise CxgbitExtError(
+                f"adapter {adapter}: {_netdev_desc(netdev)} is already served by adapter {other.name}; "
+                f"unbind {other.name} first (one adapter per netdev)"
+            )
+
+    def _write_netdev(self, adapter: str, netdev: str) -> None:
         try:
-            path.write_text(netdev + "\n")
+            (self.root / "adapters" / adapter / "netdev").write_text(netdev + "\n")
         except OSError as e:
-            raise CxgbitExtError(f"adapter {adapter}: cannot serve netdev {netdev!r}: {e.strerror}") from e
+            why = e.strerror
+            if e.errno == errno.EBUSY:
+                why = f"another adapter already serves it (the module said: {e.strerror}); see 'cxgbit-ext adapters'"
+            raise CxgbitExtError(f"adapter {adapter}: cannot serve netdev {netdev!r}: {why}") from e
+
+    def set_netdev(self, adapter: str, netdev: str, check: bool = True) -> None:
+        """Make an adapter serve one netdev by name, "*" for all, "" for none.
+
+        With ``check``, a named netdev must exist in this network namespace
+        (the module binds by name, so a typo would otherwise be silent). A
+        netdev another adapter serves is refused, naming that adapter.
+        """
+        self._adapter_dir(adapter)
+        self._check_netdev(adapter, netdev, check, self.adapters())
+        self._write_netdev(adapter, netdev)
+
+    def check_toggles(self, adapter: str, values: Mapping[str, bool | str]) -> dict[str, bool]:
+        """Check toggle settings for ``adapter`` without changing anything;
+        return them as booleans. Raises CxgbitExtError saying what is wrong."""
+        d = self._adapter_dir(adapter)
+        out = {}
+        for toggle, value in values.items():
+            if toggle not in TOGGLES:
+                raise CxgbitExtError(f"adapter {adapter}: no setting {toggle!r}; settings: {', '.join(TOGGLES)}")
+            out[toggle] = parse_bool(value, f"adapter {adapter} {toggle}")
+            if not (d / toggle).exists():
+                raise CxgbitExtError(
+                    f"adapter {adapter}: this cxgbit_ext module has no {toggle} switch ({d / toggle} is missing); "
+                    "update the module"
+                )
+        return out
+
+    def _write_toggle(self, adapter: str, toggle: str, on: bool) -> None:
+        try:
+            (self.root / "adapters" / adapter / toggle).write_text("1\n" if on else "0\n")
+        except OSError as e:
+            raise CxgbitExtError(f"adapter {adapter}: cannot set {toggle} to {int(on)}: {e.strerror}") from e
+
+    def set_toggles(self, adapter: str, values: Mapping[str, bool | str]) -> dict[str, bool]:
+        """Switch offloads of ``adapter`` on or off, e.g. ``{"ddp": False}``,
+        for the connections it accepts from now on (live ones keep theirs).
+        All are checked before the first write; undone if the kernel refuses one."""
+        wanted = self.check_toggles(adapter, values)
+        before = self.adapter(adapter).toggles
+        with _undoing() as undo:
+            for toggle, on in wanted.items():
+                if on != before[toggle]:
+                    self._write_toggle(adapter, toggle, on)
+                    undo.append(partial(self._write_toggle, adapter, toggle, before[toggle]))
+        return wanted
+
+    def set_toggle(self, adapter: str, toggle: str, value: bool | str) -> bool:
+        """One toggle ("ddp" or "iso") of ``adapter``; ``value`` a bool or 0/1/true/false/yes/no/on/off."""
+        return self.set_toggles(adapter, {toggle: value})[toggle]
+
+    def _check_new_name(self, name: str) -> None:
+        if not ADAPTER_NAME.fullmatch(name):
+            raise CxgbitExtError(f"{name!r} is not a valid adapter name: {ADAPTER_NAME_RULE}")
+
+    def _mkdir(self, name: str) -> None:
+        try:
+            (self.root / "adapters" / name).mkdir()
+        except OSError as e:
+            if e.errno == errno.EEXIST:
+                raise CxgbitExtError(f"adapter {name} already exists; adapters: {self._names()}") from e
+            if e.errno == errno.EPERM:
+                raise CxgbitExtError(
+                    f"cannot create adapter {name}: this cxgbit_ext module cannot create adapters "
+                    f"(mkdir: {e.strerror}); update the module"
+                ) from e
+            if e.errno == errno.ENOENT:
+                raise ModuleNotLoaded(self.root) from e
+            raise CxgbitExtError(f"cannot create adapter {name}: {e.strerror}") from e
+
+    def _rmdir(self, name: str) -> None:
+        try:
+            (self.root / "adapters" / name).rmdir()
+        except OSError as e:
+            if e.errno == errno.EPERM:
+                raise CxgbitExtError(
+                    f"cannot delete adapter {name}: it is built in (the module refused: {e.strerror}); "
+                    "unbind it instead"
+                ) from e
+            raise CxgbitExtError(f"cannot delete adapter {name}: {e.strerror}") from e
+
+    def create_adapter(self, name: str, netdev: str = "", check: bool = True) -> Adapter:
+        """Make a software adapter ``name``, serving ``netdev`` when given
+        ("*" for all). Everything is checked first; if the bind fails, the
+        new adapter is removed again, so nothing is half-done."""
+        self._need_loaded()
+        self._check_new_name(name)
+        adapters = self.adapters()
+        if any(a.name == name for a in adapters):
+            raise CxgbitExtError(
+                f"adapter {name} already exists; adapters: {', '.join(a.name for a in adapters)} "
+                f"(bind it to change its netdev)"
+            )
+        self._check_netdev(name, netdev, check, adapters)
+        with _undoing() as undo:
+            self._mkdir(name)
+            undo.append(partial(self._rmdir, name))
+            if netdev:
+                self._write_netdev(name, netdev)
+        return self.adapter(name)
+
+    def delete_adapter(self, name: str) -> int:
+        """Remove software adapter ``name``: logins that arrive afterwards on
+        its netdev go to an adapter serving "*" if there is one, else to
+        stock TCP. Returns how many of its connections are still running
+        (they go on until they end)."""
+        self._need_loaded()
+        if name == BUILTIN:
+            raise CxgbitExtError(f"cannot delete adapter {BUILTIN}: {BUILTIN} is built in; unbind it instead")
+        self._adapter_dir(name)
+        self._rmdir(name)
+        return sum(1 for c in self.connections() if c.adapter == name)
+
+    # -- save and restore -------------------------------------------------
 
     def dump(self) -> dict[str, Any]:
         """The settings an admin makes (not state): what save writes."""
-        return {"format": FORMAT, "adapters": [{"name": a.name, "netdev": a.netdev} for a in self.adapters()]}
+        return {
+            "format": FORMAT,
+            "adapters": [
+                {"name": a.name, "type": a.type, "netdev": a.netdev, "ddp": a.ddp, "iso": a.iso}
+                for a in self.adapters()
+            ],
+        }
 
-    def setup(self, config: dict[str, Any], check: bool = True) -> None:
-        """Apply a dump(): all of it, or nothing (checked first, rolled back
-        if the kernel refuses a step)."""
-        wanted = validate(config)
-        current = {a.name: a.netdev for a in self.adapters()}
-        unknown = [n for n, _ in wanted if n not in current]
-        if unknown:
-            raise CxgbitExtError(f"adapter(s) {unknown} in the config do not exist here; adapters: {list(current)}")
+    def _plan(self, wanted: list[AdapterConfig], check: bool) -> dict[str, Adapter]:
+        """Check that ``wanted`` can be applied here; return the adapters now."""
+        current = {a.name: a for a in self.adapters()}
+        for w in wanted:
+            have = current.get(w.name)
+            if have is None:
+                if w.type != "soft":
+                    raise CxgbitExtError(
+                        f"adapter {w.name} (type {w.type!r}) is not on this system, and only soft adapters "
+                        f"can be created; adapters here: {', '.join(current) or 'none'}"
+                    )
+                self._check_new_name(w.name)
+            elif have.type != w.type:
+                raise CxgbitExtError(f"adapter {w.name} is of type {have.type!r} here, {w.type!r} in the configuration")
+            else:
+                d = self.root / "adapters" / w.name
+                for t in TOGGLES:
+                    if not getattr(w, t) and not (d / t).exists():
+                        raise CxgbitExtError(
+                            f"adapter {w.name}: the configuration turns {t} off, but this cxgbit_ext module "
+                            f"has no {t} switch; update the module"
+                        )
         if check:
-            have = netdevs()
-            missing = [f"{n}: {d}" for n, d in wanted if d not in ("*", "") and d not in have]
+            have_devs = netdevs()
+            missing = [
+                f"{w.name}: {w.netdev}" for w in wanted if w.netdev not in ("*", "") and w.netdev not in have_devs
+            ]
             if missing:
                 raise CxgbitExtError(
-                    f"netdev(s) not in this network namespace: {', '.join(missing)}; netdevs: {', '.join(sorted(have))}"
+                    f"netdev(s) not in this network namespace: {', '.join(missing)}; "
+                    f"netdevs: {', '.join(sorted(have_devs))}"
                 )
-        done: list[str] = []
-        try:
-            for name, dev in wanted:
-                self.set_netdev(name, dev, check=False)
-                done.append(name)
-        except CxgbitExtError:
-            for name in done:
-                self.set_netdev(name, current[name], check=False)
-            raise
+        # the end state: the configured adapters as configured, the others as they are
+        configured = {w.name for w in wanted}
+        for w in wanted:
+            other = next((a for a in current.values() if a.name not in configured and w.netdev and
+                          a.netdev == w.netdev), None)  # fmt: skip
+            if other is not None:
+                raise CxgbitExtError(
+                    f"adapter {w.name} would serve {_netdev_desc(w.netdev)}, which adapter {other.name} serves "
+                    f"and the configuration does not mention; unbind {other.name} first"
+                )
+        return current
+
+    def setup(self, config: dict[str, Any], check: bool = True) -> None:
+        """Apply a dump() (format 1 or 2): create the adapters it has and
+        this system lacks, then set each one's netdev and toggles. Adapters
+        it does not mention are left alone (none is deleted). All of it or
+        nothing: checked first, and undone if the kernel refuses a step."""
+        wanted = validate(config)
+        self._need_loaded()
+        current = self._plan(wanted, check)
+        with _undoing() as undo:
+            for w in wanted:
+                if w.name not in current:
+                    self._mkdir(w.name)
+                    undo.append(partial(self._rmdir, w.name))
+            now = {a.name: a for a in self.adapters()}
+            # unbind first whatever moves, so no step puts two adapters on one netdev
+            for w in wanted:
+                old = now[w.name].netdev
+                if old and old != w.netdev:
+                    self._write_netdev(w.name, "")
+                    undo.append(partial(self._write_netdev, w.name, old))
+            for w in wanted:
+                old = now[w.name].netdev
+                if w.netdev and old != w.netdev:
+                    self._write_netdev(w.name, w.netdev)
+                    undo.append(partial(self._write_netdev, w.name, ""))
+            for w in wanted:
+                for t in TOGGLES:
+                    on, was = getattr(w, t), now[w.name].toggles[t]
+                    if on != was:
+                        self._write_toggle(w.name, t, on)
+                        undo.append(partial(self._write_toggle, w.name, t, was))
 
     def status(self) -> Status:
         return Status(
@@ -194,6 +490,30 @@ class Control:
             adapters=self.adapters(),
             connections=self.connections(),
         )
+
+
+@contextmanager
+def _undoing() -> Iterator[list[Callable[[], None]]]:
+    """Undo steps for a change of several writes, appended as each write is
+    done: if the block fails, they run in reverse, and the error says
+    whether everything was put back."""
+    steps: list[Callable[[], None]] = []
+    try:
+        yield steps
+    except BaseException as exc:
+        if not steps:
+            raise
+        failed = []
+        for step in reversed(steps):
+            try:
+                step()
+            except (CxgbitExtError, OSError) as e:
+                failed.append(str(e))
+        if not isinstance(exc, CxgbitExtError | OSError):
+            raise  # put back, and on its way (KeyboardInterrupt, a bug)
+        if failed:
+            raise CxgbitExtError(f"{exc}; undoing the steps already done failed too: {'; '.join(failed)}") from exc
+        raise CxgbitExtError(f"{exc}; nothing was changed") from exc
 
 
 def counter_lines(counters: dict[str, int], indent: str = "  ") -> list[str]:
@@ -207,27 +527,53 @@ def netdevs() -> set[str]:
     return {name for _, name in socket.if_nameindex()}
 
 
-def validate(config: Any) -> list[tuple[str, str]]:
-    """Check a dump() for shape and format; return its (adapter, netdev) pairs."""
+def _entry(i: int, a: Any, fmt: int) -> AdapterConfig:
+    if fmt == 1:
+        if not isinstance(a, dict) or not isinstance(a.get("name"), str) or not isinstance(a.get("netdev"), str):
+            raise CxgbitExtError(f"adapters[{i}]: expected {{'name': str, 'netdev': str}}, got {a!r}")
+        entry = AdapterConfig(a["name"], "soft", a["netdev"])  # format 1 knew soft adapters only
+    else:
+        keys = {"name": str, "type": str, "netdev": str, "ddp": bool, "iso": bool}
+        shape = "{'name': str, 'type': str, 'netdev': str, 'ddp': bool, 'iso': bool}"
+        if not isinstance(a, dict):
+            raise CxgbitExtError(f"adapters[{i}]: expected {shape}, got {a!r}")
+        unknown = sorted(set(a) - set(keys))
+        if unknown:
+            raise CxgbitExtError(f"adapters[{i}]: unknown key(s) {unknown}; expected {shape}")
+        for k, typ in keys.items():
+            if not isinstance(a.get(k), typ):
+                want = "true or false" if typ is bool else "a string"
+                raise CxgbitExtError(f"adapters[{i}].{k}: expected {want}, got {a.get(k)!r}; expected {shape}")
+        entry = AdapterConfig(a["name"], a["type"], a["netdev"], a["ddp"], a["iso"])
+    if entry.name in ("", ".", "..") or "/" in entry.name or entry.name != entry.name.strip():
+        raise CxgbitExtError(f"adapters[{i}]: {entry.name!r} is not an adapter name")
+    if len(entry.netdev) > 15 or "/" in entry.netdev or " " in entry.netdev:
+        raise CxgbitExtError(f"adapters[{i}]: {entry.netdev!r} is not a netdev name")
+    return entry
+
+
+def validate(config: Any) -> list[AdapterConfig]:
+    """Check a dump() (format 1 or 2) for shape; return its adapters."""
     if not isinstance(config, dict):
         raise CxgbitExtError("not a cxgbit-ext configuration: expected a JSON object")
     fmt = config.get("format")
-    if fmt != FORMAT:
+    if type(fmt) is not int or fmt not in FORMATS:
         raise CxgbitExtError(
-            f"configuration format {fmt!r} is not supported by this version (it reads format {FORMAT}); "
-            "re-create it with 'cxgbit-ext save'"
+            f"configuration format {fmt!r} is not supported by this version (it reads formats "
+            f"{', '.join(map(str, FORMATS))}); re-create it with 'cxgbit-ext save'"
         )
     adapters = config.get("adapters")
     if not isinstance(adapters, list):
         raise CxgbitExtError("configuration has no 'adapters' list")
-    out = []
-    for i, a in enumerate(adapters):
-        if not isinstance(a, dict) or not isinstance(a.get("name"), str) or not isinstance(a.get("netdev"), str):
-            raise CxgbitExtError(f"adapters[{i}]: expected {{'name': str, 'netdev': str}}, got {a!r}")
-        if len(a["netdev"]) > 15 or "/" in a["netdev"] or " " in a["netdev"]:
-            raise CxgbitExtError(f"adapters[{i}]: {a['netdev']!r} is not a netdev name")
-        out.append((a["name"], a["netdev"]))
-    names = [n for n, _ in out]
+    out = [_entry(i, a, fmt) for i, a in enumerate(adapters)]
+    names = [w.name for w in out]
     if len(set(names)) != len(names):
         raise CxgbitExtError(f"adapter named twice in the configuration: {names}")
+    for i, w in enumerate(out):
+        other = next((x for x in out[:i] if w.netdev and x.netdev == w.netdev), None)
+        if other is not None:
+            raise CxgbitExtError(
+                f"adapters {other.name} and {w.name} both serve {_netdev_desc(w.netdev)} in the configuration; "
+                "one adapter per netdev"
+            )
     return out

@@ -27,7 +27,7 @@ class PortalState:
     requested: bool  # the np cxgbit switch is on
     offloaded: bool
     adapters: tuple[str, ...] = ()
-    caps: tuple[str, ...] = ()
+    caps: tuple[str, ...] = ()  # what a login gets from at least one serving adapter
     netdevs: str = ""  # which netdevs get offload (for a wildcard portal)
     reason: str = ""  # why not offloaded
 
@@ -76,7 +76,8 @@ def state(ctl: Control, ip: str, port: int, requested: bool, addrs: dict[str, st
     dev = addrs.get(str(ipaddress.ip_address(ip)))
     if dev is None:
         return PortalState(**base, offloaded=False, reason=f"{ip} is on no netdev of this network namespace")
-    owners = [a for a in serving if a.serves(dev)]
+    # the module gives a netdev to the adapter bound to it by name, before one bound to "*"
+    owners = [a for a in serving if a.netdev == dev] or [a for a in serving if a.serves(dev)]
     if not owners:
         served = "; ".join(f"{a.name} serves {a.serving}" for a in serving)
         return PortalState(**base, offloaded=False, reason=f"{ip} is on {dev}, which no adapter serves ({served})")
@@ -84,7 +85,9 @@ def state(ctl: Control, ip: str, port: int, requested: bool, addrs: dict[str, st
 
 
 def _on(base: dict[str, object], adapters: list[Adapter], netdevs: str) -> PortalState:
-    caps = tuple(dict.fromkeys(c for a in adapters for c in a.caps))
+    # an offload toggled off on every adapter that serves the portal is not shown
+    active = {c for a in adapters for c in a.active}
+    caps = tuple(c for c in dict.fromkeys(c for a in adapters for c in a.caps) if c in active)
     return PortalState(
         **base,  # type: ignore[arg-type]
         offloaded=True, adapters=tuple(a.name for a in adapters), caps=caps, netdevs=netdevs,
