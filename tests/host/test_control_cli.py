@@ -15,18 +15,23 @@ import pytest
 from cxgbit_ext import cli
 from cxgbit_ext.control import Control, CxgbitExtError, ModuleNotLoaded
 
-from .conftest import make_tree
+from .conftest import FakeKernel, make_tree
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    return make_tree(
+def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
+    return kernel_for(make_tree(
         tmp_path, version="0.1.0", netdev="*",
         counters="connections 3\npdus_rx 10\npdus_tx 12\nbytes_placed 4096\n",
         portals="198.18.0.1:3260\n[::]:3260\n",
         connections="198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=0 pdus_rx=5 pdus_tx=6 "
         "bytes_placed=4096 bytes_copied=0\n",
-    )  # fmt: skip
+    ))  # fmt: skip
+
+
+@pytest.fixture
+def tree(kernel: FakeKernel) -> Path:
+    return kernel.root
 
 
 def test_status_reads_the_tree(tree: Path) -> None:
@@ -64,6 +69,7 @@ def test_unbind_and_capabilities(tree: Path, capsys: pytest.CaptureFixture[str])
     assert cli.main(["--json", "--configfs", str(tree), "unbind", "soft0"]) == 0
     (a,) = json.loads(capsys.readouterr().out)
     assert (a["netdev"], a["caps"]) == ("", ["hcrc", "dcrc", "ddp", "iso", "rxagg"])
+    assert (a["ddp"], a["iso"], a["offloads"]) == (True, True, ["hcrc", "dcrc", "ddp", "iso", "rxagg"])
     assert (tree / "adapters/soft0/netdev").read_text() == "\n"
     assert Control(tree).adapter("soft0").serving == "no netdev"
 

@@ -2,14 +2,17 @@
 
     cxgbit-ext [--json] status | adapters | connections | portals
     cxgbit-ext [--json] counters [--watch SECONDS] [--count N]
+    cxgbit-ext adapters create NAME [--netdev NETDEV|'*']    cxgbit-ext adapters delete NAME
     cxgbit-ext bind ADAPTER NETDEV|'*'      cxgbit-ext unbind ADAPTER
+    cxgbit-ext set ADAPTER ddp=0|1 iso=0|1 (one or both; also true/false, yes/no, on/off)
     cxgbit-ext save [--file F] [--lio [LIOFILE]]
     cxgbit-ext restore [--file F] [--lio [LIOFILE]]
     cxgbit-ext topology create --iqn IQN [--luns N] [--size 512M] ...
     cxgbit-ext topology delete --iqn IQN
 
 Errors go to stderr (or as {"error": ...} with --json) with exit status 1,
-and leave the configuration as it was.
+and leave the configuration as it was. Commands that change adapters print
+the adapters afterwards, as ``adapters`` does.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cxgbit_ext import persist, portals, topology
-from cxgbit_ext.control import CONFIGFS, OFFLOADS, Control, CxgbitExtError, counter_lines
+from cxgbit_ext.control import CONFIGFS, TOGGLES, Control, CxgbitExtError, adapter_caps, counter_lines
 
 
 def out(obj: Any) -> None:
@@ -50,22 +53,50 @@ def cmd_status(ctl: Control, a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_adapters(ctl: Control, a: argparse.Namespace) -> int:
+def show_adapters(ctl: Control, a: argparse.Namespace) -> int:
     ads = ctl.adapters()
     if a.json:
-        out([{**dataclasses.asdict(x), "caps": list(x.caps)} for x in ads])
+        out([{**dataclasses.asdict(x), "caps": list(x.caps), "offloads": list(x.active)} for x in ads])
         return 0
-    print(f"{'adapter':<10}{'type':<6}{'serves':<14}capabilities")
+    width = max((len(x.name) for x in ads), default=0) + 2
+    print(f"{'adapter':<{max(width, 10)}}{'type':<6}{'serves':<16}offloads")
     for x in ads:
-        caps = ", ".join(OFFLOADS.get(c, c) for c in x.caps) or "-"
-        print(f"{x.name:<10}{x.type:<6}{x.serving:<14}{caps}")
+        print(f"{x.name:<{max(width, 10)}}{x.type:<6}{x.serving:<16}{x.offload_text()}")
     return 0
 
 
+def cmd_adapters(ctl: Control, a: argparse.Namespace) -> int:
+    if a.action == "create":
+        ctl.create_adapter(a.name, a.netdev)
+    elif a.action == "delete":
+        left = ctl.delete_adapter(a.name)
+        if left and not a.json:
+            print(f"deleted adapter {a.name}; its {left} connection(s) keep running until they end")
+    return show_adapters(ctl, a)
+
+
+def _settings(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CxgbitExtError(f"{pair!r} is not SETTING=VALUE; settings: {', '.join(f'{t}=0|1' for t in TOGGLES)}")
+        if key in out:
+            raise CxgbitExtError(f"{key} given twice")
+        out[key] = value
+    return out
+
+
+def cmd_set(ctl: Control, a: argparse.Namespace) -> int:
+    ctl.set_toggles(a.adapter, _settings(a.settings))
+    return show_adapters(ctl, a)
+
+
 def cmd_connections(ctl: Control, a: argparse.Namespace) -> int:
-    caps = {x.name: x.caps for x in ctl.adapters()}
+    adapters = ctl.adapters()
+    names = {x.name for x in adapters}
     conns = ctl.connections()
-    rows = [{**dataclasses.asdict(c), "offloads": c.offloads(caps.get(c.adapter, ()))} for c in conns]
+    rows = [{**dataclasses.asdict(c), "offloads": c.offloads(adapter_caps(adapters, c.adapter))} for c in conns]
     if a.json:
         out(rows)
         return 0
@@ -73,7 +104,8 @@ def cmd_connections(ctl: Control, a: argparse.Namespace) -> int:
         print("no offloaded connections")
     for r in rows:
         on = [k for k, v in r["offloads"].items() if v == "on"]
-        print(f"{r['peer']} -> {r['local']} on {r['adapter']}: {'+'.join(on) or 'nothing'}")
+        gone = "" if r["adapter"] in names else " (adapter deleted since)"
+        print(f"{r['peer']} -> {r['local']} on {r['adapter']}{gone}: {'+'.join(on) or 'nothing'}")
         for k, v in r["offloads"].items():
             if v != "on":
                 print(f"    {k} {v}")
@@ -127,12 +159,12 @@ def cmd_counters(ctl: Control, a: argparse.Namespace) -> int:
 
 def cmd_bind(ctl: Control, a: argparse.Namespace) -> int:
     ctl.set_netdev(a.adapter, a.netdev)
-    return cmd_adapters(ctl, a)
+    return show_adapters(ctl, a)
 
 
 def cmd_unbind(ctl: Control, a: argparse.Namespace) -> int:
     ctl.set_netdev(a.adapter, "")
-    return cmd_adapters(ctl, a)
+    return show_adapters(ctl, a)
 
 
 def cmd_save(ctl: Control, a: argparse.Namespace) -> int:
@@ -226,7 +258,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--configfs", type=Path, default=CONFIGFS, help=argparse.SUPPRESS)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("status", help="module, portals, adapters, offloaded connections")
-    sub.add_parser("adapters", help="adapters, the netdevs they serve, their capabilities")
+    ad = sub.add_parser("adapters", help="adapters, the netdevs they serve, what they offload; create, delete")
+    adsub = ad.add_subparsers(dest="action", metavar="{create,delete}")
+    cr = adsub.add_parser("create", help="make a software adapter (serving no netdev unless --netdev)")
+    cr.add_argument("name", help="1 to 15 characters of A-Z a-z 0-9 _ -")
+    cr.add_argument("--netdev", default="", help="the netdev it serves, or '*' for all")
+    de = adsub.add_parser("delete", help="remove a software adapter: new logins on its netdev go to stock TCP")
+    de.add_argument("name")
     sub.add_parser("connections", help="offloaded connections and which offloads each one uses, and why not")
     sub.add_parser("portals", help="every LIO iSCSI portal: offloaded or not, and why not")
     c = sub.add_parser("counters", help="per-adapter counters, or a rate view with --watch")
@@ -237,6 +275,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("netdev")
     u = sub.add_parser("unbind", help="make an adapter serve no netdev (new logins go to stock TCP)")
     u.add_argument("adapter")
+    s = sub.add_parser("set", help="switch an adapter's offloads for the connections it accepts from now on")
+    s.add_argument("adapter")
+    s.add_argument("settings", nargs="+", metavar="SETTING=VALUE", help="ddp=0|1, iso=0|1 (all checked first)")
     for name, what in (("save", "write"), ("restore", "apply")):
         p = sub.add_parser(name, help=f"{what} the adapter settings (and with --lio, LIO's whole config)")
         p.add_argument("--file", type=Path, default=persist.DEFAULT, help=f"default {persist.DEFAULT}")
@@ -262,8 +303,8 @@ def parser() -> argparse.ArgumentParser:
 
 COMMANDS = {
     "status": cmd_status, "adapters": cmd_adapters, "connections": cmd_connections, "portals": cmd_portals,
-    "counters": cmd_counters, "bind": cmd_bind, "unbind": cmd_unbind, "save": cmd_save, "restore": cmd_restore,
-    "topology": cmd_topology,
+    "counters": cmd_counters, "bind": cmd_bind, "unbind": cmd_unbind, "set": cmd_set, "save": cmd_save,
+    "restore": cmd_restore, "topology": cmd_topology,
 }  # fmt: skip
 
 
