@@ -2,8 +2,10 @@
 
 configshell conventions: ``ui_command_*`` methods are the commands, their
 docstrings the help, ``ui_complete_*`` the tab completion, ``summary()`` the
-text and health colour ``ls`` shows. Every node reads the module's configfs
-tree afresh (cxgbit_ext.control), so nothing goes stale.
+text and health colour ``ls`` shows, and config groups
+(``define_config_group_param`` with ``ui_getgroup_*``/``ui_setgroup_*``) the
+settings ``get``/``set`` reach. Every node reads the module's configfs tree
+afresh (cxgbit_ext.control), so nothing goes stale.
 """
 
 from __future__ import annotations
@@ -12,14 +14,24 @@ import os
 from pathlib import Path
 from typing import Any
 
-from configshell_fb import ExecutionError
+from configshell_fb import ConfigNode, ExecutionError
 from rtslib_fb.utils import RTSLibError
 from targetcli.ui_node import UINode, UIRTSLibNode
 from targetcli.ui_root import UIRoot, default_save_file
 from targetcli.ui_target import UIPortal
 
 from cxgbit_ext import persist, portals
-from cxgbit_ext.control import OFFLOADS, Control, CxgbitExtError, counter_lines, netdevs
+from cxgbit_ext.control import (
+    BUILTIN,
+    OFFLOADS,
+    TOGGLES,
+    Adapter,
+    Control,
+    CxgbitExtError,
+    adapter_caps,
+    counter_lines,
+    netdevs,
+)
 
 Summary = tuple[str, bool | None]
 
@@ -59,7 +71,7 @@ class UIOffload(UINode):
         self.shell.con.display(f"cxgbit_ext {st.version}, LIO transport '{st.transport}'")
         self.shell.con.display(f"offloaded portals: {', '.join(st.portals) or 'none'}")
         for a in st.adapters:
-            self.shell.con.display(f"adapter {a.name} ({a.type}) serves {a.serving}: {'+'.join(a.caps)}")
+            self.shell.con.display(f"adapter {a.name} ({a.type}) serves {a.serving}: {a.offload_text()}")
         self.shell.con.display(f"offloaded connections: {len(st.connections)}")
 
     def ui_command_counters(self) -> None:
@@ -88,47 +100,143 @@ class UIAdapters(UINode):
         serving = [a for a in ads if a.netdev]
         return (f"{len(ads)} adapters, {len(serving)} serving", bool(serving))
 
-    def ui_command_create(self, netdev: str) -> None:
+    def ui_command_create(self, name: str, netdev: str = "") -> Any:
         """
-        Puts a software adapter on NETDEV (a name, or * for every netdev).
+        Creates the software adapter NAME (1 to 15 characters of A-Z a-z
+        0-9 _ -), serving NETDEV when given: a netdev of this network
+        namespace, or * for every netdev. Without netdev it serves none
+        until bound (adapters/NAME bind netdev=...). It starts with every
+        offload on (see 'adapters/NAME get offload').
 
-        This version has one software adapter, soft0: create binds it when it
-        serves no netdev, and says so when it already serves one (use
-        /offload/adapters/soft0 bind then). Nothing changes on error.
+        A name in use, a netdev that does not exist or one that another
+        adapter already serves is refused, and nothing changes.
         """
-        soft0 = control().adapter("soft0")
-        if soft0.netdev:
-            raise ExecutionError(
-                f"adapter soft0 already serves {soft0.serving}; one software adapter per host in this version: "
-                f"use 'adapters/soft0 bind netdev={netdev}'"
-            )
-        _bind(self, "soft0", netdev)
+        try:
+            a = control().create_adapter(name, netdev)
+        except CxgbitExtError as e:
+            raise ExecutionError(str(e)) from e
+        self.refresh()
+        self.shell.log.info(f"Created adapter {a.name} ({a.type}, serves {a.serving}).")
+        return self.new_node(self.get_child(a.name))
 
     def ui_complete_create(self, parameters: dict[str, str], text: str, current_param: str) -> list[str]:
-        return _complete_netdev(text) if current_param == "netdev" else []
+        if current_param == "netdev":
+            return _complete_netdev(text)
+        if current_param == "name":
+            names = {a.name for a in control().adapters()}
+            free = next(f"soft{i}" for i in range(len(names) + 1) if f"soft{i}" not in names)
+            return [free] if free.startswith(text) else []
+        return []
 
     def ui_command_delete(self, name: str) -> None:
         """
-        Takes adapter NAME off every netdev: logins that arrive afterwards are
-        served by stock iSCSI/TCP; connections it serves now go on.
+        Deletes the software adapter NAME. Logins that arrive afterwards on
+        its netdev are served by an adapter serving *, if any, or by stock
+        iSCSI/TCP; the connections it serves now go on until they end.
+
+        soft0 is built in and cannot be deleted: unbind it instead
+        (adapters/soft0 unbind).
         """
-        _bind(self, name, "")
+        try:
+            left = control().delete_adapter(name)
+        except CxgbitExtError as e:
+            raise ExecutionError(str(e)) from e
+        self.refresh()
+        going_on = f" Its {left} connection(s) go on until they end." if left else ""
+        self.shell.log.info(f"Deleted adapter {name}.{going_on}")
 
     def ui_complete_delete(self, parameters: dict[str, str], text: str, current_param: str) -> list[str]:
-        return [a.name for a in control().adapters() if a.name.startswith(text)] if current_param == "name" else []
+        if current_param != "name":
+            return []
+        return [a.name for a in control().adapters() if a.name != BUILTIN and a.name.startswith(text)]
 
 
 class UIAdapter(UINode):
-    """/offload/adapters/<name>."""
+    """/offload/adapters/<name>: one adapter; its offload switches are the
+    config group "offload" (get offload / set offload ddp=false)."""
 
     def __init__(self, name: str, parent: UINode) -> None:
         UINode.__init__(self, name, parent)
+        self.define_config_group_param(
+            "offload", "ddp", "bool",
+            "Direct data placement: Data-Out payload goes straight into the command's pages. With false the "
+            "adapter receives it into a bounce buffer and copies it (counted in bytes_copied). Applies to "
+            "connections accepted afterwards; live ones keep what they started with.",
+        )  # fmt: skip
+        self.define_config_group_param(
+            "offload", "iso", "bool",
+            "Data-In segmentation: the adapter cuts each read burst into Data-In PDUs. With false the PDU "
+            "layer sends Data-In PDU by PDU. Applies to connections accepted afterwards; live ones keep what "
+            "they started with.",
+        )  # fmt: skip
+
+    def _adapter(self) -> Adapter:
+        try:
+            return control().adapter(self.name)
+        except CxgbitExtError as e:
+            raise ExecutionError(str(e)) from e
 
     def summary(self) -> Summary:
-        a = control().adapter(self.name)
+        try:
+            a = control().adapter(self.name)
+        except CxgbitExtError:
+            return ("deleted", False)
         if not a.netdev:
-            return (f"{a.type}, serves no netdev", False)
-        return (f"{a.type} on {a.serving}: {'+'.join(a.caps)}, {a.counters.get('connections', 0)} conns", True)
+            off = f" ({', '.join(f'{c} off' for c in a.disabled)})" if a.disabled else ""
+            return (f"{a.type}, serves no netdev{off}", False)
+        return (f"{a.type} on {a.serving}: {a.offload_text()}, {a.counters.get('connections', 0)} conns", True)
+
+    def ui_getgroup_offload(self, toggle: str) -> bool:
+        """
+        This is the backend method for getting the adapter's offload switches.
+        """
+        return self._adapter().toggles[toggle]
+
+    def ui_setgroup_offload(self, toggle: str, value: bool) -> None:
+        """
+        This is the backend method for setting the adapter's offload switches.
+        """
+        self.assert_root()
+        try:
+            control().set_toggle(self.name, toggle, value)
+        except CxgbitExtError as e:
+            raise ExecutionError(str(e)) from e
+
+    def ui_command_set(self, group: str | None = None, **parameter: str) -> None:
+        """
+        Sets one or more configuration parameters in the given group.
+        The "global" group contains all global CLI preferences.
+        The "offload" group holds this adapter's offload switches (ddp, iso;
+        true or false), for the connections it accepts from now on; every
+        value is checked before the first one is set.
+
+        Run with no parameter nor group to list all available groups, or
+        with just a group name to list all available parameters within that
+        group.
+
+        Example: set offload ddp=false
+
+        SEE ALSO
+        ========
+        get
+        """
+        if group == "offload" and parameter:
+            values = {}
+            for param, text in parameter.items():
+                if param not in self.list_group_params(group):
+                    raise ExecutionError(
+                        f"Unknown parameter {param} in group 'offload' (parameters: {', '.join(TOGGLES)}); "
+                        "nothing was changed."
+                    )
+                try:
+                    values[param] = self.ui_type_bool(text)
+                except ValueError as e:
+                    raise ExecutionError(f"Not setting {param}! {e} Nothing was changed.") from e
+            try:
+                control().check_toggles(self.name, values)
+            except CxgbitExtError as e:
+                raise ExecutionError(str(e)) from e
+        ConfigNode.ui_command_set(self, group, **parameter)
 
     def ui_command_bind(self, netdev: str) -> None:
         """
@@ -148,18 +256,20 @@ class UIAdapter(UINode):
 
     def ui_command_info(self) -> None:
         """
-        Shows the adapter's type, netdev and what it offloads.
+        Shows the adapter's type, netdev and what it offloads (and what is
+        switched off: 'set offload ddp=true' switches it back on).
         """
-        a = control().adapter(self.name)
+        a = self._adapter()
         self.shell.con.display(f"name: {a.name}\ntype: {a.type}\nserves: {a.serving}")
         for c in a.caps:
-            self.shell.con.display(f"offload: {c} ({OFFLOADS.get(c, c)})")
+            state = "" if c in a.active else f", switched off (set offload {c}=true)"
+            self.shell.con.display(f"offload: {c} ({OFFLOADS.get(c, c)}){state}")
 
     def ui_command_counters(self) -> None:
         """
         Shows this adapter's counters.
         """
-        self.shell.con.display("\n".join(counter_lines(control().adapter(self.name).counters, indent="")))
+        self.shell.con.display("\n".join(counter_lines(self._adapter().counters, indent="")))
 
 
 def _bind(node: UINode, adapter: str, netdev: str) -> None:
@@ -206,10 +316,9 @@ class UIConnection(UINode):
         c = self._conn()
         if c is None:
             return ("gone", None)
-        caps = control().adapter(c.adapter).caps
-        offs = c.offloads(caps)
+        offs = c.offloads(adapter_caps(control().adapters(), c.adapter))
         on = [k for k, v in offs.items() if v == "on"]
-        return (f"-> {c.local} on {c.adapter}: {'+'.join(on)}", True)
+        return (f"-> {c.local} on {c.adapter}: {'+'.join(on) or 'nothing'}", True)
 
     def ui_command_info(self) -> None:
         """
@@ -219,7 +328,7 @@ class UIConnection(UINode):
         if c is None:
             raise ExecutionError(f"connection {self.peer} has gone")
         self.shell.con.display(f"{c.peer} -> {c.local} on {c.adapter}")
-        for k, v in c.offloads(control().adapter(c.adapter).caps).items():
+        for k, v in c.offloads(adapter_caps(control().adapters(), c.adapter)).items():
             self.shell.con.display(f"  {k}: {v}")
         self.shell.con.display("\n".join(counter_lines(c.counters)))
 
@@ -276,8 +385,8 @@ class OffloadRoot(UIRoot):  # type: ignore[misc]
     def ui_command_saveconfig(self, savefile: str = default_save_file) -> None:
         """
         Saves the current configuration to a file so that it can be restored
-        on next boot; cxgbit-ext's adapter settings go beside it
-        (cxgbit-ext.json next to saveconfig.json).
+        on next boot; cxgbit-ext's adapters (their netdevs and offload
+        switches) go beside it (cxgbit-ext.json next to saveconfig.json).
         """
         UIRoot.ui_command_saveconfig(self, savefile)
         ctl = control()
@@ -294,10 +403,12 @@ class OffloadRoot(UIRoot):  # type: ignore[misc]
         storage_object: str | None = None,
     ) -> None:
         """
-        Restores configuration from a file: cxgbit-ext's adapter settings
-        first (when the file beside it exists), then LIO's, so that portals
-        saved with offload come back offloaded. Reports any portal that asks
-        for offload and did not get it, with the reason.
+        Restores configuration from a file: cxgbit-ext's adapters first
+        (when the file beside it exists: missing software adapters are
+        created, then netdevs and offload switches set; all or nothing),
+        then LIO's, so that portals saved with offload come back offloaded.
+        Reports any portal that asks for offload and did not get it, with
+        the reason.
         """
         lio = Path(os.path.expanduser(savefile or default_save_file))
         ours = persist.beside(lio)
