@@ -1,11 +1,14 @@
 """Admin tools against the real module and LIO: the targetcli extension
 (driven in-process through configshell, as targetcli-offload runs it), the
-CLI, save/restore across a module reload, and bad input changing nothing.
+CLI, adapters made, switched and removed, save/restore across a module
+reload, and bad input changing nothing.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -35,10 +38,22 @@ def admin(lio: None, module_ko: Path, tmp_path: Path) -> Iterator[None]:
         with topo.in_netns():
             lio_clear()
         deadline = time.monotonic() + 15
-        while CFS.exists() and (CFS / "connections").read_text() and time.monotonic() < deadline:
+        while CFS.exists() and Control().connections() and time.monotonic() < deadline:
             time.sleep(0.1)
         if CFS.exists():
+            # adapters made with mkdir hold the module (configfs), as LIO's objects hold theirs
+            for d in (CFS / "adapters").iterdir():
+                if d.name != "soft0":
+                    d.rmdir()
             assert subprocess.run(["rmmod", "cxgbit_ext"]).returncode == 0
+
+
+def adapters_state() -> dict[str, tuple[str, ...]]:
+    """Each adapter's netdev, ddp and iso files, read from configfs itself."""
+    return {
+        d.name: tuple((d / f).read_text() for f in ("netdev", "ddp", "iso"))
+        for d in sorted((CFS / "adapters").iterdir())
+    }
 
 
 def canonical(obj: object) -> object:
@@ -116,21 +131,70 @@ def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: 
         iscsiadm.delete_nodes()
 
 
+def test_targetcli_adapter_create_switch_delete(admin: None, tmp_path: Path, capfd) -> None:
+    with topo.in_netns():
+        sh = TargetcliShell(tmp_path / "tcli")
+        sh.run(f"/offload/adapters/soft0 bind netdev={T0.tgt_dev}")
+        out = sh.run(f"/offload/adapters create name=soft1 netdev={T1.tgt_dev}")
+        assert f"Created adapter soft1 (soft, serves {T1.tgt_dev})." in out, out
+        assert adapters_state()["soft1"] == (f"{T1.tgt_dev}\n", "1\n", "1\n")
+        out = sh.run("/offload/adapters/soft1 set offload ddp=false")
+        assert "Parameter ddp is now 'false'." in out, out
+        assert (CFS / "adapters/soft1/ddp").read_text() == "0\n"
+        assert sh.run("/offload/adapters/soft1 get offload ddp iso").split() == ["ddp=false", "iso=true"]
+        ls = sh.run("/offload ls")
+        assert "[2 adapters, 2 serving]" in ls, ls
+        assert f"[soft on {T0.tgt_dev}: hcrc+dcrc+ddp+iso+rxagg, 0 conns]" in ls, ls
+        assert f"[soft on {T1.tgt_dev}: hcrc+dcrc+iso+rxagg (ddp off), 0 conns]" in ls, ls
+
+        # refused with the reason, and nothing changed
+        before = adapters_state()
+        with pytest.raises(ExecutionError, match="adapter soft1 already exists"):
+            sh.run(f"/offload/adapters create name=soft1 netdev={T0.tgt_dev}")
+        with pytest.raises(ExecutionError, match=f"netdev {T0.tgt_dev} is already served by adapter soft0"):
+            sh.run(f"/offload/adapters create name=soft2 netdev={T0.tgt_dev}")
+        with pytest.raises(ExecutionError, match=re.escape("Not setting iso! Syntax error, 'maybe' is not true|false")):
+            sh.run("/offload/adapters/soft1 set offload ddp=true iso=maybe")
+        assert adapters_state() == before
+
+        # the CLI sees the same
+        capfd.readouterr()
+        assert cli.main(["--json", "adapters"]) == 0
+        listed = {a["name"]: a for a in json.loads(capfd.readouterr().out)}
+        assert {k: listed["soft1"][k] for k in ("netdev", "ddp", "iso")} == {
+            "netdev": T1.tgt_dev, "ddp": False, "iso": True,
+        }  # fmt: skip
+
+        # soft0 is built in: refused with the reason, and by the module itself
+        with pytest.raises(ExecutionError, match="soft0 is built in; unbind it instead"):
+            sh.run("/offload/adapters delete name=soft0")
+        with pytest.raises(PermissionError) as e:
+            (CFS / "adapters/soft0").rmdir()
+        assert e.value.errno == errno.EPERM
+        assert "Deleted adapter soft1." in sh.run("/offload/adapters delete name=soft1")
+        assert list(adapters_state()) == ["soft0"]
+        assert "soft1" not in sh.run("/offload ls")
+
+
 def test_saveconfig_restore_across_module_reload(admin: None, module_ko: Path, tmp_path: Path, capfd) -> None:
     save = tmp_path / "saveconfig.json"
     ours = persist.beside(save)
     with topo.in_netns():
         sh = TargetcliShell(tmp_path / "tcli")
         sh.run("/offload/adapters/soft0 bind netdev=tgt0")
+        # a made adapter with an offload switched off must come back as it was
+        sh.run(f"/offload/adapters create name=soft1 netdev={T1.tgt_dev}")
+        sh.run("/offload/adapters/soft1 set offload ddp=false")
         build(sh)
         sh.root.refresh()
         sh.run(f"/iscsi/{IQN}/tpg1/portals/{NP0} enable_offload true")
+        sh.run(f"/iscsi/{IQN}/tpg1/portals/{NP1} enable_offload true")
         from rtslib_fb import RTSRoot
 
         sh.run(f"/ saveconfig savefile={save}")
         assert ours.exists(), "saveconfig must write cxgbit-ext.json beside saveconfig.json"
         saved_portals = json.loads(save.read_text())["targets"][0]["tpgs"][0]["portals"]
-        assert {(p["ip_address"], p["offload"]) for p in saved_portals} == {(T0.tgt_ip, True), (T1.tgt_ip, False)}
+        assert {(p["ip_address"], p["offload"]) for p in saved_portals} == {(T0.tgt_ip, True), (T1.tgt_ip, True)}
         lio_before = RTSRoot().dump()
         ours_before = Control().dump()
 
@@ -143,24 +207,30 @@ def test_saveconfig_restore_across_module_reload(admin: None, module_ko: Path, t
         assert RTSRoot().dump()["targets"] == lio_before["targets"]
 
         sh.run("/ clearconfig confirm=true")
-    # module reload: everything of ours is gone, including soft0's binding
+    # module reload: everything of ours is gone, including soft0's binding. soft1
+    # holds the module while it exists (configfs), so it goes first, as at a reboot.
+    (CFS / "adapters/soft1").rmdir()
     assert subprocess.run(["rmmod", "cxgbit_ext"]).returncode == 0
     assert insmod(module_ko).returncode == 0
-    assert (CFS / "adapters/soft0/netdev").read_text() == "*\n"
+    assert adapters_state() == {"soft0": ("*\n", "1\n", "1\n")}
     with topo.in_netns():
         sh = TargetcliShell(tmp_path / "tcli2")
         sh.run(f"/ restoreconfig savefile={save} clear_existing=true")
         assert Control().dump() == ours_before
+        assert adapters_state()["soft1"] == (f"{T1.tgt_dev}\n", "0\n", "1\n")
         after = RTSRoot().dump()
         for key in ("targets", "storage_objects"):
             assert canonical(after[key]) == canonical(lio_before[key]), f"{key} differ after restore"
 
     iscsiadm.discover(T0.tgt_ip)
+    iscsiadm.discover(T1.tgt_ip)
     iscsiadm.login(IQN, NP0)
+    iscsiadm.login(IQN, NP1)
     try:
         iscsiadm.session_disks(IQN, expect=1)
-        conns = Control().connections()
-        assert [c.local for c in conns] == [NP0], "the restored portal must be offloaded again"
+        conns = {c.local: (c.adapter, c.ddp) for c in Control().connections()}
+        # both restored portals offloaded again, each on its adapter, soft1's still without ddp
+        assert conns == {NP0: ("soft0", True), NP1: ("soft1", False)}, conns
     finally:
         iscsiadm.logout()
         iscsiadm.delete_nodes()
