@@ -1,13 +1,19 @@
-"""The PDU-level initiator's wire encoding against RFC 3720 B.4 and itself."""
+"""The PDU-level initiator's wire encoding against RFC 3720 B.4 and itself,
+its digest checks on receive, and the malformed-PDU generator's bounds."""
 
 from __future__ import annotations
 
 import io
+import random
+import socket
 import struct
+from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
 from iscsi_initiator import chap
+from iscsi_initiator.fuzz import FOREIGN_OPS, READ_ONLY_CDBS, Fuzzed, Limits, PduFuzzer
 from iscsi_initiator.pdu import (
     DigestError,
     Op,
@@ -16,8 +22,10 @@ from iscsi_initiator.pdu import (
     decode_keys,
     encode_keys,
     login_request,
+    pad_len,
     scsi_command,
 )
+from iscsi_initiator.session import Connection, Params
 
 # RFC 3720 B.4: an iSCSI READ command PDU and its CRC32C
 RFC_READ = bytes.fromhex(
@@ -99,3 +107,137 @@ def test_chap_response_is_md5_of_id_secret_challenge() -> None:
     assert chap.from_hex(chap.to_hex(r)) == r
     with pytest.raises(ValueError, match="not hex"):
         chap.from_hex("abcd")
+
+
+# -- Connection.recv checks digests once they are negotiated -------------------
+
+
+@pytest.fixture
+def wired() -> Iterator[tuple[Connection, socket.socket]]:
+    """A Connection to a local socket standing in for the target."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        c = Connection("127.0.0.1", srv.getsockname()[1], timeout=5)
+        peer, _ = srv.accept()
+        try:
+            yield c, peer
+        finally:
+            peer.close()
+            c.close()
+
+
+def nop_in(data: bytes) -> Pdu:
+    p = Pdu()
+    p.opcode = Op.NOOP_IN
+    p.flags = 0x80
+    p.itt, p.ttt, p.statsn = 0x1001, 0xFFFFFFFF, 7
+    p.data = data
+    return p
+
+
+@pytest.mark.parametrize(("where", "error"), [(48, "header digest"), (-1, "data digest"), (None, None)])
+def test_recv_checks_both_digests_in_full_feature_phase(
+    wired: tuple[Connection, socket.socket], where: int | None, error: str | None
+) -> None:
+    c, target = wired
+    c.params = Params(header_digest="CRC32C", data_digest="CRC32C")
+    c.full_feature = True
+    wire = bytearray(nop_in(b"pong!").encode(True, True))
+    if where is not None:
+        wire[where] ^= 0x01
+    target.sendall(wire)
+    if error:
+        with pytest.raises(DigestError, match=error):
+            c.recv()
+    else:
+        assert c.recv().data == b"pong!"
+        assert c.expstatsn == 8
+
+
+def test_recv_expects_no_digests_before_full_feature_phase(wired: tuple[Connection, socket.socket]) -> None:
+    c, target = wired
+    c.params = Params(header_digest="CRC32C", data_digest="CRC32C")  # offered, not yet in effect
+    target.sendall(nop_in(b"login-time").encode())
+    assert c.recv().data == b"login-time"
+
+
+# -- the malformed-PDU generator -------------------------------------------------
+
+
+class FakeSession:
+    def __init__(self, hd: bool, dd: bool) -> None:
+        self.cmdsn, self.expstatsn, self.itt = 1, 1, 0x1000
+        self.params = Params(header_digest="CRC32C" if hd else "None", data_digest="CRC32C" if dd else "None")
+
+    def next_itt(self) -> int:
+        self.itt += 1
+        return self.itt
+
+
+LIM = Limits(lun=0, scratch_lba=24576, scratch_blocks=256, max_blocks=16)
+
+
+def fuzzed(seed: int, n: int, hd: bool = False, dd: bool = False, fatal_rate: float = 0.025) -> list[Fuzzed]:
+    s, f = FakeSession(hd, dd), PduFuzzer(random.Random(seed), LIM, fatal_rate)
+    return [f.next(s) for _ in range(n)]
+
+
+def test_fuzzer_same_seed_same_pdus() -> None:
+    assert [f.wire for f in fuzzed(7, 500)] == [f.wire for f in fuzzed(7, 500)]
+    assert [f.wire for f in fuzzed(7, 500)] != [f.wire for f in fuzzed(8, 500)]
+
+
+@pytest.mark.parametrize(("hd", "dd"), [(False, False), (True, True)])
+def test_fuzzed_pdus_stay_within_limits(hd: bool, dd: bool) -> None:
+    for f in fuzzed(11, 10000, hd, dd, fatal_rate=0.1):
+        p = f.pdu
+        assert p.lun == 0, f
+        if p.opcode == Op.TMF_REQ:
+            assert p.flags & 0x7F not in (6, 7), "a TARGET WARM/COLD RESET"
+        if p.opcode != Op.SCSI_CMD:
+            continue
+        cdb = p.bhs[32:48]
+        assert cdb[0] in READ_ONLY_CDBS or cdb[0] == 0x2A, f"CDB 0x{cdb[0]:02x}"
+        if cdb[0] == 0x2A:
+            lba, blocks = struct.unpack(">IxH", cdb[2:9])
+            assert 1 <= blocks <= LIM.max_blocks and LIM.scratch_lba <= lba <= lba + blocks <= 24576 + 256
+        assert p.u32(20) <= LIM.max_edtl
+        if p.ahs and p.ahs[2] == 1:  # extended CDB: AHSLength within its AHS
+            assert 1 <= int.from_bytes(p.ahs[:2], "big") <= len(p.ahs) - 3
+
+
+@pytest.mark.parametrize(("hd", "dd"), [(False, False), (True, False), (False, True), (True, True)])
+def test_fuzzed_wire_is_what_the_header_says_unless_marked(hd: bool, dd: bool) -> None:
+    """Every PDU decodes from its wire bytes with nothing left over, digests
+    right, unless it is marked as breaking the stream or carries a wrong
+    digest on purpose; payload bytes read as a header are a foreign opcode."""
+    seen = Counter[str]()
+    for f in fuzzed(3, 10000, hd, dd, fatal_rate=0.1):
+        seen.update(f.mutations)
+        rd = reader(f.wire)
+        if f.breaks_stream:
+            hdr = 48 + f.pdu.ahs_len + 4 * hd
+            body = f.pdu.dlen + pad_len(f.pdu.dlen) + (4 * dd if f.pdu.dlen else 0)
+            assert len(f.wire) != hdr + body, f
+            continue
+        if "bad_hdigest" in f.mutations or "bad_ddigest" in f.mutations:
+            with pytest.raises(DigestError):
+                decode(rd, hd, dd)
+            continue
+        q = decode(rd, hd, dd)
+        with pytest.raises(EOFError):
+            rd(1)
+        assert (bytes(q.bhs), q.ahs, q.data) == (bytes(f.pdu.bhs), f.pdu.ahs, f.pdu.data)
+        if f.kind not in ("text",) and q.data and not set(f.mutations) & {"login", "text_not_sendtargets"}:
+            assert all(b & 0x3F >= 0x20 for b in q.data), "payload that would pass for an initiator opcode"
+    assert seen["bad_hdigest"] == 0 if not hd else seen["bad_hdigest"] > 0
+    assert seen["short_data"] > 0 and seen["long_data"] > 0
+
+
+def test_fuzzer_covers_foreign_opcodes_and_fatal_rate() -> None:
+    out = fuzzed(5, 20000)
+    ops = {f.pdu.opcode for f in out}
+    assert {Op.NOOP_OUT, Op.SCSI_CMD, Op.TMF_REQ, Op.TEXT_REQ, Op.DATA_OUT, Op.SNACK, Op.LOGOUT_REQ} <= ops
+    assert {Op.LOGIN_REQ, Op.SCSI_RSP, Op.REJECT} & ops, "no Login or target opcode among 20,000 PDUs"
+    assert len(ops & set(FOREIGN_OPS)) > 20
+    fatal = sum(f.fatal for f in out)
+    assert 0.015 * len(out) < fatal < 0.035 * len(out), fatal
