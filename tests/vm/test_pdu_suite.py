@@ -4,42 +4,185 @@ One target, portal 0.0.0.0:3260 with offload on and soft0 serving tgt0:
 198.18.1.1 (tgt1) reaches LIO's stock iSCSI/TCP, 198.18.0.1 (tgt0) our
 transport, in the same boot. Every case runs on both: positive flows (login
 with every digest setting, SCSI write/read with immediate, unsolicited and
-solicited data, NOP, Text, TMF, logout) and the negative cases of RFC 7143
-at ERL 0, where the offloaded path must be no worse than stock. Each case
-checks that a new session on the same path works afterwards.
+solicited data, NOP, Text, TMF, logout) and the negative cases of RFC 7143 at ERL 0,
+where the offloaded path must be no worse than stock. Each case checks that
+a new session on the same path works afterwards.
+
+Beside all of them runs a background session: open-iscsi logged in over the
+offloaded path (tgt0) and fio writing and crc32c-verifying its own LUN (1)
+pass after pass, from the first case to the last; the last test of the
+module checks that every pass verified and the session never reconnected.
+So the negative cases on both paths run beside a live offloaded session,
+and soft0's counters are read net of what that session counts itself.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
-from collections.abc import Iterator
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from cxgbit_ext import topology
-from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, login_request, nop_out, scsi_command
+from iscsi_initiator import iscsiadm
+from iscsi_initiator.pdu import (
+    BHS_LEN,
+    RSVD_TAG,
+    Op,
+    Pdu,
+    data_out,
+    login_request,
+    nop_out,
+    scsi_command,
+)
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
-from testbed import topo
+from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, PDU_IQN, offloaded_target, soft0_counters
+from .conftest import CFS, PDU_INITIATOR, PDU_IQN, offloaded_peers, offloaded_target, soft0_counters
 
 BLOCK = 512
+KiB = 1024
 OFF, STOCK = topo.LINKS
+FIO_LUN = 1  # the background session's; every PDU case stays on LUN 0
 
 
 @pytest.fixture(scope="module")
 def dual_target(iscsid: None, module_ko: Path) -> Iterator[None]:
-    t = topology.Topology(iqn=PDU_IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
+    t = topology.Topology(iqn=PDU_IQN, backstores=("ramdisk", "ramdisk"), lun_size=16 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
     with offloaded_target(module_ko, t):
         yield
 
 
+# -- the background session ------------------------------------------------------
+
+# One fio pass: 4 MiB of random writes (4k to 256k) with crc32c headers, then
+# all of it read back and verified. Writes are held to 1 MiB/s so that the
+# session keeps I/O going beside every case without starving the TCG guest.
+FIO_PASS_BYTES = 4 * topology.MiB
+FIO_PASS = [
+    "--name=background", "--rw=randwrite", "--bssplit=4k/30:64k/50:256k/20", f"--size={FIO_PASS_BYTES}",
+    "--direct=1", "--ioengine=libaio", "--iodepth=8", "--rate=1m",
+    "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--randrepeat=0",
+]  # fmt: skip
+
+
+class BackgroundFio:
+    """fio write+verify passes on ``dev`` in a thread until finish().
+
+    Passes rather than one time-based job: fio never starts the verify phase
+    of a time-based write job ("verification read phase will never start
+    because write phase uses all of runtime"); each pass here ends with a
+    full read-back and verify of what it wrote.
+    """
+
+    def __init__(self, dev: str, peer: str) -> None:
+        self.dev, self.peer = dev, peer
+        self.current = "fixture setup"  # the test running now, for the report
+        self.passes: list[fio.JobResult] = []
+        self.error: str | None = None
+        self.result: list[str] | None = None  # problems found by finish()
+        self.reported = False  # a test asserted on them
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="background-fio", daemon=True)
+        self._t0 = time.monotonic()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                (res,) = fio.jobs(fio.run([f"--filename={self.dev}", *FIO_PASS], timeout=300))
+            # ValueError, KeyError: a report without exactly one job, or not fio's JSON
+            except (fio.FioError, OSError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
+                self.error = f"pass {len(self.passes) + 1} failed during {self.current}: {e}"
+                return
+            if res.error or res.write_bytes < FIO_PASS_BYTES or res.read_bytes != res.write_bytes:
+                self.error = (f"pass {len(self.passes) + 1} (during {self.current}): error {res.error}, wrote "
+                              f"{res.write_bytes} B of {FIO_PASS_BYTES}, verified {res.read_bytes} B")  # fmt: skip
+                return
+            self.passes.append(res)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def finish(self) -> list[str]:
+        """Stop after the pass under way (its verify included); what went wrong, if anything."""
+        if self.result is not None:
+            return self.result
+        self._stop.set()
+        self._thread.join(timeout=300)
+        problems = []
+        if self._thread.is_alive():
+            problems.append("fio did not finish its pass within 300 s of the stop")
+        if self.error:
+            problems.append(self.error)
+        if not self.passes:
+            problems.append("no fio pass completed")
+        if self.peer not in offloaded_peers():
+            problems.append(f"the open-iscsi connection {self.peer} is gone: the session was disturbed")
+        total = sum(r.write_bytes for r in self.passes)
+        record(f"background fio on {self.dev} (offloaded, {self.peer}): {len(self.passes)} passes in "
+               f"{time.monotonic() - self._t0:.0f} s, {total >> 20} MiB written and verified"
+               + "".join(f"; {p}" for p in problems), "pdu_background_fio.txt")  # fmt: skip
+        self.result = problems
+        return problems
+
+
+_background: BackgroundFio | None = None
+
+
+@pytest.fixture(scope="module")
+def background_fio(dual_target: None) -> Iterator[BackgroundFio]:
+    """open-iscsi over the offloaded path and fio verify passes on LUN 1, for the whole module."""
+    global _background
+    portal = f"{OFF.tgt_ip}:3260"
+    if not shutil.which("fio"):
+        pytest.fail("background fio session: no fio in PATH")
+    try:
+        iscsiadm.discover(portal)
+        iscsiadm.login(PDU_IQN, portal)
+        disks = iscsiadm.session_disks(PDU_IQN, expect=2)
+    except iscsiadm.IscsiadmError as e:
+        pytest.fail(f"background fio session: open-iscsi could not log in over the offloaded path: {e}")
+    if FIO_LUN not in disks:
+        pytest.fail(f"background fio session: no block device for LUN {FIO_LUN} (have {disks})")
+    peers = [p for p in offloaded_peers() if p.startswith(f"{OFF.ini_ip}:")]
+    if len(peers) != 1:
+        pytest.fail(f"background fio session: expected its one offloaded connection, found {peers}")
+    bg = BackgroundFio(disks[FIO_LUN], peers[0])
+    bg.start()
+    _background = bg
+    try:
+        yield bg
+    finally:
+        _background = None
+        # stopped here too in case the module's last test did not run (-k)
+        problems = [] if bg.reported else list(bg.finish())
+        try:
+            iscsiadm.logout(PDU_IQN, portal)
+        except iscsiadm.IscsiadmError as e:
+            problems.append(f"logout: {e}")
+    assert not problems, "background fio session: " + "; ".join(problems)
+
+
+def assert_background_clean(bg: BackgroundFio) -> None:
+    bg.reported = True
+    problems = bg.finish()
+    assert not problems, "background fio session: " + "; ".join(problems)
+    assert all(r.error == 0 for r in bg.passes)
+
+
 @pytest.fixture(params=["stock", "offload"])
-def path(request: pytest.FixtureRequest, dual_target: None) -> str:
+def path(request: pytest.FixtureRequest, dual_target: None, background_fio: BackgroundFio) -> str:
     """The transport under test, by the address that reaches it."""
+    background_fio.current = request.node.nodeid
     return str(request.param)
 
 
@@ -47,13 +190,60 @@ def ip_of(path: str) -> str:
     return OFF.tgt_ip if path == "offload" else STOCK.tgt_ip
 
 
-def connect(path: str, params: Params | None = None) -> Connection:
+def connect(
+    path: str, params: Params | None = None, initiator: str = PDU_INITIATOR, cls: type[Connection] = Connection
+) -> Connection:
     host = ip_of(path)
-    c = Connection(host)
-    c.login(PDU_INITIATOR, PDU_IQN, params)
+    c = cls(host)
+    c.login(initiator, PDU_IQN, params)
     offloaded = f"{OFF.ini_ip}:{c.sock.getsockname()[1]} " in (CFS / "connections").read_text()
     assert offloaded == (path == "offload"), f"{path} login landed on the wrong transport"
     return c
+
+
+@contextmanager
+def tpg_params(**values: str) -> Iterator[None]:
+    """The target's TPG parameters set for the logins inside (restored after)."""
+    from rtslib_fb import RTSRoot
+
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
+    old = {k: tpg.get_parameter(k) for k in values}
+    try:
+        for k, v in values.items():
+            tpg.set_parameter(k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            tpg.set_parameter(k, v)
+
+
+def write10(lba: int, blocks: int) -> bytes:
+    return struct.pack(">BBIBHB", 0x2A, 0, lba, 0, blocks, 0)
+
+
+def write_retrying_ua(c: Connection, lba: int, data: bytes) -> None:
+    try:
+        c.scsi_write(lba, data)
+    except ScsiError as e:
+        # a new session's first command may meet a UNIT ATTENTION (a LUN
+        # reset in an earlier case); an initiator retries it once
+        assert e.sense_key == 6, e
+        c.scsi_write(lba, data)
+
+
+def clear_unit_attention(c: Connection) -> None:
+    """Take the UNIT ATTENTION a new session may meet, with a one-block read."""
+    try:
+        c.scsi_read(0, 1)
+    except ScsiError as e:
+        assert e.sense_key == 6, e
+
+
+def wait_for(what: str, cond: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize(
@@ -89,15 +279,18 @@ def test_nop_text_tmf(path: str) -> None:
 def healthy(path: str) -> None:
     c = connect(path)
     data = os.urandom(8 * BLOCK)
-    try:
-        c.scsi_write(8, data)
-    except ScsiError as e:
-        # a new session's first command may meet a UNIT ATTENTION (a LUN
-        # reset in an earlier case); an initiator retries it once
-        assert e.sense_key == 6, e
-        c.scsi_write(8, data)
+    write_retrying_ua(c, 8, data)
     assert c.scsi_read(8, 8) == data
     c.logout()
+
+
+def answer_class(rsp: Pdu) -> str:
+    if rsp.opcode == Op.REJECT:
+        return f"reject 0x{rsp.u8(2):02x}"
+    try:
+        return f"accepted {Op(rsp.opcode).name}"
+    except ValueError:
+        return f"accepted opcode 0x{rsp.opcode:02x}"
 
 
 def observe(c: Connection, wait: float = 5) -> str:
@@ -118,9 +311,61 @@ def observe(c: Connection, wait: float = 5) -> str:
         except (ConnectionClosed, TimeoutError, OSError):
             return "dropped"
         return "ignored"
-    if rsp.opcode == Op.REJECT:
-        return f"reject 0x{rsp.u8(2):02x}"
-    return f"accepted {Op(rsp.opcode).name}"
+    return answer_class(rsp)
+
+
+# A data segment that is a PDU in disguise: when a target refuses a PDU and
+# does not consume its data segment, it reads that segment as the next PDUs:
+# here an immediate NOP-Out ping, then bytes of opcode 0x3f (no initiator
+# sends it), where any target drops the connection.
+SMUGGLED_ITT = 0x5A5A0001
+RAN_DATA = "ran data as PDUs"
+
+
+def smuggling_data(c: Connection, n: int) -> bytes:
+    assert not c.params.hdigest and not c.params.ddigest, "the smuggled ping is built without digests"
+    ping = nop_out(itt=SMUGGLED_ITT, cmdsn=c.cmdsn, expstatsn=c.expstatsn).encode()
+    return ping + b"\xff" * (n - len(ping))
+
+
+def observe_data_segment(c: Connection, wait: float = 5, linger: float = 2) -> str:
+    """observe() for a PDU whose data segment is smuggling_data(), and
+    whether the target then ran that data as PDUs of its own: its first
+    answer ("reject 0xNN", "dropped", "ignored", ...), "ran data as PDUs"
+    when the first thing it did was answer the smuggled ping, or "<first>,
+    then ran data as PDUs". After the first answer it watches ``linger`` s
+    more (or until the connection drops) for the smuggled ping's answer."""
+    first: str | None = None
+    ran = False
+    probe: int | None = None
+    c.sock.settimeout(wait)
+    while True:
+        try:
+            rsp = c.recv()
+        except (ConnectionClosed, ConnectionError):
+            first = first or "dropped"
+            break
+        except TimeoutError:
+            if first is not None or probe is not None:
+                first = first or "no answer to a NOP-Out"
+                break
+            probe = c.next_itt()
+            try:
+                c.send(nop_out(itt=probe, cmdsn=c.cmdsn, expstatsn=c.expstatsn))
+            except (ConnectionClosed, OSError):
+                first = "dropped"
+                break
+            continue
+        if rsp.opcode == Op.NOOP_IN and rsp.itt == SMUGGLED_ITT:
+            ran = True
+            first = first or RAN_DATA
+        elif probe is not None and rsp.opcode == Op.NOOP_IN and rsp.itt == probe:
+            first = first or "ignored"
+            break
+        else:
+            first = first or answer_class(rsp)
+        c.sock.settimeout(linger)
+    return f"{first}, then {RAN_DATA}" if ran and first != RAN_DATA else first
 
 
 # RFC 7143 at ERL 0, per case: what a target may do.
@@ -130,26 +375,74 @@ REJECT_OR_DROP = {"dropped", "reject 0x04", "reject 0x09"}  # protocol error / i
 # repeat them (DESIGN.md: no worse than stock; where stock misbehaves, record).
 STOCK_DEVIATIONS = {
     "data_out_unknown_ttt": "accepted SCSI_RSP",
+    # Read in LIO (not yet seen run): when iscsit_setup_scsi_cmd or
+    # iscsit_check_dataout_hdr refuses a PDU, iscsit_handle_scsi_cmd and
+    # iscsit_handle_data_out return 0 without reading its data segment, so
+    # the receive loop takes that data for the next PDUs and runs them.
+    "immediate_above_fbl": f"reject 0x09, then {RAN_DATA}",
+    "data_out_past_edtl_solicited": f"reject 0x09, then {RAN_DATA}",
+    "data_out_past_edtl_unsolicited": f"reject 0x09, then {RAN_DATA}",
+    "datasn_skip": RAN_DATA,  # DataSN above the expected one at ERL 0: no Reject, data not read
 }
+
+# soft0 counters that the background session moves as well; its own share
+# (per connection, in the connections file) is taken out of every delta
+SHARED_COUNTERS = ("pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied")
+
+
+def connection_counters(peer: str) -> dict[str, int] | None:
+    for line in (CFS / "connections").read_text().splitlines():
+        if line.startswith(f"{peer} "):
+            return {k: int(v) for k, _, v in (f.partition("=") for f in line.split()) if k in SHARED_COUNTERS}
+    return None
+
+
+def soft0_net_of_background() -> dict[str, int]:
+    """soft0's counters less what the background fio connection counted.
+
+    Its connection's counters are read before and after soft0's; a read
+    is kept when they did not move in between (fio writes at 1 MiB/s, so
+    one of the first few tries holds still)."""
+    bg = _background
+    if bg is None:
+        return soft0_counters()
+    for _ in range(100):
+        own = connection_counters(bg.peer)
+        assert own is not None, f"the background session's connection {bg.peer} is gone"
+        total = soft0_counters()
+        if connection_counters(bg.peer) == own:
+            return {k: v - own.get(k, 0) for k, v in total.items()}
+        time.sleep(0.005)
+    raise AssertionError("the background session's counters never held still across a read of soft0's")
 
 
 class Moved:
-    """Counter deltas of soft0 across a case (offload path only)."""
+    """Counter deltas of soft0 across a case (offload path only), net of
+    the background session's own."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.before = soft0_counters() if path == "offload" else {}
+        self.before = soft0_net_of_background() if path == "offload" else {}
 
     def __call__(self, **want: int) -> None:
         if self.path != "offload":
             return
-        after = soft0_counters()
+        after = soft0_net_of_background()
         got = {k: after[k] - self.before[k] for k in want}
         assert got == want, f"soft0 counters moved {got}, expected {want}"
 
 
+def record(line: str, name: str = "pdu_outcomes.txt") -> None:
+    """Print ``line`` and keep it in the results directory (pytest shows
+    the output of failed tests only; this is what each path did)."""
+    print(line)
+    if results := os.environ.get("CXE_RESULTS"):
+        with (Path(results) / name).open("a") as f:
+            f.write(line + "\n")
+
+
 def check(path: str, case: str, outcome: str, allowed: set[str]) -> None:
-    print(f"{path}: {case}: {outcome}")
+    record(f"{path}: {case}: {outcome}")
     if path == "stock" and case in STOCK_DEVIATIONS:
         assert outcome == STOCK_DEVIATIONS[case], f"stock LIO changed its answer to {case}"
     else:
@@ -333,3 +626,168 @@ def test_target_nop_in_is_answered(path: str) -> None:
         c.logout()
     finally:
         acl.delete()
+
+
+# -- Data-Out beyond what was asked for, out of order ----------------------------
+
+
+def test_data_out_past_r2t_burst(path: str) -> None:
+    """A Data-Out that runs past its R2T's Desired Data Transfer Length
+    (still inside the command's transfer length)."""
+    c = connect(path, Params(immediate_data=False, initial_r2t=True, first_burst=16 * KiB, max_burst=16 * KiB))
+    assert c.params.max_burst == 16 * KiB
+    itt = c.next_itt()
+    c.send(scsi_command(write10(9000, 64), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=64 * BLOCK))
+    c.cmdsn += 1
+    r2t = c.recv()
+    assert (r2t.opcode, r2t.itt, r2t.buffer_offset, r2t.desired_length) == (Op.R2T, itt, 0, 16 * KiB)
+    moved = Moved(path)
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
+                    data=smuggling_data(c, 20 * KiB), final=True))  # fmt: skip
+    # stock LIO discards the PDU's data and waits: its DataOut timer (3 s)
+    # then fails the connection at ERL 0; hence the longer wait
+    check(path, "data_out_past_burst", observe_data_segment(c, wait=10), REJECT_OR_DROP)
+    moved(ddp_tag_errors=1, drops=1, bytes_placed=0)
+    healthy(path)
+
+
+@pytest.mark.parametrize("solicited", [True, False], ids=["solicited", "unsolicited"])
+def test_data_out_past_transfer_length(path: str, solicited: bool) -> None:
+    """A Data-Out whose offset + length passes the command's Expected Data
+    Transfer Length: answering an R2T, or as unsolicited data."""
+    with tpg_params(InitialR2T="Yes" if solicited else "No"):
+        c = connect(path, Params(immediate_data=False, initial_r2t=solicited))
+    assert c.params.initial_r2t == solicited
+    itt = c.next_itt()
+    c.send(scsi_command(write10(9100, 32), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=32 * BLOCK,
+                        final=solicited))  # fmt: skip
+    c.cmdsn += 1
+    ttt = RSVD_TAG
+    if solicited:
+        r2t = c.recv()
+        assert (r2t.opcode, r2t.itt, r2t.desired_length) == (Op.R2T, itt, 16 * KiB)
+        ttt = r2t.ttt
+    moved = Moved(path)
+    c.send(data_out(itt=itt, ttt=ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
+                    data=smuggling_data(c, 20 * KiB), final=True))  # fmt: skip
+    case = f"data_out_past_edtl_{'solicited' if solicited else 'unsolicited'}"
+    check(path, case, observe_data_segment(c), REJECT_OR_DROP)
+    # solicited: the R2T's tag does not cover it (the adapter drops at once)
+    moved(ddp_tag_errors=int(solicited), bytes_placed=0)
+    healthy(path)
+
+
+@pytest.mark.parametrize("order", ["skip", "repeat"])
+def test_data_out_datasn_out_of_order(path: str, order: str) -> None:
+    """The second Data-Out of an R2T's sequence with DataSN 2 (1 skipped)
+    or 0 again, at the right offset."""
+    c = connect(path, Params(immediate_data=False, initial_r2t=True))
+    itt = c.next_itt()
+    c.send(scsi_command(write10(9200, 32), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=32 * BLOCK))
+    c.cmdsn += 1
+    r2t = c.recv()
+    assert (r2t.opcode, r2t.itt, r2t.desired_length) == (Op.R2T, itt, 16 * KiB)
+    moved = Moved(path)
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=os.urandom(4 * KiB),
+                    final=False))  # fmt: skip
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=2 if order == "skip" else 0,
+                    offset=4 * KiB, data=smuggling_data(c, 4 * KiB), final=False))  # fmt: skip
+    # "repeat": LIO discards the duplicate and waits for DataSN 1 until its
+    # DataOut timer (3 s) fails the connection
+    check(path, f"datasn_{order}", observe_data_segment(c, wait=10), REJECT_OR_DROP)
+    moved(ddp_tag_errors=0, bytes_placed=4 * KiB)  # the first PDU only
+    healthy(path)
+
+
+# -- CmdSN outside the command window ------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["above_maxcmdsn", "far_above_maxcmdsn", "below_expcmdsn"])
+def test_cmdsn_outside_window_is_ignored(path: str, where: str) -> None:
+    """RFC 7143 4.2.2.1: a target MUST silently ignore a non-immediate
+    command outside [ExpCmdSN, MaxCmdSN]; the window stays where it was."""
+    c = connect(path)
+    lba = 9300 + 16 * ["above_maxcmdsn", "far_above_maxcmdsn", "below_expcmdsn"].index(where)
+    data = os.urandom(8 * BLOCK)
+    write_retrying_ua(c, lba, data)  # so that ExpCmdSN - 1 was a command
+    pong = c.nop()
+    assert pong.expcmdsn == c.cmdsn
+    sn = {
+        "above_maxcmdsn": pong.maxcmdsn + 1,
+        "far_above_maxcmdsn": pong.maxcmdsn + (1 << 16),
+        "below_expcmdsn": c.cmdsn - 1,
+    }[where]
+    cdb = struct.pack(">BBIBHB", 0x28, 0, lba, 0, 8, 0)
+    c.send(scsi_command(cdb, itt=c.next_itt(), cmdsn=sn & 0xFFFFFFFF, expstatsn=c.expstatsn, read_len=8 * BLOCK))
+    check(path, f"cmdsn_{where}", observe(c, wait=3), {"ignored"})
+    after = c.nop()
+    assert (after.expcmdsn, after.maxcmdsn) == (pong.expcmdsn, pong.maxcmdsn), "the ignored command moved the window"
+    assert c.scsi_read(lba, 8) == data  # a command at ExpCmdSN still runs
+    assert c.logout() == 0
+
+
+# -- immediate data above FirstBurstLength ---------------------------------------------
+
+
+def test_immediate_data_above_first_burst(path: str) -> None:
+    """FirstBurstLength 4 KiB, 8 KiB of immediate data (within the target's
+    MaxRecvDataSegmentLength and the command's transfer length)."""
+    c = connect(path, Params(immediate_data=True, initial_r2t=True, first_burst=4 * KiB))
+    assert (c.params.first_burst, c.params.immediate_data) == (4 * KiB, True)
+    assert c.params.max_xmit_dlen >= 8 * KiB
+    moved = Moved(path)
+    c.send(scsi_command(write10(9400, 32), itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn,
+                        write_len=32 * BLOCK, data=smuggling_data(c, 8 * KiB)))  # fmt: skip
+    c.cmdsn += 1
+    check(path, "immediate_above_fbl", observe_data_segment(c), REJECT_OR_DROP)
+    moved(bytes_placed=0)
+    healthy(path)
+
+
+# -- a PDU cut off, then the connection closed -------------------------------------------
+
+
+def sessions_of(initiator: str) -> int:
+    """LIO's sessions of ``initiator`` on the target (demo mode: dynamic ACLs)."""
+    f = Path(f"/sys/kernel/config/target/iscsi/{PDU_IQN}/tpgt_1/dynamic_sessions")
+    return f.read_text().replace("\0", "").splitlines().count(initiator)
+
+
+@pytest.mark.parametrize("cut", ["header_20_of_48", "immediate_data_half", "data_out_half"])
+def test_pdu_cut_off_then_close(path: str, cut: str) -> None:
+    """In full feature phase, part of a PDU and then FIN: the target ends
+    the session (nothing left behind) and the next session works."""
+    name = f"{PDU_INITIATOR}-cut-{path}-{cut.replace('_', '-')}"
+    c = connect(path, Params(immediate_data=cut != "data_out_half"), initiator=name)
+    peer = f"{OFF.ini_ip}:{c.sock.getsockname()[1]}"
+    # LIO registers the session just after it sends the last login response
+    wait_for(f"LIO lists the session of {name}", lambda: sessions_of(name) == 1)
+    data = os.urandom(16 * BLOCK)
+    itt = c.next_itt()
+    if cut == "header_20_of_48":
+        wire = nop_out(itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, data=b"ping").encode()[:20]
+    elif cut == "immediate_data_half":
+        wire = scsi_command(write10(9500, 16), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=len(data),
+                            data=data).encode()[: BHS_LEN + len(data) // 2]  # fmt: skip
+    else:
+        c.send(scsi_command(write10(9500, 16), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=len(data)))
+        r2t = c.recv()
+        assert (r2t.opcode, r2t.itt) == (Op.R2T, itt)
+        wire = data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=data,
+                        final=True).encode()[: BHS_LEN + len(data) // 2]  # fmt: skip
+    c.send_raw(wire)
+    c.close()
+    wait_for(f"the target ends the session of {name} after the close", lambda: sessions_of(name) == 0)
+    if path == "offload":
+        wait_for("the offloaded connection goes with its session", lambda: peer not in offloaded_peers(), 5)
+    healthy(path)
+
+
+# -- last: the background session -------------------------------------------------------
+
+
+def test_background_fio_session_stayed_clean(background_fio: BackgroundFio) -> None:
+    """Last in the module: the open-iscsi session that ran fio on the
+    offloaded path beside every case above verified every pass and was
+    never reconnected."""
+    assert_background_clean(background_fio)
