@@ -4,7 +4,8 @@ One target, portal 0.0.0.0:3260 with offload on and soft0 serving tgt0:
 198.18.1.1 (tgt1) reaches LIO's stock iSCSI/TCP, 198.18.0.1 (tgt0) our
 transport, in the same boot. Every case runs on both: positive flows (login
 with every digest setting, SCSI write/read with immediate, unsolicited and
-solicited data, NOP, Text, TMF, logout) and the negative cases of RFC 7143 at ERL 0,
+solicited data at the FirstBurstLength boundaries, NOP, Text, TMF, logout,
+digests on every PDU type) and the negative cases of RFC 7143 at ERL 0,
 where the offloaded path must be no worse than stock. Each case checks that
 a new session on the same path works afterwards.
 
@@ -27,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,7 @@ from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.pdu import (
     BHS_LEN,
+    F_FINAL,
     RSVD_TAG,
     Op,
     Pdu,
@@ -52,6 +55,7 @@ BLOCK = 512
 KiB = 1024
 OFF, STOCK = topo.LINKS
 FIO_LUN = 1  # the background session's; every PDU case stays on LUN 0
+LIO_MRDSL = 262144  # what LIO declares by default (its TPG MaxXmitDataSegmentLength)
 
 
 @pytest.fixture(scope="module")
@@ -781,6 +785,135 @@ def test_pdu_cut_off_then_close(path: str, cut: str) -> None:
     if path == "offload":
         wait_for("the offloaded connection goes with its session", lambda: peer not in offloaded_peers(), 5)
     healthy(path)
+
+
+# -- RFC 7143 FirstBurstLength boundaries (libiscsi #407 and beyond) ---------------------
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One PDU as the initiator sent or received it after login."""
+
+    opcode: int
+    flags: int
+    dlen: int
+    ttt: int
+    offset: int
+    desired: int
+    hdigest: bool  # sent with / checked against a header digest
+    ddigest: bool
+
+
+class Recording(Connection):
+    """A Connection that keeps every full-feature PDU it sends and receives."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(host)
+        self.sent: list[Wire] = []
+        self.received: list[Wire] = []
+
+    def _wire(self, p: Pdu, hd: bool, dd: bool) -> Wire:
+        return Wire(p.opcode, p.flags, len(p.data), p.ttt, p.buffer_offset, p.desired_length, hd, dd)
+
+    def send(self, p: Pdu, hdigest: bool | None = None, ddigest: bool | None = None) -> None:
+        if self.full_feature:
+            hd = self.params.hdigest if hdigest is None else hdigest
+            dd = self.params.ddigest if ddigest is None else ddigest
+            self.sent.append(self._wire(p, hd, dd and bool(p.data)))
+        super().send(p, hdigest, ddigest)
+
+    def recv(self) -> Pdu:
+        ff = self.full_feature
+        p = super().recv()  # raises DigestError on a wrong digest
+        if ff:
+            self.received.append(self._wire(p, self.params.hdigest, self.params.ddigest and bool(p.data)))
+        return p
+
+
+FBL = 64 * KiB
+
+
+@pytest.mark.parametrize("length", [FBL - 512, FBL, FBL + 512], ids=["fbl-512", "fbl", "fbl+512"])
+@pytest.mark.parametrize(
+    ("imm", "r2t", "tgt_mrdsl"),
+    [
+        (True, True, LIO_MRDSL),
+        (True, False, LIO_MRDSL),
+        (False, True, LIO_MRDSL),
+        (False, False, LIO_MRDSL),
+        (True, True, 8 * KiB),  # immediate data capped by the target's MaxRecvDataSegmentLength
+        (True, False, 8 * KiB),
+    ],
+    ids=["imm-r2t", "imm-nor2t", "noimm-r2t", "noimm-nor2t", "imm-r2t-mrdsl8k", "imm-nor2t-mrdsl8k"],
+)
+def test_first_burst_boundaries(path: str, imm: bool, r2t: bool, tgt_mrdsl: int, length: int) -> None:
+    """A write of FirstBurstLength - 512, exactly, or + 512 with every
+    ImmediateData/InitialR2T pair: the initiator sends immediate data up to
+    min(FirstBurstLength, MaxRecvDataSegmentLength), unsolicited Data-Out up
+    to FirstBurstLength when InitialR2T=No, the rest on R2Ts; the data reads
+    back equal, and on the offloaded path every byte was placed."""
+    with tpg_params(InitialR2T="Yes" if r2t else "No", MaxXmitDataSegmentLength=str(tgt_mrdsl)):
+        c = connect(path, Params(immediate_data=imm, initial_r2t=r2t, first_burst=FBL, max_burst=256 * KiB),
+                    cls=Recording)  # fmt: skip
+    assert isinstance(c, Recording)
+    p = c.params
+    assert (p.immediate_data, p.initial_r2t, p.first_burst, p.max_xmit_dlen) == (imm, r2t, FBL, tgt_mrdsl)
+    first = min(length, FBL)
+    imm_len = min(first, tgt_mrdsl) if imm else 0
+    unsol_len = 0 if r2t else first - imm_len
+    lba = 10000 + 160 * (4 * imm + 2 * r2t + (tgt_mrdsl < LIO_MRDSL))
+    data = os.urandom(length)
+    clear_unit_attention(c)
+    moved = Moved(path)
+    c.sent.clear()
+    c.received.clear()
+    c.scsi_write(lba, data)
+    (cmd,) = [w for w in c.sent if w.opcode == Op.SCSI_CMD]
+    douts = [w for w in c.sent if w.opcode == Op.DATA_OUT]
+    r2ts = [w for w in c.received if w.opcode == Op.R2T]
+    unsol = sum(w.dlen for w in douts if w.ttt == RSVD_TAG)
+    sol = sum(w.dlen for w in douts if w.ttt != RSVD_TAG)
+    print(f"{path}: {length} B: immediate {cmd.dlen}, unsolicited {unsol}, on {len(r2ts)} R2Ts {sol}")
+    assert (cmd.dlen, unsol, sol) == (imm_len, unsol_len, length - imm_len - unsol_len)
+    assert bool(cmd.flags & F_FINAL) == (unsol_len == 0), "F on the command iff no unsolicited Data-Out follows"
+    assert sum(w.desired for w in r2ts) == sol, "the R2Ts asked for exactly what was not sent unsolicited"
+    assert max(w.dlen for w in [cmd, *douts]) <= tgt_mrdsl
+    assert c.scsi_read(lba, length // BLOCK) == data
+    moved(bytes_placed=length, bytes_copied=0)
+    assert c.logout() == 0
+
+
+def test_digests_on_every_pdu_type(path: str) -> None:
+    """HeaderDigest=CRC32C and DataDigest=CRC32C: every PDU type the
+    initiator sends is accepted, every type the target sends arrives with
+    right digests (recv() checks both and raises DigestError otherwise)."""
+    c = connect(path, Params(header_digest="CRC32C", data_digest="CRC32C", immediate_data=True, initial_r2t=True),
+                cls=Recording)  # fmt: skip
+    assert isinstance(c, Recording)
+    assert (c.params.header_digest, c.params.data_digest) == ("CRC32C", "CRC32C")
+    clear_unit_attention(c)
+    moved = Moved(path)
+    data = os.urandom(96 * KiB)  # 64 KiB immediate (FirstBurstLength), 32 KiB on an R2T
+    c.scsi_write(12000, data)
+    assert c.scsi_read(12000, len(data) // BLOCK) == data  # Data-In, status in the last one
+    with pytest.raises(ScsiError) as e:
+        c.scsi_read(40000, 8)  # past the 16 MiB LUN: CHECK CONDITION, sense in the data segment
+    assert e.value.sense_key == 5, e.value  # ILLEGAL REQUEST
+    assert c.nop(b"digest me" * 50).data == b"digest me" * 50
+    assert c.text({"SendTargets": "All"}).get("TargetName") == PDU_IQN
+    assert c.tmf(1, ref_itt=0x7FFF0000) in (0, 1)  # ABORT TASK of no task: complete, or "task does not exist"
+    assert c.logout() == 0
+    sent = {(Op(w.opcode), w.dlen > 0) for w in c.sent}
+    for want in [(Op.SCSI_CMD, True), (Op.DATA_OUT, True), (Op.NOOP_OUT, True), (Op.TEXT_REQ, True),
+                 (Op.TMF_REQ, False), (Op.LOGOUT_REQ, False)]:  # fmt: skip
+        assert want in sent, f"{want[0].name}{' with data' if want[1] else ''} was not sent"
+    assert all(w.hdigest and (w.ddigest or not w.dlen) for w in c.sent), "a PDU went out without its digests"
+    got = {(Op(w.opcode), w.dlen > 0) for w in c.received}
+    for want in [(Op.SCSI_RSP, True), (Op.DATA_IN, True), (Op.R2T, False), (Op.NOOP_IN, True), (Op.TEXT_RSP, True),
+                 (Op.TMF_RSP, False), (Op.LOGOUT_RSP, False)]:  # fmt: skip
+        assert want in got, f"no {want[0].name}{' with data' if want[1] else ''} was received"
+    assert all(w.hdigest and (w.ddigest or not w.dlen) for w in c.received), "a PDU came in with digests unchecked"
+    moved(hdigest_errors=0, ddigest_errors=0, drops=0, bytes_placed=len(data))
 
 
 # -- last: the background session -------------------------------------------------------
