@@ -16,7 +16,8 @@ What the PDUs may do to the target is bounded by ``Limits``, so that a
 robustness test only disturbs what it owns:
 
 - every LUN field is ``Limits.lun`` (another LUN may carry someone else's I/O);
-- SCSI commands are read-only CDBs, or WRITE(10) inside the scratch range;
+- SCSI commands are read-only CDBs, or WRITE(10) inside the scratch range
+  (and so is a READ with the W flag set: LIO would write its blocks);
 - no TMF TARGET WARM/COLD RESET (they would reset every session);
 - Expected Data Transfer Length at most ``Limits.max_edtl``: stock LIO sizes an
   iovec array by it before it looks at the CDB (iscsit_allocate_iovecs), and
@@ -63,7 +64,7 @@ INITIATOR_OPS = frozenset({Op.NOOP_OUT, Op.SCSI_CMD, Op.TMF_REQ, Op.TEXT_REQ, Op
 FOREIGN_OPS = tuple(op for op in range(64) if op not in INITIATOR_OPS)
 # CDBs that read or do nothing (0xC5: vendor specific, unsupported by LIO)
 READ_ONLY_CDBS = (0x00, 0x03, 0x12, 0x1A, 0x25, 0x28, 0x4D, 0x5A, 0x88, 0x9E, 0xA0, 0xA3, 0xC5)
-WRITE10 = 0x2A
+WRITE10, READ10, READ16 = 0x2A, 0x28, 0x88
 TMF_TARGET_RESETS = frozenset({6, 7})
 AHS_TYPE_ECDB = 1
 # bytes whose low six bits (an opcode, if a target reads them as a header) are 0x20..0x3f
@@ -159,7 +160,7 @@ class PduFuzzer:
         self._remember(itt)
         blocks = rng.randint(1, lim.max_blocks)
         if kind == "read":
-            cdb = struct.pack(">BBIBHB", 0x28, 0, self._scratch(blocks), 0, blocks, 0)
+            cdb = struct.pack(">BBIBHB", READ10, 0, self._scratch(blocks), 0, blocks, 0)
             p = scsi_command(cdb, itt=itt, cmdsn=s.cmdsn, expstatsn=s.expstatsn, lun=lim.lun, read_len=blocks * BLOCK)
         elif kind == "write":
             cdb = struct.pack(">BBIBHB", WRITE10, 0, self._scratch(blocks), 0, blocks, 0)
@@ -241,11 +242,15 @@ class PduFuzzer:
         if p.u32(20) > lim.max_edtl:
             p.set_u32(20, self.rng.randrange(lim.max_edtl + 1))
         cdb = p.bhs[32:48]
-        if cdb[0] == WRITE10:
-            blocks = min(max(int.from_bytes(cdb[7:9], "big"), 1), lim.max_blocks)
-            struct.pack_into(">IBH", p.bhs, 34, self._scratch(blocks), cdb[6], blocks)
-        elif cdb[0] not in READ_ONLY_CDBS:
+        if cdb[0] not in READ_ONLY_CDBS and cdb[0] != WRITE10:
             p.bhs[32] = 0xC5
+        elif cdb[0] == WRITE10 or (cdb[0] in (READ10, READ16) and p.flags & F_WRITE):
+            # LIO moves data by the W flag, not by the CDB: a READ with W set writes its LBAs
+            blocks = min(max(int.from_bytes(cdb[7:9], "big"), 1), lim.max_blocks)
+            if cdb[0] == READ16:
+                struct.pack_into(">QI", p.bhs, 34, self._scratch(blocks), blocks)
+            else:
+                struct.pack_into(">IBH", p.bhs, 34, self._scratch(blocks), cdb[6], blocks)
         if len(p.ahs) >= 4 and p.ahs[2] == AHS_TYPE_ECDB:
             ahs = bytearray(p.ahs)
             length = int.from_bytes(ahs[:2], "big")

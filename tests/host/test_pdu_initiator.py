@@ -15,6 +15,7 @@ import pytest
 from iscsi_initiator import chap
 from iscsi_initiator.fuzz import FOREIGN_OPS, READ_ONLY_CDBS, Fuzzed, Limits, PduFuzzer
 from iscsi_initiator.pdu import (
+    F_WRITE,
     DigestError,
     Op,
     Pdu,
@@ -188,6 +189,7 @@ def test_fuzzer_same_seed_same_pdus() -> None:
 
 @pytest.mark.parametrize(("hd", "dd"), [(False, False), (True, True)])
 def test_fuzzed_pdus_stay_within_limits(hd: bool, dd: bool) -> None:
+    writing_reads = 0
     for f in fuzzed(11, 10000, hd, dd, fatal_rate=0.1):
         p = f.pdu
         assert p.lun == 0, f
@@ -197,12 +199,18 @@ def test_fuzzed_pdus_stay_within_limits(hd: bool, dd: bool) -> None:
             continue
         cdb = p.bhs[32:48]
         assert cdb[0] in READ_ONLY_CDBS or cdb[0] == 0x2A, f"CDB 0x{cdb[0]:02x}"
-        if cdb[0] == 0x2A:
+        # what can write (WRITE(10), a READ with the W flag) writes inside the scratch range
+        if cdb[0] in (0x2A, 0x28) and (cdb[0] == 0x2A or p.flags & F_WRITE):
             lba, blocks = struct.unpack(">IxH", cdb[2:9])
             assert 1 <= blocks <= LIM.max_blocks and LIM.scratch_lba <= lba <= lba + blocks <= 24576 + 256
+        if cdb[0] == 0x88 and p.flags & F_WRITE:
+            lba, blocks = struct.unpack(">QI", cdb[2:14])
+            assert 1 <= blocks <= LIM.max_blocks and LIM.scratch_lba <= lba <= lba + blocks <= 24576 + 256
+            writing_reads += 1
         assert p.u32(20) <= LIM.max_edtl
         if p.ahs and p.ahs[2] == 1:  # extended CDB: AHSLength within its AHS
             assert 1 <= int.from_bytes(p.ahs[:2], "big") <= len(p.ahs) - 3
+    assert writing_reads, "no READ(16) with the W flag among 10,000 PDUs: the check above saw nothing"
 
 
 @pytest.mark.parametrize(("hd", "dd"), [(False, False), (True, False), (False, True), (True, True)])
