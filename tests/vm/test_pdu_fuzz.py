@@ -4,17 +4,18 @@ The target, the two paths and the background session (open-iscsi over the
 offloaded path running fio write+verify passes on LUN 1) are those of
 test_pdu_suite, made again for this module. On each path the test writes a
 block range on LUN 0 from a clean session, then sends FUZZ_PDUS PDUs from
-iscsi_initiator.fuzz (random.Random(SEED); the seed is printed, written to
-the kernel log, and CXE_FUZZ_SEED or FUZZ_SEED replays it) after login, in
-windows of WINDOW PDUs back to back, each window closed by an immediate
-NOP-Out whose answer says the target read everything before it. A
-connection the target drops (or that stops answering for PING_TIMEOUT s)
-is replaced by a new login; R2Ts for our writes are answered with the data
-asked for; target pings are answered. At the end a new session must read
-back the block range, soft0's ``drops`` counter may have moved at most once
-per connection lost, and the background session must have verified every
-fio pass. The offloaded path goes first: if stock LIO falls over on some
-PDU, our result is in already.
+iscsi_initiator.fuzz after login, in windows of WINDOW PDUs back to back,
+each window closed by an immediate NOP-Out whose answer says the target
+read everything before it. The generator is random.Random(SEED): the seed
+is printed and written to the kernel log, and FUZZ_SEED (or CXE_FUZZ_SEED
+in the guest's environment) sends the same stream again, as far as the
+target answers the same. A connection the target drops (or that stops
+answering for PING_TIMEOUT s) is replaced by a new login; R2Ts for our
+writes are answered with the data asked for; target pings are answered.
+At the end a new session must read back the block range, soft0's
+``drops`` counter may have moved at most once per connection lost, and the
+background session must have verified every fio pass. The offloaded path
+goes first: if stock LIO falls over on some PDU, our result is in already.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ class Fuzzing:
         self.path = path
         self.run = FuzzRun(path)
         self.fuzzer = PduFuzzer(random.Random(SEED), LIMITS)
-        # digests per login from a stream of their own, so that reconnects
-        # do not shift the PDU stream
+        # each login's digests from a stream of their own: the PDUs' stream
+        # does not advance with logins
         self.digests = random.Random(SEED ^ 0xD16E57)
         self.writes: dict[int, int] = {}  # ITT -> transfer length of the writes on this connection
 
@@ -113,7 +114,12 @@ class Fuzzing:
         hd, dd = self.digests.choice([("None", "None"), ("CRC32C", "None"), ("None", "CRC32C"), ("CRC32C", "CRC32C")])
         err: Exception | None = None
         for _ in range(5):
-            c = Connection(suite.ip_of(self.path), timeout=10)
+            try:
+                c = Connection(suite.ip_of(self.path), timeout=10)
+            except OSError as e:
+                err = e
+                time.sleep(0.5)
+                continue
             try:
                 c.login(INITIATOR, PDU_IQN, Params(header_digest=hd, data_digest=dd))
             except (LoginError, ConnectionClosed, OSError) as e:
