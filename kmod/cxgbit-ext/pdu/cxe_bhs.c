@@ -49,3 +49,22 @@ u32 cxe_data_digest_finish(u32 crc, u32 dlen)
 		crc = cxe_crc32c(crc, zeros, pad);
 	return ~crc;
 }
+
+bool cxe_bhs_ahs_ok(const u8 *hdr)
+{
+	u32 total = cxe_bhs_ahs_len(hdr), off = 0;
+
+	while (off < total) {
+		const u8 *ahs = hdr + CXE_BHS_LEN + off;
+		u32 len, seg;
+
+		if (total - off < 4)
+			return false;
+		len = (u32)ahs[0] << 8 | ahs[1];
+		seg = (3 + len + 3) & ~3u;
+		if (!len || seg > total - off)
+			return false;
+		off += seg;
+	}
+	return true;
+}

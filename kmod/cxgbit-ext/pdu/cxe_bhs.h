@@ -104,6 +104,15 @@ static inline u32 cxe_pad_len(u32 len)
 bool cxe_opcode_from_initiator(u8 opcode);
 
 /*
+ * Are the AHS segments after the BHS well formed: each AHSLength at least
+ * 1 (it counts the AHS-specific byte), each segment (4 bytes of length,
+ * type and specific byte plus padding) inside TotalAHSLength, and together
+ * filling it exactly? LIO copies AHSLength - 1 bytes of an extended CDB
+ * without checking; the PDU layer refuses a header that fails this first.
+ */
+bool cxe_bhs_ahs_ok(const u8 *hdr);
+
+/*
  * Bytes a whole PDU takes on the wire: BHS, AHS, optional header digest,
  * data, padding, optional data digest (only when there is data).
  */

@@ -54,19 +54,38 @@ static int cxe_rx_pdu_done(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
 	return ops->done(ctx, status);
 }
 
-/* After the header (and its digest): data, or the end of the PDU. */
+/*
+ * After the header (and its digest): data, or the end of the PDU. A pause
+ * asked for by the header callback takes effect once the state is set.
+ */
 static int cxe_rx_after_header(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
 			       void *ctx)
 {
-	int ret = cxe_rx_header_done(rx, ops, ctx);
+	int ret = cxe_rx_header_done(rx, ops, ctx), done;
 
-	if (ret)
+	if (ret < 0)
 		return ret;
 	if (rx->dlen) {
 		rx->state = CXE_RX_DATA;
-		return 0;
+		return ret;
 	}
-	return cxe_rx_pdu_done(rx, ops, ctx);
+	done = cxe_rx_pdu_done(rx, ops, ctx);
+	return done ? done : ret;
+}
+
+bool cxe_rx_skip_data(struct cxe_rx *rx)
+{
+	if (rx->state != CXE_RX_DATA || rx->have)
+		return false;
+	rx->state = CXE_RX_HDR;
+	rx->status = 0;
+	return true;
+}
+
+u32 cxe_rx_data_wire_len(const struct cxe_rx *rx)
+{
+	return rx->dlen + cxe_pad_len(rx->dlen) +
+	       (rx->dlen && rx->ddigest ? CXE_DIGEST_LEN : 0);
 }
 
 /*
@@ -92,6 +111,7 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 	size_t pos = 0;
 	int ret = 0;
 
+	rx->paused = false;
 	if (rx->state == CXE_RX_DEAD)
 		return -EPIPE;
 
@@ -137,13 +157,15 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 			ret = ops->data(ctx, rx->have, p, n);
 			rx->have += n;
 			pos += n;
+			if (ret)
+				break;
 			if (rx->have == rx->dlen) {
 				rx->have = 0;
 				rx->state = CXE_RX_PAD;
 				if (!cxe_pad_len(rx->dlen))
 					rx->state = rx->ddigest ? CXE_RX_DDIG :
 						    CXE_RX_HDR;
-				if (rx->state == CXE_RX_HDR && !ret)
+				if (rx->state == CXE_RX_HDR)
 					ret = cxe_rx_pdu_done(rx, ops, ctx);
 			}
 			break;
@@ -174,8 +196,12 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 		case CXE_RX_DEAD:
 			return -EPIPE;
 		}
-		if (ret)
+		if (ret < 0)
 			return cxe_rx_die(rx, -ret);
+		if (ret > 0) {
+			rx->paused = true;	/* by the consumer */
+			return (long)pos;
+		}
 	}
 	return (long)len;
 }

@@ -19,12 +19,18 @@
 #define CXE_RX_EBADOP		EPROTO	/* opcode an initiator never sends */
 #define CXE_RX_E2BIG		EMSGSIZE /* DataSegmentLength above the limit */
 
+/*
+ * The consumer. header and done return 0 to go on, a positive value to
+ * pause right there (cxe_rx_feed then returns the bytes it consumed so
+ * far, and the next feed resumes where it stopped), or a negative errno to
+ * stop the stream. data returns 0 or a negative errno.
+ */
 struct cxe_rx_ops {
 	/*
 	 * A complete header (BHS + AHS) arrived; status has
 	 * CXE_RX_HDIGEST_ERR when its digest failed (the caller must then
 	 * treat the stream as lost: lengths in the header cannot be trusted).
-	 * Return 0 to go on, negative to stop the stream.
+	 * A pause here stops before the first byte of the data segment.
 	 */
 	int (*header)(void *ctx, const u8 *hdr, u32 hdr_len, int status);
 	/* len bytes of the data segment at offset off within it */
@@ -48,6 +54,7 @@ struct cxe_rx {
 	bool ddigest;
 	u32 max_dlen;		/* our MaxRecvDataSegmentLength */
 
+	bool paused;		/* the last feed stopped at a consumer's pause */
 	enum cxe_rx_state state;
 	u32 have;		/* bytes of the current state's unit seen */
 	u32 hdr_len;		/* BHS + AHS of the current PDU */
@@ -66,13 +73,25 @@ struct cxe_rx {
 void cxe_rx_init(struct cxe_rx *rx, u32 max_dlen);
 
 /*
- * Consume len bytes. Returns len when all were consumed, or a negative
- * errno when the stream is broken (the parser then stays dead: the
- * connection must be dropped). A negative return from a consumer callback
- * is passed back unchanged.
+ * Consume up to len bytes. Returns the bytes consumed: len, or fewer when
+ * a callback paused (rx->paused says so, also when the pause fell on the
+ * last byte); or a negative errno when the stream is broken (the
+ * parser then stays dead: the connection must be dropped). A negative
+ * return from a consumer callback is passed back unchanged.
  */
 long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 		 const struct cxe_rx_ops *ops, void *ctx);
+
+/*
+ * Paused after a header, before any of its data: the data segment, its pad
+ * and its data digest were consumed by someone else (LIO discarding a
+ * payload it refused). Go on with the next PDU; false (and nothing
+ * changed) when the parser is not at that point. No done callback follows.
+ */
+bool cxe_rx_skip_data(struct cxe_rx *rx);
+
+/* Bytes the current PDU's data segment, pad and digest take on the wire. */
+u32 cxe_rx_data_wire_len(const struct cxe_rx *rx);
 
 /* True between PDUs: the place where digest settings may change. */
 static inline bool cxe_rx_at_boundary(const struct cxe_rx *rx)

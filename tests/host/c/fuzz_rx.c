@@ -2,7 +2,9 @@
 /*
  * libFuzzer target: the RX stream parser on arbitrary bytes. The first byte
  * picks digests and the MaxRecvDataSegmentLength; the rest is fed in chunks
- * whose sizes come from the input too. Whatever the input, the parser must
+ * whose sizes come from the input too; bit 7 of the first byte makes the
+ * consumer pause after every header and PDU, as the kernel's does, and the
+ * feed resume from where it stopped. Whatever the input, the parser must
  * not touch memory it does not own, must hand up data in order and within
  * the announced length, and must stay dead after an error.
  */
@@ -10,10 +12,31 @@
 #include <stdlib.h>
 #include "pdugen.h"
 
+static int pause_header(void *ctx, const u8 *hdr, u32 hdr_len, int status)
+{
+	int ret = rec_ops.header(ctx, hdr, hdr_len, status);
+
+	return ret ? ret : 1;
+}
+
+static int pause_done(void *ctx, int status)
+{
+	int ret = rec_ops.done(ctx, status);
+
+	return ret ? ret : 1;
+}
+
+static const struct cxe_rx_ops pause_ops = {
+	.header = pause_header,
+	.data = rec_data,
+	.done = pause_done,
+};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cxe_rx rx;
 	struct rec r = { 0 };
+	const struct cxe_rx_ops *ops;
 	size_t pos = 1;
 	long ret = 0;
 
@@ -22,20 +45,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cxe_rx_init(&rx, 512u << (data[0] >> 4 & 0x7));
 	rx.hdigest = data[0] & 1;
 	rx.ddigest = data[0] & 2;
+	ops = data[0] & 0x80 ? &pause_ops : &rec_ops;
 	while (pos < size) {
 		size_t n = 1 + data[pos] % 97;
 
 		if (n > size - pos)
 			n = size - pos;
-		ret = cxe_rx_feed(&rx, data + pos, n, &rec_ops, &r);
+		ret = cxe_rx_feed(&rx, data + pos, n, ops, &r);
 		if (ret < 0) {
-			if (cxe_rx_feed(&rx, data, 1, &rec_ops, &r) != -EPIPE)
+			if (cxe_rx_feed(&rx, data, 1, ops, &r) != -EPIPE)
 				abort();
 			break;
 		}
-		if (ret != (long)n)
+		/* only a pausing consumer may leave bytes unconsumed */
+		if (ret > (long)n || (ret != (long)n && ops == &rec_ops))
 			abort();
-		pos += n;
+		pos += ret;
 	}
 	if (r.order_error)
 		abort();

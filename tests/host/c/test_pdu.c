@@ -243,6 +243,148 @@ static void test_malformed(void)
 	CHECK(r.n == 0 && !cxe_rx_at_boundary(&rx));
 }
 
+/* A consumer that pauses after every header and every PDU, like the kernel's */
+static int pause_header(void *ctx, const u8 *hdr, u32 hdr_len, int status)
+{
+	int ret = rec_ops.header(ctx, hdr, hdr_len, status);
+
+	return ret ? ret : 1;
+}
+
+static int pause_done(void *ctx, int status)
+{
+	int ret = rec_ops.done(ctx, status);
+
+	return ret ? ret : 1;
+}
+
+static const struct cxe_rx_ops pause_ops = {
+	.header = pause_header,
+	.data = rec_data,
+	.done = pause_done,
+};
+
+/* Fed in random chunks and resumed after every pause: the same PDUs. */
+static void test_pause(void)
+{
+	for (int dig = 0; dig < 4; dig++) {
+		bool hd = dig & 1, dd = dig & 2;
+		struct stream s;
+		struct cxe_rx rx;
+		struct rec r = { 0 };
+		u32 pos = 0, feeds = 0, data_pdus = 0, pauses = 0;
+		bool ok = true;
+
+		make_stream(&s, 60, 20000, hd, dd);
+		cxe_rx_init(&rx, 20000);
+		rx.hdigest = hd;
+		rx.ddigest = dd;
+		while (pos < s.len) {
+			u32 n = 1 + rnd(5000);
+			long ret;
+
+			if (n > s.len - pos)
+				n = s.len - pos;
+			ret = cxe_rx_feed(&rx, s.buf + pos, n, &pause_ops, &r);
+			if (ret < 0 || ret > (long)n) {
+				ok = false;
+				break;
+			}
+			/* a pause is flagged even when it falls on the last byte */
+			if (ret < (long)n)
+				CHECK(rx.paused);
+			pauses += rx.paused;
+			pos += ret;
+			feeds++;
+		}
+		CHECK(ok);
+		CHECK(pauses >= s.n);
+		CHECK(cxe_rx_at_boundary(&rx) && !r.order_error && r.n == s.n);
+		for (u32 i = 0; i < r.n && i < s.n; i++) {
+			CHECK(r.pdus[i].done && r.pdus[i].got == s.pdus[i].dlen &&
+			      !memcmp(r.pdus[i].data, s.pdus[i].data, s.pdus[i].dlen));
+			data_pdus += s.pdus[i].dlen != 0;
+		}
+		/* a pause after each header with data, and after each PDU */
+		CHECK(feeds >= s.n + data_pdus);
+		rec_free(&r);
+		free_stream(&s);
+	}
+}
+
+/*
+ * Paused after a header, its data segment taken by someone else: the
+ * parser goes on with the next PDU; it refuses to skip anywhere else.
+ */
+static void test_skip_data(void)
+{
+	for (int dig = 0; dig < 4; dig++) {
+		bool hd = dig & 1, dd = dig & 2;
+		struct stream s;
+		struct cxe_rx rx;
+		struct rec r = { 0 };
+		u32 pos = 0, skipped = 0;
+		long ret;
+
+		make_stream(&s, 30, 9000, hd, dd);
+		cxe_rx_init(&rx, 9000);
+		rx.hdigest = hd;
+		rx.ddigest = dd;
+		CHECK(!cxe_rx_skip_data(&rx));	/* at a PDU boundary */
+		while (pos < s.len) {
+			ret = cxe_rx_feed(&rx, s.buf + pos, s.len - pos, &pause_ops, &r);
+			if (ret <= 0)
+				break;
+			pos += ret;
+			/* every other PDU with data: paused after its header */
+			if (rx.state == CXE_RX_DATA && r.n % 2) {
+				u32 wire = cxe_rx_data_wire_len(&rx);
+
+				CHECK(cxe_rx_skip_data(&rx));
+				r.pdus[r.n - 1].done = true;
+				r.pdus[r.n - 1].got = cxe_bhs_dlen(r.pdus[r.n - 1].hdr);
+				pos += wire;
+				skipped++;
+			}
+		}
+		CHECK(pos == s.len && cxe_rx_at_boundary(&rx));
+		CHECK(skipped > 0 && r.n == s.n && !r.order_error);
+		for (u32 i = 0; i < r.n && i < s.n; i++) {
+			CHECK(!memcmp(r.pdus[i].hdr, s.pdus[i].hdr, s.pdus[i].hdr_len));
+			if (!(i % 2 == 0 && s.pdus[i].dlen))
+				CHECK(!memcmp(r.pdus[i].data, s.pdus[i].data, s.pdus[i].dlen));
+		}
+		rec_free(&r);
+		free_stream(&s);
+	}
+}
+
+/* AHS segments: AHSLength >= 1, inside TotalAHSLength, filling it exactly */
+static void test_ahs(void)
+{
+	u8 h[CXE_BHS_LEN + 64] = { 0 };
+	u8 *ahs = h + CXE_BHS_LEN;
+
+	CHECK(cxe_bhs_ahs_ok(h));			/* no AHS */
+	h[4] = 1;					/* 4 bytes of AHS */
+	ahs[0] = 0; ahs[1] = 1; ahs[2] = 1;		/* len 1: 3 + 1 = 4 */
+	CHECK(cxe_bhs_ahs_ok(h));
+	ahs[1] = 0;					/* AHSLength 0 */
+	CHECK(!cxe_bhs_ahs_ok(h));
+	ahs[1] = 2;					/* 3 + 2 -> 8 > 4 */
+	CHECK(!cxe_bhs_ahs_ok(h));
+	h[4] = 2;					/* 8 bytes: fits */
+	CHECK(cxe_bhs_ahs_ok(h));
+	h[4] = 3;					/* 12: 4 left over, too short */
+	CHECK(!cxe_bhs_ahs_ok(h));
+	ahs[8] = 0; ahs[9] = 1; ahs[10] = 2;		/* a second segment of 4 */
+	CHECK(cxe_bhs_ahs_ok(h));
+	h[4] = 1; ahs[0] = 0xff; ahs[1] = 0xff;	/* 65535: far past the AHS */
+	CHECK(!cxe_bhs_ahs_ok(h));
+	h[4] = 5; ahs[0] = 0; ahs[1] = 17;		/* 16-byte extended CDB + 1 */
+	CHECK(cxe_bhs_ahs_ok(h));
+}
+
 static void test_seg(void)
 {
 	struct cxe_seg_burst b = { .offset = 4096, .len = 10000, .max_pdu = 4096,
@@ -352,6 +494,9 @@ int main(void)
 {
 	srandom(1);
 	test_rfc3720_b4();
+	test_pause();
+	test_ahs();
+	test_skip_data();
 	test_framing();
 	test_parser_streams();
 	test_digest_errors();
