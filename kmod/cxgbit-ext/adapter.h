@@ -60,6 +60,12 @@ struct cxe_adapter_ops {
 	int (*recv_hdr)(struct cxe_conn *c, u8 *hdr);
 	int (*recv_data)(struct cxe_conn *c, const struct cxe_data *dst,
 			 u32 dlen, bool *bad);
+	/*
+	 * LIO read the data segment of the PDU just received from the
+	 * socket itself (a Data-Out it refused: iscsit_dump_data_payload);
+	 * a socket-based adapter skips it. Nonzero: the stream is lost.
+	 */
+	int (*data_taken)(struct cxe_conn *c);
 
 	/* TX: one PDU (header + data + padding + digests), or a burst. */
 	int (*send_pdu)(struct cxe_conn *c, const u8 *bhs,

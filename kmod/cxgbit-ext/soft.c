@@ -37,10 +37,12 @@
 #include <net/sock.h>
 #include <net/ip.h>
 #include <net/tcp.h>
+#include <target/iscsi/iscsi_target_core.h>
 
 #include "cxgbit_ext.h"
 #include "pdu/cxe_bhs.h"
 #include "pdu/cxe_ddp.h"
+#include "pdu/cxe_rx.h"
 #include "pdu/cxe_seg.h"
 
 LIST_HEAD(cxe_nps);
@@ -225,6 +227,14 @@ struct cxe_soft_conn {
 	struct cxe_ddp_slot	*ddp;		/* CXE_DDP_SLOTS */
 	u32			noddp_gen;	/* TTTs of R2Ts without a slot */
 	u8			*bounce;	/* a page, when ddp is off */
+	/* receive: the parser and what its callbacks fill */
+	struct cxe_rx		rx;
+	u8			*hdr;		/* recv_hdr's buffer */
+	const struct cxe_data	*dst;		/* recv_data's destination */
+	int			dstatus;	/* digest status of the PDU */
+	bool			pdu_done;
+	bool			got_hdr;
+	u32			hdr_seq;	/* copied_seq after the last pull */
 };
 
 static struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
@@ -284,6 +294,8 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	c->adapter = a;
 	sc->sock = sock;
 	spin_lock_init(&sc->ddp_lock);
+	/* login: no digests, LIO's limit on a login PDU's text */
+	cxe_rx_init(&sc->rx, MAX_KEY_VALUE_PAIRS);
 	tcp_sock_set_nodelay(sock->sk);
 	kernel_getpeername(sock, (struct sockaddr *)&c->peer);
 	kernel_getsockname(sock, (struct sockaddr *)&c->local);
@@ -308,29 +320,20 @@ static void cxe_soft_conn_release(struct cxe_conn *c)
 static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 				u32 max_recv_dlen)
 {
-	/* the PDU layer enforces max_recv_dlen; nothing here is sized by it */
+	struct cxe_soft_conn *sc = cxe_soft(c);
+
+	/*
+	 * Between PDUs: after login the parser paused at the end of the last
+	 * login PDU and nothing has been read since.
+	 */
 	c->hdigest = hdigest;
 	c->ddigest = ddigest;
+	sc->rx.hdigest = hdigest;
+	sc->rx.ddigest = ddigest;
+	sc->rx.max_dlen = max_recv_dlen;
 }
 
 /* ---- socket I/O -------------------------------------------------------------- */
-
-static int cxe_recv(struct cxe_conn *c, void *buf, size_t len)
-{
-	struct msghdr msg = { .msg_flags = MSG_WAITALL };
-	struct kvec iov = { .iov_base = buf, .iov_len = len };
-	int ret;
-
-	while (iov.iov_len) {
-		ret = kernel_recvmsg(c->sock, &msg, &iov, 1, iov.iov_len,
-				     MSG_WAITALL);
-		if (ret <= 0)
-			return ret ? ret : -ECONNRESET;
-		iov.iov_base += ret;
-		iov.iov_len -= ret;
-	}
-	return 0;
-}
 
 static int cxe_send(struct cxe_conn *c, const void *buf, size_t len, bool more)
 {
@@ -424,21 +427,6 @@ static int cxe_sg_walk(struct cxe_conn *c, struct scatterlist *sgl, u32 nents,
 	return len ? -EINVAL : 0;
 }
 
-static int cxe_recv_crc(struct cxe_conn *c, u8 *p, u32 n, u32 *crc)
-{
-	int ret = cxe_recv(c, p, n);
-
-	if (!ret && crc)
-		*crc = cxe_crc32c(*crc, p, n);
-	return ret;
-}
-
-static int cxe_sg_recv_fn(struct cxe_conn *c, struct page *pg, u32 pg_off,
-			  u8 *p, u32 n, u32 *crc, bool more)
-{
-	return cxe_recv_crc(c, p, n, crc);
-}
-
 static int cxe_sg_send_fn(struct cxe_conn *c, struct page *pg, u32 pg_off,
 			  u8 *p, u32 n, u32 *crc, bool more)
 {
@@ -449,99 +437,236 @@ static int cxe_sg_send_fn(struct cxe_conn *c, struct page *pg, u32 pg_off,
 
 /* ---- receive ----------------------------------------------------------------- */
 
-static int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr)
+/*
+ * Every byte of the stream goes through the pure parser (pdu/cxe_rx.c),
+ * fed straight from the socket's receive queue by tcp_read_sock(): it
+ * checks lengths and digests and hands the data segment to the callbacks
+ * below, which copy it from the skbs into its destination (the command's
+ * pages: placement) with no buffer in between. The parser pauses after
+ * each header, so the PDU layer says where the data goes before any of it
+ * is consumed, and after each PDU. Receive aggregation: while PDUs are
+ * queued the thread goes from one to the next without sleeping;
+ * pdus_rx / rx_waits is the number handled per wake-up.
+ */
+static int cxe_rx_header_cb(void *ctx, const u8 *hdr, u32 hdr_len, int status)
 {
-	u32 hlen;
-	int ret;
+	struct cxe_soft_conn *sc = cxe_soft(ctx);
 
-	/*
-	 * Receive aggregation: every PDU already queued is handled before
-	 * the thread sleeps again; pdus_rx / rx_waits is the batch size.
-	 */
-	if (!tcp_inq(c->sock->sk))
-		cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
-	ret = cxe_recv(c, hdr, CXE_BHS_LEN);
-	if (ret)
-		return ret;
-	hlen = CXE_BHS_LEN + cxe_bhs_ahs_len(hdr);
-	if (hlen > CXE_BHS_LEN) {
-		ret = cxe_recv(c, hdr + CXE_BHS_LEN, hlen - CXE_BHS_LEN);
-		if (ret)
-			return ret;
-	}
-	if (c->hdigest) {
-		u8 dig[CXE_DIGEST_LEN];
+	memcpy(sc->hdr, hdr, hdr_len);
+	sc->got_hdr = true;
+	/* a header digest error at ERL 0: its lengths cannot be trusted */
+	return status & CXE_RX_HDIGEST_ERR ? -EBADMSG : 1;
+}
 
-		ret = cxe_recv(c, dig, sizeof(dig));
-		if (ret)
-			return ret;
-		if (cxe_get_le32(dig) != cxe_digest(hdr, hlen)) {
-			cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
-			return -EBADMSG;
-		}
+/* DDP off: through the bounce page, as an adapter without placement does */
+static int cxe_rx_bounce(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+			 u32 off, const u8 *buf, u32 len)
+{
+	u32 n;
+
+	for (; len; off += n, buf += n, len -= n) {
+		n = min_t(u32, len, PAGE_SIZE);
+		memcpy(sc->bounce, buf, n);
+		if (sg_pcopy_from_buffer(dst->sgl, dst->nents, sc->bounce, n,
+					 dst->offset + off) != n)
+			return -EINVAL;
 	}
-	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
 	return 0;
 }
 
-/*
- * DDP off: the data segment comes through a bounce page and is copied into
- * the command's pages, as an adapter without placement would do it.
- */
-static int cxe_recv_copy(struct cxe_conn *c, const struct cxe_data *dst,
-			 u32 len, u32 *crc)
+/* A piece of the data segment, at off within it (may run in atomic context) */
+static int cxe_rx_data_cb(void *ctx, u32 off, const u8 *buf, u32 len)
 {
-	u8 *bounce = cxe_soft(c)->bounce;
-	u32 done, n;
+	struct cxe_conn *c = ctx;
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	const struct cxe_data *dst = sc->dst;
+
+	/* bytes past dst->len nobody wants (overflow, refused PDUs) */
+	if (!dst || off >= dst->len)
+		return 0;
+	len = min(len, dst->len - off);
+	if (!dst->sgl) {
+		memcpy((u8 *)dst->buf + off, buf, len);
+		return 0;
+	}
+	if (!c->ddp)
+		return cxe_rx_bounce(sc, dst, off, buf, len);
+	if (sg_pcopy_from_buffer(dst->sgl, dst->nents, buf, len,
+				 dst->offset + off) != len)
+		return -EINVAL;
+	return 0;
+}
+
+static int cxe_rx_done_cb(void *ctx, int status)
+{
+	struct cxe_soft_conn *sc = cxe_soft(ctx);
+
+	sc->dstatus = status;
+	sc->pdu_done = true;
+	return 1;
+}
+
+static const struct cxe_rx_ops cxe_soft_rx_ops = {
+	.header	= cxe_rx_header_cb,
+	.data	= cxe_rx_data_cb,
+	.done	= cxe_rx_done_cb,
+};
+
+/* tcp_read_sock() actor: feed the parser until it pauses or fails */
+static int cxe_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			unsigned int offset, size_t len)
+{
+	struct cxe_conn *c = desc->arg.data;
+	struct skb_seq_state st;
+	unsigned int used = 0, n;
+	const u8 *p;
+	long fed;
+
+	if (!desc->count)
+		return 0;
+	skb_prepare_seq_read(skb, offset, offset + len, &st);
+	while ((n = skb_seq_read(used, &p, &st))) {
+		fed = cxe_rx_feed(&cxe_soft(c)->rx, p, n, &cxe_soft_rx_ops, c);
+		if (fed < 0) {
+			desc->error = fed;
+			desc->count = 0;
+			break;
+		}
+		used += fed;
+		if (cxe_soft(c)->rx.paused) {
+			desc->count = 0;
+			break;
+		}
+	}
+	skb_abort_seq_read(&st);
+	return used;
+}
+
+/*
+ * Feed the parser from the socket until it pauses: after a header, or
+ * after a PDU. Sleeps while the receive queue is empty (counted in
+ * rx_waits); returns early on an error, the peer's close or a signal (LIO
+ * stopping the thread).
+ */
+static int cxe_rx_pull(struct cxe_conn *c)
+{
+	struct sock *sk = c->sock->sk;
+	long timeo = MAX_SCHEDULE_TIMEOUT;
+	int ret = 0;
+
+	lock_sock(sk);
+	for (;;) {
+		read_descriptor_t desc = { .arg.data = c, .count = 1 };
+
+		tcp_read_sock(sk, &desc, cxe_rx_actor);
+		if (desc.error) {
+			ret = desc.error;
+			break;
+		}
+		if (!desc.count)
+			break;
+		if (sk->sk_err) {
+			ret = sock_error(sk);
+			break;
+		}
+		if (sk->sk_shutdown & RCV_SHUTDOWN || sock_flag(sk, SOCK_DONE)) {
+			ret = -ECONNRESET;
+			break;
+		}
+		if (signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
+		sk_wait_data(sk, &timeo, NULL);
+	}
+	/* where the data segment starts, when paused after a header */
+	cxe_soft(c)->hdr_seq = tcp_sk(sk)->copied_seq;
+	release_sock(sk);
+	return ret;
+}
+
+static int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
 	int ret;
 
-	for (done = 0; done < len; done += n) {
-		n = min_t(u32, len - done, PAGE_SIZE);
-		ret = cxe_recv_crc(c, bounce, n, crc);
-		if (ret)
-			return ret;
-		if (sg_pcopy_from_buffer(dst->sgl, dst->nents, bounce, n,
-					 dst->offset + done) != n)
-			return -EINVAL;
+	sc->hdr = hdr;
+	sc->got_hdr = false;
+	/*
+	 * A data segment the PDU layer did not ask for (a TMF, Logout or
+	 * SNACK with data, which LIO never reads) goes through the parser,
+	 * its digest checked, and nowhere else: the stream stays in step.
+	 */
+	do {
+		ret = cxe_rx_pull(c);
+	} while (!ret && !sc->got_hdr);
+	if (ret == -EBADMSG) {
+		cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
+		return ret;
 	}
-	cxe_cstat(c, CXE_STAT_BYTES_COPIED, len);
-	return 0;
+	if (ret == -CXE_RX_EBADOP || ret == -CXE_RX_E2BIG) {
+		/*
+		 * The parser refused the header (an opcode no initiator sends,
+		 * data above the limit): hand it up all the same, so that the
+		 * PDU layer answers with a Reject; the stream is dead after it.
+		 */
+		memcpy(hdr, sc->rx.hdr, sc->rx.hdr_len);
+		ret = 0;
+	}
+	if (!ret)
+		cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
+	return ret;
 }
 
 static int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 			      u32 dlen, bool *bad)
 {
-	u32 crc = ~0u, have = min(dst->len, dlen), padlen = cxe_pad_len(dlen);
-	u32 *pcrc = c->ddigest ? &crc : NULL;
-	u8 tmp[64], dig[CXE_DIGEST_LEN];
-	int ret = 0;
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 have = min(dst->len, dlen);
+	int ret;
 
 	*bad = false;
-	if (have && dst->sgl && !c->ddp) {
-		ret = cxe_recv_copy(c, dst, have, pcrc);
-	} else if (have && dst->sgl) {
-		ret = cxe_sg_walk(c, dst->sgl, dst->nents, dst->offset, have,
-				  pcrc, false, cxe_sg_recv_fn);
-		if (!ret)
-			cxe_cstat(c, CXE_STAT_BYTES_PLACED, have);
-	} else if (have) {
-		ret = cxe_recv_crc(c, dst->buf, have, pcrc);
-	}
-	/* bytes nobody wants (overflow, refused PDUs) and the pad bytes */
-	while (!ret && have < dlen + padlen) {
-		u32 n = min_t(u32, dlen + padlen - have, sizeof(tmp));
-
-		ret = cxe_recv_crc(c, tmp, n, pcrc);
-		have += n;
-	}
-	if (ret || !c->ddigest)
+	if (!dlen)
+		return 0;
+	if (sc->rx.state != CXE_RX_DATA || sc->rx.dlen != dlen || sc->rx.have)
+		return -EPROTO;	/* not paused before this PDU's data */
+	sc->dst = dst;
+	sc->pdu_done = false;
+	ret = cxe_rx_pull(c);
+	sc->dst = NULL;
+	if (ret)
 		return ret;
-	ret = cxe_recv(c, dig, sizeof(dig));
-	if (!ret && cxe_get_le32(dig) != ~crc) {
+	if (!sc->pdu_done)
+		return -EPROTO;
+	if (sc->dstatus & CXE_RX_DDIGEST_ERR) {
 		*bad = true;
 		cxe_cstat(c, CXE_STAT_DDIGEST_ERR, 1);
 	}
-	return ret;
+	if (have && dst->sgl)
+		cxe_cstat(c, c->ddp ? CXE_STAT_BYTES_PLACED : CXE_STAT_BYTES_COPIED,
+			  have);
+	return 0;
+}
+
+/*
+ * LIO refused a Data-Out and read its data segment (with pad and digest)
+ * from the socket itself (iscsit_dump_data_payload). The parser, paused
+ * after the header, skips it, once the socket shows exactly that many
+ * bytes were taken.
+ */
+static int cxe_soft_data_taken(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 taken = READ_ONCE(tcp_sk(c->sock->sk)->copied_seq) - sc->hdr_seq;
+	u32 wire = cxe_rx_data_wire_len(&sc->rx);
+
+	if (taken != wire || !cxe_rx_skip_data(&sc->rx)) {
+		pr_err("%pISpc: %u bytes of a %u-byte data segment were read past the adapter: stream lost\n",
+		       &c->peer, taken, wire);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 /* ---- transmit ---------------------------------------------------------------- */
@@ -710,6 +835,7 @@ const struct cxe_adapter_ops cxe_soft_ops = {
 	.set_params	= cxe_soft_set_params,
 	.recv_hdr	= cxe_soft_recv_hdr,
 	.recv_data	= cxe_soft_recv_data,
+	.data_taken	= cxe_soft_data_taken,
 	.send_pdu	= cxe_soft_send_pdu,
 	.send_burst	= cxe_soft_send_burst,
 	.ddp_reserve	= cxe_soft_ddp_reserve,

@@ -479,7 +479,8 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	if (rc < 0)
 		return rc;
 	if (!cmd)
-		return 0;
+		/* refused, and its payload read by LIO (or there was none) */
+		return dlen ? c->adapter->ops->data_taken(c) : 0;
 	rc = cxe_recv_place(c, cmd, off, min(cmd->se_cmd.data_length, dlen),
 			    dlen, &bad);
 	if (rc)
@@ -589,12 +590,25 @@ static int cxe_rx_pdu(struct cxe_conn *c, u8 *hdr)
 		}
 		return cxe_handle_nop_out(c, cmd, hdr);
 	case ISCSI_OP_TEXT:
-		if (h->ttt != cpu_to_be32(ISCSI_RESERVED_TAG))
-			cmd = iscsit_find_cmd_from_itt(conn, h->itt);
-		else
+		if (h->ttt == cpu_to_be32(ISCSI_RESERVED_TAG)) {
 			cmd = iscsit_allocate_cmd(conn, TASK_INTERRUPTIBLE);
-		if (!cmd)
+			if (!cmd)
+				return -ENOMEM;
+			return cxe_handle_text(c, cmd, hdr);
+		}
+		/*
+		 * A continuation: only of a Text task. LIO would take over
+		 * whatever task has the ITT (a SCSI command too) and free it
+		 * twice; refuse instead.
+		 */
+		cmd = iscsit_find_cmd_from_itt(conn, h->itt);
+		if (!cmd || cmd->iscsi_opcode != ISCSI_OP_TEXT) {
+			pr_err("%pISpc: Text PDU with TTT 0x%08x continues no Text task of ITT 0x%08x: dropping the connection\n",
+			       &c->peer, be32_to_cpu(h->ttt),
+			       be32_to_cpu((__force __be32)h->itt));
+			iscsit_add_reject(conn, ISCSI_REASON_PROTOCOL_ERROR, hdr);
 			return -EPROTO;
+		}
 		return cxe_handle_text(c, cmd, hdr);
 	case ISCSI_OP_SNACK:
 		return iscsit_handle_snack(conn, hdr);
@@ -645,6 +659,12 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 			return;
 		op = cxe_bhs_opcode(hdr);
 		dlen = cxe_bhs_dlen(hdr);
+		if (!cxe_bhs_ahs_ok(hdr)) {
+			pr_err("%pISpc: opcode 0x%02x with a malformed AHS: dropping the connection\n",
+			       &c->peer, op);
+			iscsit_add_reject(conn, ISCSI_REASON_PROTOCOL_ERROR, hdr);
+			goto drop;
+		}
 		if (!cxe_opcode_from_initiator(op) || dlen > max_dlen) {
 			pr_err("%pISpc: opcode 0x%02x with %u data bytes (limit %u): dropping the connection\n",
 			       &c->peer, op, dlen, max_dlen);
