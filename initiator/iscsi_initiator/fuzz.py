@@ -76,6 +76,8 @@ FATAL: dict[str, float] = {
     "foreign_opcode": 4, "login": 1, "snack": 2, "logout": 1, "short_data": 2, "long_data": 1,
     "bad_hdigest": 2, "bad_ddigest": 2, "random_ttt": 3, "text_not_sendtargets": 1,
 }  # fmt: skip
+# the mutations of framing alone (Limits.semantic False)
+FRAMING = frozenset({"dlen", "ahs", "foreign_opcode", "short_data", "long_data", "bad_hdigest", "bad_ddigest"})
 
 
 class Session(Protocol):
@@ -96,6 +98,20 @@ class Limits:
     max_blocks: int = 16  # blocks per READ/WRITE
     max_edtl: int = 1 << 24
     max_data: int = 16384  # longest data segment the ``dlen`` mutation makes
+    # A Text PDU whose TTT is not 0xffffffff continues the task of its ITT.
+    # Stock LIO takes over whatever task has that ITT, a SCSI command too
+    # (iscsit_setup_text_cmd rewrites its opcode, state and data direction),
+    # and frees it twice: a use-after-free (seen on Debian's 6.1). False keeps
+    # every Text PDU's TTT reserved, so a run against stock LIO can go on.
+    text_continuation: bool = True
+    # Mutations of a PDU's meaning (flags, ITT, CmdSN, ExpStatSN, header fields,
+    # TTTs, Login/Logout/SNACK in full feature phase) besides those of its
+    # framing (lengths, AHS, opcodes no initiator sends, cut or overlong data,
+    # digests) and Task Management PDUs. LIO's core handles the meaning the
+    # same way on stock and offloaded paths, and runs with these bring Debian's
+    # 6.1 down on both (a command freed with its timer armed); False leaves
+    # framing only, of NOP, SCSI, Text and Data-Out PDUs.
+    semantic: bool = True
 
 
 @dataclass(frozen=True)
@@ -121,6 +137,12 @@ class PduFuzzer:
         self.limits = limits or Limits()
         self.fatal_rate = fatal_rate
         self.recent: list[int] = []  # ITTs of the last SCSI commands made
+        keep = FRAMING if not self.limits.semantic else set(MUTATIONS) | set(FATAL)
+        self.mutations = {k: w for k, w in MUTATIONS.items() if k in keep}
+        self.fatal = {k: w for k, w in FATAL.items() if k in keep}
+        # task management is meaning too: LUN RESET and the task-set TMFs amid
+        # the drops and reconnects of a fuzz run also bring LIO's core down
+        self.kinds = {k: w for k, w in KINDS.items() if self.limits.semantic or k != "tmf"}
 
     # -- pieces -------------------------------------------------------------
     def payload(self, n: int) -> bytes:
@@ -235,6 +257,8 @@ class PduFuzzer:
     def _limit(self, p: Pdu) -> None:
         lim, op = self.limits, p.opcode
         p.lun = lim.lun << 48
+        if op == Op.TEXT_REQ and not lim.text_continuation:
+            p.ttt = RSVD_TAG
         if op == Op.TMF_REQ and p.flags & 0x7F in TMF_TARGET_RESETS:
             p.flags = (p.flags & 0x80) | 2  # ABORT TASK SET instead
         if op != Op.SCSI_CMD:
@@ -260,12 +284,12 @@ class PduFuzzer:
 
     def next(self, s: Session) -> Fuzzed:
         rng = self.rng
-        kind = _pick(rng, KINDS)
+        kind = _pick(rng, self.kinds)
         p = self._base(kind, s)
-        muts = [self._mutate(_pick(rng, MUTATIONS), p, s) for _ in range(rng.choice([1, 1, 2]))]
+        muts = [self._mutate(_pick(rng, self.mutations), p, s) for _ in range(rng.choice([1, 1, 2]))]
         hd, dd = s.params.hdigest, s.params.ddigest
         if rng.random() < self.fatal_rate:
-            fatal = _pick(rng, FATAL)
+            fatal = _pick(rng, self.fatal)
             if (fatal == "bad_hdigest" and not hd) or (fatal == "bad_ddigest" and not (dd and p.data)):
                 fatal = "foreign_opcode"  # the digest is not there to get wrong
             muts.append(self._mutate(fatal, p, s))

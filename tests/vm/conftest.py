@@ -25,6 +25,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--scale-targets", type=int, default=16,
         help="test_scale: the larger number of targets (x 16 LUNs); CI uses 16, the note's figures 64",
     )  # fmt: skip
+    parser.addoption(
+        "--lio-fuzz", action="store_true",
+        help="run test_pdu_fuzz.py (make fuzz-vm): it brings LIO's core down on Debian 6.1, stock and offloaded",
+    )  # fmt: skip
+
+
+# Why make test leaves the seeded fuzz out (printed with the skip).
+LIO_FUZZ_SKIP = (
+    "make fuzz-vm only: seeded malformed PDUs bring Debian 6.1's iscsi_target_mod down on stock and offloaded "
+    "paths alike (stock: NULL dereference in iscsit_do_crypto_hash_sg after 'iscsit_get_datain_values failed'; "
+    "both: a command freed with its timer armed); see tests/vm/test_pdu_fuzz.py"
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -32,6 +44,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason="VM suite: runs inside the testbed guest (make vm-test)")
         for item in items:
             item.add_marker(skip)
+    elif not config.getoption("--lio-fuzz"):
+        for item in items:
+            if item.path.name == "test_pdu_fuzz.py":
+                item.add_marker(pytest.mark.skip(reason=LIO_FUZZ_SKIP))
 
 
 @pytest.fixture(scope="session")

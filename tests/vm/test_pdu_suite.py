@@ -45,6 +45,7 @@ from iscsi_initiator.pdu import (
     login_request,
     nop_out,
     scsi_command,
+    text_request,
 )
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
 from testbed import fio, topo
@@ -377,16 +378,16 @@ REJECT_OR_DROP = {"dropped", "reject 0x04", "reject 0x09"}  # protocol error / i
 # Stock LIO's own answers where they are outside that set, pinned so that a
 # change in either direction shows up. The offloaded transport must not
 # repeat them (DESIGN.md: no worse than stock; where stock misbehaves, record).
-STOCK_DEVIATIONS = {
+STOCK_DEVIATIONS: dict[str, str | set[str]] = {
     "data_out_unknown_ttt": "accepted SCSI_RSP",
-    # Read in LIO (not yet seen run): when iscsit_setup_scsi_cmd or
-    # iscsit_check_dataout_hdr refuses a PDU, iscsit_handle_scsi_cmd and
-    # iscsit_handle_data_out return 0 without reading its data segment, so
-    # the receive loop takes that data for the next PDUs and runs them.
+    # Seen run (6.1): when iscsit_setup_scsi_cmd or iscsit_check_dataout_hdr
+    # refuses a PDU, iscsit_handle_scsi_cmd and iscsit_handle_data_out return
+    # 0 without reading its data segment, so stock's receive loop takes that
+    # data for the next PDUs and runs them (the offloaded path does not).
     "immediate_above_fbl": f"reject 0x09, then {RAN_DATA}",
-    "data_out_past_edtl_solicited": f"reject 0x09, then {RAN_DATA}",
-    "data_out_past_edtl_unsolicited": f"reject 0x09, then {RAN_DATA}",
-    "datasn_skip": RAN_DATA,  # DataSN above the expected one at ERL 0: no Reject, data not read
+    # ... or, in another run of the same case, the connection dropped first
+    "data_out_past_edtl_solicited": {f"reject 0x09, then {RAN_DATA}", "dropped"},
+    "data_out_past_edtl_unsolicited": {f"reject 0x09, then {RAN_DATA}", "dropped"},
 }
 
 # soft0 counters that the background session moves as well; its own share
@@ -450,7 +451,9 @@ def record(line: str, name: str = "pdu_outcomes.txt") -> None:
 def check(path: str, case: str, outcome: str, allowed: set[str]) -> None:
     record(f"{path}: {case}: {outcome}")
     if path == "stock" and case in STOCK_DEVIATIONS:
-        assert outcome == STOCK_DEVIATIONS[case], f"stock LIO changed its answer to {case}"
+        pinned = STOCK_DEVIATIONS[case]
+        seen = pinned if isinstance(pinned, set) else {pinned}
+        assert outcome in seen, f"stock LIO changed its answer to {case}: {outcome}, pinned {seen}"
     else:
         assert outcome in allowed, f"{case}: {outcome} is not what RFC 7143 allows at ERL 0 ({allowed})"
 
@@ -926,3 +929,42 @@ def test_background_fio_session_stayed_clean(background_fio: BackgroundFio) -> N
     offloaded path beside every case above verified every pass and was
     never reconnected."""
     assert_background_clean(background_fio)
+
+
+@pytest.mark.parametrize("ahs_len", [0, 200])
+def test_malformed_extended_cdb_ahs_offloaded(dual_target: None, ahs_len: int) -> None:
+    """A SCSI Command whose extended-CDB AHS has AHSLength 0 (or one that runs
+    past TotalAHSLength) drops the connection; LIO never sees it. Offloaded
+    path only: stock LIO's iscsit_setup_scsi_cmd copies AHSLength - 1 bytes
+    of it without a check (for 0, SIZE_MAX bytes), which would oops the guest."""
+    c = connect("offload")
+    moved = Moved("offload")
+    p = scsi_command(bytes([0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0]), itt=c.next_itt(), cmdsn=c.cmdsn,
+                     expstatsn=c.expstatsn, read_len=BLOCK)  # fmt: skip
+    p.ahs = ahs_len.to_bytes(2, "big") + bytes([1, 0]) + bytes(16)  # type 1: extended CDB
+    c.send_raw(p.encode(False, False))
+    check("offload", f"malformed_ahs_{ahs_len}", observe(c), {"dropped", "reject 0x04"})
+    moved(drops=1)
+    healthy("offload")
+
+
+def test_text_continuation_of_a_scsi_task_offloaded(dual_target: None) -> None:
+    """A Text PDU whose TTT is not 0xffffffff continues the task of its ITT:
+    naming an outstanding WRITE (waiting for its Data-Out) it is refused and
+    the connection dropped, the WRITE untouched. Offloaded path only: stock
+    LIO's iscsit_setup_text_cmd takes the SCSI task over and frees it twice
+    (seen on 6.1 with the seeded fuzz), which would bring the guest down."""
+    c = connect("offload", Params(immediate_data=False, initial_r2t=True))
+    moved = Moved("offload")
+    itt = c.next_itt()
+    cdb = bytes([0x2A, 0, 0, 0, 0x60, 0, 0, 0, 8, 0])  # WRITE(10) of 8 blocks: an R2T follows
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=8 * BLOCK))
+    c.cmdsn += 1
+    r2t = c.recv()
+    assert r2t.opcode == Op.R2T, f"expected an R2T, got {answer_class(r2t)}"
+    text = text_request(itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, keys={"SendTargets": "All"})
+    text.ttt = 1
+    c.send(text)
+    check("offload", "text_continuing_scsi_task", observe(c), {"dropped", "reject 0x04"})
+    moved(drops=1)
+    healthy("offload")
