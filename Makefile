@@ -12,7 +12,7 @@ BUILD := $(TOP)/build
 KVERS = $(shell $(TOP)/scripts/kernels installed)
 # VM batches: testbed/run picks these up; override with VMTESTS=... for one file.
 VMTESTS ?= tests/vm
-VMTIMEOUT ?= 1500
+VMTIMEOUT ?= 2100
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps modules check-kmod host-test lint vm-test test demo conformance fuzz-vm perf-deps perf perf-micro clean

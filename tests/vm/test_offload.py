@@ -118,8 +118,10 @@ def lu_resets() -> int:
     return sum(int(p.read_text()) for p in Path("/sys/kernel/config/target/core").glob("*/*/statistics/scsi_lu/resets"))
 
 
-def inflight(dev: str) -> int:
-    return sum(int(n) for n in Path(f"/sys/block/{Path(dev).name}/inflight").read_text().split())
+def busy(dev: str) -> tuple[int, int]:
+    """(write I/Os completed, I/Os in flight) of a disk, from /sys/block/*/stat."""
+    f = Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()
+    return int(f[4]), int(f[8])
 
 
 def test_lun_reset_under_io_offloaded(offload_target: None) -> None:
@@ -133,19 +135,26 @@ def test_lun_reset_under_io_offloaded(offload_target: None) -> None:
         dev = iscsiadm.session_disks(IQN, expect=2)[0]
         (peer,) = [p for p in offloaded_peers() if p.startswith(f"{OFF.ini_ip}:")]
         before = lu_resets()
+        writes0, _ = busy(dev)
         with ThreadPoolExecutor(1) as pool:
-            job = pool.submit(fio.write_verify, dev, "48M", "64k")
+            job = pool.submit(fio.write_verify, dev, "64M", "64k")  # the whole LUN
             deadline = time.monotonic() + 60
-            while not inflight(dev) and time.monotonic() < deadline and not job.done():
-                time.sleep(0.05)
-            assert inflight(dev), "fio never had I/O in flight"
+            while time.monotonic() < deadline and not job.done():
+                writes, inflight = busy(dev)
+                if inflight or writes > writes0:
+                    break
+                time.sleep(0.01)
+            if job.done():
+                job.result()  # fio's own error, if that is why it ended
+                pytest.fail("fio finished before any of its writes was seen")
             fd = os.open(dev, os.O_RDONLY | os.O_NONBLOCK)
             try:
                 fcntl.ioctl(fd, SG_SCSI_RESET, struct.pack("i", SG_SCSI_RESET_DEVICE))
             finally:
                 os.close(fd)
+            assert not job.done(), "fio ended before the reset went out: not under I/O"
             (res,) = job.result()
-        assert res.write_bytes == 48 * topology.MiB
+        assert res.write_bytes == 64 * topology.MiB
         assert lu_resets() == before + 1
         assert peer in offloaded_peers()  # the same connection, still offloaded
     finally:
