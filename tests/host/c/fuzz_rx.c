@@ -12,26 +12,6 @@
 #include <stdlib.h>
 #include "pdugen.h"
 
-static int pause_header(void *ctx, const u8 *hdr, u32 hdr_len, int status)
-{
-	int ret = rec_ops.header(ctx, hdr, hdr_len, status);
-
-	return ret ? ret : 1;
-}
-
-static int pause_done(void *ctx, int status)
-{
-	int ret = rec_ops.done(ctx, status);
-
-	return ret ? ret : 1;
-}
-
-static const struct cxe_rx_ops pause_ops = {
-	.header = pause_header,
-	.data = rec_data,
-	.done = pause_done,
-};
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cxe_rx rx;

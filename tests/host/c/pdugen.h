@@ -138,6 +138,28 @@ static const struct cxe_rx_ops rec_ops = {
 	.done = rec_done,
 };
 
+/* The recorder, pausing after every header and every PDU, as the kernel's
+ * consumer does (cxe_rx_feed then returns early and is fed again). */
+static inline int pause_header(void *ctx, const u8 *hdr, u32 hdr_len, int status)
+{
+	int ret = rec_header(ctx, hdr, hdr_len, status);
+
+	return ret ? ret : 1;
+}
+
+static inline int pause_done(void *ctx, int status)
+{
+	int ret = rec_done(ctx, status);
+
+	return ret ? ret : 1;
+}
+
+static const struct cxe_rx_ops pause_ops = {
+	.header = pause_header,
+	.data = rec_data,
+	.done = pause_done,
+};
+
 static inline void rec_free(struct rec *r)
 {
 	for (u32 i = 0; i < r->n; i++)

@@ -243,27 +243,6 @@ static void test_malformed(void)
 	CHECK(r.n == 0 && !cxe_rx_at_boundary(&rx));
 }
 
-/* A consumer that pauses after every header and every PDU, like the kernel's */
-static int pause_header(void *ctx, const u8 *hdr, u32 hdr_len, int status)
-{
-	int ret = rec_ops.header(ctx, hdr, hdr_len, status);
-
-	return ret ? ret : 1;
-}
-
-static int pause_done(void *ctx, int status)
-{
-	int ret = rec_ops.done(ctx, status);
-
-	return ret ? ret : 1;
-}
-
-static const struct cxe_rx_ops pause_ops = {
-	.header = pause_header,
-	.data = rec_data,
-	.done = pause_done,
-};
-
 /* Fed in random chunks and resumed after every pause: the same PDUs. */
 static void test_pause(void)
 {
