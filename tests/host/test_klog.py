@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from testbed.klog import bad_lines, report
+from testbed.klog import bad_lines, known_initiator_warns, report
 
 CLEAN = """\
 [    0.000000] Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org)
@@ -59,3 +59,34 @@ def test_report_keeps_the_lines_that_name_the_culprit() -> None:
     assert "..." in out  # the clean lines between are left out
     assert not any("Linux version" in line for line in out)
     assert report(CLEAN) == []
+
+
+# the initiator's own session teardown (6.12 console, trimmed)
+INITIATOR_WARN = """\
+[  692.009225] ------------[ cut here ]------------
+[  692.009452] workqueue: WQ_MEM_RECLAIM iscsi_ctrl_6:30:__iscsi_unbind_session [scsi_transport_iscsi] \
+is flushing !WQ_MEM_RECLAIM pm:pm_runtime_work
+[  692.010999] WARNING: CPU: 1 PID: 206 at kernel/workqueue.c:3767 check_flush_dependency.part.0+0x106/0x130
+[  692.016115] Call Trace:
+[  692.016907]  __flush_work+0xe9/0x3a0
+[  692.017020]  pm_runtime_remove+0x20/0x30
+[  692.017713]  __iscsi_unbind_session+0xd4/0x220 [scsi_transport_iscsi]
+[  692.018000] ---[ end trace 0000000000000000 ]---
+""".splitlines()
+
+
+def test_the_initiator_teardown_warn_is_set_aside_and_said() -> None:
+    assert bad_lines([*CLEAN, *INITIATOR_WARN, *CLEAN]) == []
+    assert report([*CLEAN, *INITIATOR_WARN]) == []
+    assert len(known_initiator_warns([*CLEAN, *INITIATOR_WARN])) == 1
+
+
+def test_any_other_warn_still_counts() -> None:
+    # the same shape with another workqueue (ours, LIO's) is not set aside
+    ours = "target_completion:target_complete_ok_work [target_core_mod]"
+    other = [ln.replace("iscsi_ctrl_6:30:__iscsi_unbind_session [scsi_transport_iscsi]", ours) for ln in INITIATOR_WARN]
+    assert len(bad_lines(other)) == 3
+    # a second splat inside or after the known block still counts
+    assert bad_lines([*INITIATOR_WARN, SPLATS["oops"]]) == [SPLATS["oops"]]
+    # an unterminated block (log cut short) is not set aside
+    assert len(bad_lines(INITIATOR_WARN[:-1])) == 3

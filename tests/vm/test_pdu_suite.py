@@ -384,7 +384,7 @@ STOCK_DEVIATIONS: dict[str, str | set[str]] = {
     # refuses a PDU, iscsit_handle_scsi_cmd and iscsit_handle_data_out return
     # 0 without reading its data segment, so stock's receive loop takes that
     # data for the next PDUs and runs them (the offloaded path does not).
-    "immediate_above_fbl": f"reject 0x09, then {RAN_DATA}",
+    "immediate_above_fbl": {f"reject 0x09, then {RAN_DATA}", "dropped"},  # dropped seen on 6.12
     # ... or, in another run of the same case, the connection dropped first
     "data_out_past_edtl_solicited": {f"reject 0x09, then {RAN_DATA}", "dropped"},
     "data_out_past_edtl_unsolicited": {f"reject 0x09, then {RAN_DATA}", "dropped"},
