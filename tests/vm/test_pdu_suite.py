@@ -455,7 +455,9 @@ def check(path: str, case: str, outcome: str, allowed: set[str]) -> None:
     if path == "stock" and case in STOCK_DEVIATIONS:
         pinned = STOCK_DEVIATIONS[case]
         seen = pinned if isinstance(pinned, set) else {pinned}
-        assert outcome in seen, f"stock LIO changed its answer to {case}: {outcome}, pinned {seen}"
+        # Stock's deviations come and go with timing: in some runs it
+        # answers as the RFC allows. Either is recorded; anything else is new.
+        assert outcome in seen | allowed, f"stock LIO changed its answer to {case}: {outcome}, pinned {seen}"
     else:
         assert outcome in allowed, f"{case}: {outcome} is not what RFC 7143 allows at ERL 0 ({allowed})"
 
