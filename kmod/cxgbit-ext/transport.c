@@ -665,6 +665,12 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 			iscsit_add_reject(conn, ISCSI_REASON_PROTOCOL_ERROR, hdr);
 			goto drop;
 		}
+		if (!cxe_bhs_data_ok(hdr)) {
+			pr_err("%pISpc: SCSI Command without the W bit but with %u data bytes: dropping the connection\n",
+			       &c->peer, dlen);
+			iscsit_add_reject(conn, ISCSI_REASON_PROTOCOL_ERROR, hdr);
+			goto drop;
+		}
 		if (!cxe_opcode_from_initiator(op) || dlen > max_dlen) {
 			pr_err("%pISpc: opcode 0x%02x with %u data bytes (limit %u): dropping the connection\n",
 			       &c->peer, op, dlen, max_dlen);

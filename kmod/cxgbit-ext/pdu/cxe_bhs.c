@@ -68,3 +68,9 @@ bool cxe_bhs_ahs_ok(const u8 *hdr)
 	}
 	return true;
 }
+
+bool cxe_bhs_data_ok(const u8 *hdr)
+{
+	return cxe_bhs_opcode(hdr) != CXE_OP_SCSI_CMD || !cxe_bhs_dlen(hdr) ||
+	       (hdr[1] & CXE_CMD_WRITE);
+}

@@ -40,6 +40,7 @@
 #define CXE_FLAG_FINAL		0x80	/* byte 1 */
 #define CXE_DATAIN_ACK		0x40	/* byte 1, Data-In A bit */
 #define CXE_DATAIN_STATUS	0x01	/* byte 1, Data-In S bit */
+#define CXE_CMD_WRITE		0x20	/* byte 1, SCSI Command W bit */
 
 static inline u32 cxe_get_be32(const u8 *p)
 {
@@ -111,6 +112,15 @@ bool cxe_opcode_from_initiator(u8 opcode);
  * without checking; the PDU layer refuses a header that fails this first.
  */
 bool cxe_bhs_ahs_ok(const u8 *hdr);
+
+/*
+ * May this header carry its data segment? A SCSI Command's data segment
+ * is immediate data, write data (RFC 7143 section 3.2.4.2): a command
+ * without the W bit has none. LIO takes a data segment on a READ, runs
+ * the command, then "completes" the immediate data and runs it again (a
+ * use-after-free, seen on Debian's 6.1); the PDU layer refuses it first.
+ */
+bool cxe_bhs_data_ok(const u8 *hdr);
 
 /*
  * Bytes a whole PDU takes on the wire: BHS, AHS, optional header digest,

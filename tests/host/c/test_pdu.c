@@ -338,6 +338,29 @@ static void test_skip_data(void)
 	}
 }
 
+/* a SCSI Command's data segment is write data: none without the W bit */
+static void test_data_ok(void)
+{
+	u8 h[CXE_BHS_LEN] = { 0 };
+
+	h[0] = CXE_OP_SCSI_CMD;
+	h[1] = 0x80 | 0x40;				/* F, R: a READ */
+	CHECK(cxe_bhs_data_ok(h));			/* no data segment */
+	h[7] = 1;					/* one byte of "immediate data" */
+	CHECK(!cxe_bhs_data_ok(h));
+	h[1] = 0x80;					/* no data direction at all */
+	CHECK(!cxe_bhs_data_ok(h));
+	h[1] = 0x80 | CXE_CMD_WRITE;			/* a WRITE: immediate data */
+	CHECK(cxe_bhs_data_ok(h));
+	h[1] = 0x80 | 0x40 | CXE_CMD_WRITE;		/* bidirectional: LIO rejects it */
+	CHECK(cxe_bhs_data_ok(h));
+	h[0] = CXE_OP_NOOP_OUT;				/* ping data, no W bit there */
+	h[1] = 0x80;
+	CHECK(cxe_bhs_data_ok(h));
+	h[0] = CXE_OP_SCSI_CMD | CXE_FLAG_IMMEDIATE;	/* the I bit is not the opcode */
+	CHECK(!cxe_bhs_data_ok(h));
+}
+
 /* AHS segments: AHSLength >= 1, inside TotalAHSLength, filling it exactly */
 static void test_ahs(void)
 {
@@ -475,6 +498,7 @@ int main(void)
 	test_rfc3720_b4();
 	test_pause();
 	test_ahs();
+	test_data_ok();
 	test_skip_data();
 	test_framing();
 	test_parser_streams();
