@@ -60,11 +60,14 @@ conformance: modules
 	cp $(BUILD)/conformance/conformance-junit.xml conformance/results/libiscsi-junit.xml
 	@head -4 conformance/results/libiscsi.md
 
-# the seeded malformed-PDU fuzz (10,000 per path): not in make test, it
-# brings Debian 6.1's LIO core down on stock and offloaded paths alike
+# the seeded malformed-PDU fuzz on both paths with a new seed (make test
+# runs the offloaded path's with a fixed one): it brings Debian 6.1's stock
+# LIO down. FUZZ_ARGS="--fuzz-seed N" replays a run, "--fuzz-semantic"
+# adds the mutations of meaning (those bring LIO's core down on both paths).
 fuzz-vm: modules
 	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout 1800 \
-		--results $(BUILD)/fuzz -- tests/vm/test_pdu_fuzz.py --lio-fuzz
+		--results $(BUILD)/fuzz -- tests/vm/test_pdu_fuzz.py --lio-fuzz \
+		--fuzz-seed $$(od -An -N4 -tu4 /dev/urandom) $(FUZZ_ARGS)
 
 perf-deps:
 	$(TOP)/scripts/perf-deps

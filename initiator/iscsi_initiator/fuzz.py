@@ -104,6 +104,12 @@ class Limits:
     # and frees it twice: a use-after-free (seen on Debian's 6.1). False keeps
     # every Text PDU's TTT reserved, so a run against stock LIO can go on.
     text_continuation: bool = True
+    # A data segment on a SCSI Command without the W bit (immediate data on a
+    # READ). Stock LIO runs the command, then runs it again when it has taken
+    # the "immediate data" in: a use-after-free (seen on Debian's 6.1, a NULL
+    # dereference in target_alua_state_check). False strips the data segment
+    # of such a command, so a run against stock LIO can go on.
+    data_without_w: bool = True
     # Mutations of a PDU's meaning (flags, ITT, CmdSN, ExpStatSN, header fields,
     # TTTs, Login/Logout/SNACK in full feature phase) besides those of its
     # framing (lengths, AHS, opcodes no initiator sends, cut or overlong data,
@@ -263,6 +269,8 @@ class PduFuzzer:
             p.flags = (p.flags & 0x80) | 2  # ABORT TASK SET instead
         if op != Op.SCSI_CMD:
             return
+        if p.data and not p.flags & F_WRITE and not lim.data_without_w:
+            p.data = b""
         if p.u32(20) > lim.max_edtl:
             p.set_u32(20, self.rng.randrange(lim.max_edtl + 1))
         cdb = p.bhs[32:48]

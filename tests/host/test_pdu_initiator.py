@@ -3,6 +3,7 @@ its digest checks on receive, and the malformed-PDU generator's bounds."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
 import socket
@@ -249,3 +250,20 @@ def test_fuzzer_covers_foreign_opcodes_and_fatal_rate() -> None:
     assert len(ops & set(FOREIGN_OPS)) > 20
     fatal = sum(f.fatal for f in out)
     assert 0.015 * len(out) < fatal < 0.035 * len(out), fatal
+
+
+def test_stock_limits_leave_out_data_on_commands_without_w() -> None:
+    """Limits(data_without_w=False): no SCSI Command without the W bit
+    carries a data segment (stock LIO runs such a command twice); the
+    default limits do make some, for the offloaded path to refuse."""
+
+    def data_without_w(limits: Limits) -> int:
+        s, f = FakeSession(False, False), PduFuzzer(random.Random(13), limits)
+        return sum(
+            1
+            for p in (f.next(s).pdu for _ in range(10000))
+            if p.opcode == Op.SCSI_CMD and p.data and not p.flags & F_WRITE
+        )
+
+    assert data_without_w(LIM) > 0
+    assert data_without_w(dataclasses.replace(LIM, data_without_w=False)) == 0

@@ -757,6 +757,26 @@ def test_immediate_data_above_first_burst(path: str) -> None:
     healthy(path)
 
 
+def test_data_segment_on_a_read(path: str) -> None:
+    """A READ(10) whose PDU carries a data segment: immediate data is write
+    data (RFC 7143 3.2.4.2), a command without the W bit has none. Found by
+    the seeded fuzz: stock LIO on Debian's 6.1 runs the READ, then runs it
+    again for its "immediate data", and oopses (a NULL dereference in
+    target_alua_state_check after "read_data_left is zero!"), so the stock
+    path is not sent it; the offloaded path refuses it."""
+    if path == "stock":
+        record("stock: data_segment_on_a_read: not sent (it oopses LIO on Debian's 6.1)")
+        pytest.skip("stock LIO oopses on a READ with a data segment (6.1: runs it twice); not sent to stock")
+    c = connect(path, Params(immediate_data=True, initial_r2t=False))
+    moved = Moved(path)
+    c.send(scsi_command(bytes([0x28, 0, 0, 0, 0, 8, 0, 0, 1, 0]), itt=c.next_itt(), cmdsn=c.cmdsn,
+                        expstatsn=c.expstatsn, read_len=BLOCK, data=smuggling_data(c, 16)))  # fmt: skip
+    c.cmdsn += 1
+    check(path, "data_segment_on_a_read", observe_data_segment(c), {"dropped", "reject 0x04"})
+    moved(drops=1, bytes_placed=0)
+    healthy(path)
+
+
 # -- a PDU cut off, then the connection closed -------------------------------------------
 
 
