@@ -209,3 +209,21 @@ class TargetcliShell:
         self.buf.truncate()
         self.shell.run_cmdline(line)
         return self.buf.getvalue()
+
+
+@contextmanager
+def target_tpg_params(iqn: str, **values: str) -> Iterator[None]:
+    """Target ``iqn``'s TPG parameters set for the logins made inside
+    (restored after): an initiator alone cannot get InitialR2T=No, the
+    result is the OR of both sides' values."""
+    from rtslib_fb import RTSRoot
+
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == iqn]
+    old = {k: tpg.get_parameter(k) for k in values}
+    try:
+        for k, v in values.items():
+            tpg.set_parameter(k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            tpg.set_parameter(k, v)

@@ -25,7 +25,15 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, offloaded_peers, offloaded_target, set_offload, soft0_counters
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    offloaded_peers,
+    offloaded_target,
+    set_offload,
+    soft0_counters,
+    target_tpg_params,
+)
 
 IQN = "iqn.2026-11.org.cxgbit-ext:offload"
 OFF, STOCK = topo.LINKS  # tgt0 served by soft0, tgt1 not
@@ -56,8 +64,10 @@ def login(ip: str, params: Params | None = None) -> Connection:
 @pytest.mark.parametrize(("imm", "r2t"), [(True, True), (False, False), (True, False)])
 def test_offloaded_write_read(offload_target: None, hd: str, dd: str, imm: bool, r2t: bool) -> None:
     before = soft0_counters()
-    c = login(OFF.tgt_ip, Params(header_digest=hd, data_digest=dd, immediate_data=imm, initial_r2t=r2t,
-                                 max_recv_dlen=8192, first_burst=65536, max_burst=262144))  # fmt: skip
+    with target_tpg_params(IQN, InitialR2T="Yes" if r2t else "No"):
+        c = login(OFF.tgt_ip, Params(header_digest=hd, data_digest=dd, immediate_data=imm, initial_r2t=r2t,
+                                     max_recv_dlen=8192, first_burst=65536, max_burst=262144))  # fmt: skip
+    assert (c.params.immediate_data, c.params.initial_r2t) == (imm, r2t)
     assert f"{OFF.ini_ip}:" in " ".join(offloaded_peers())
     data = os.urandom(1037 * BLOCK)
     c.scsi_write(2048, data)

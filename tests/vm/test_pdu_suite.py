@@ -27,7 +27,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +50,7 @@ from iscsi_initiator.pdu import (
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, PDU_IQN, offloaded_peers, offloaded_target, soft0_counters
+from .conftest import CFS, PDU_INITIATOR, PDU_IQN, offloaded_peers, offloaded_target, soft0_counters, target_tpg_params
 
 BLOCK = 512
 KiB = 1024
@@ -206,20 +206,9 @@ def connect(
     return c
 
 
-@contextmanager
-def tpg_params(**values: str) -> Iterator[None]:
+def tpg_params(**values: str) -> AbstractContextManager[None]:
     """The target's TPG parameters set for the logins inside (restored after)."""
-    from rtslib_fb import RTSRoot
-
-    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
-    old = {k: tpg.get_parameter(k) for k in values}
-    try:
-        for k, v in values.items():
-            tpg.set_parameter(k, v)
-        yield
-    finally:
-        for k, v in old.items():
-            tpg.set_parameter(k, v)
+    return target_tpg_params(PDU_IQN, **values)
 
 
 def write10(lba: int, blocks: int) -> bytes:
@@ -262,8 +251,10 @@ def wait_for(what: str, cond: Callable[[], bool], timeout: float = 20) -> None:
 )
 def test_write_read_back(path: str, hd: str, dd: str, imm: bool, r2t: bool, mrdsl: int) -> None:
     p = Params(header_digest=hd, data_digest=dd, immediate_data=imm, initial_r2t=r2t, max_recv_dlen=mrdsl)
-    c = connect(path, p)
+    with tpg_params(InitialR2T="Yes" if r2t else "No"):  # the result is the OR of both sides' values
+        c = connect(path, p)
     assert (c.params.header_digest, c.params.data_digest) == (hd, dd)
+    assert (c.params.immediate_data, c.params.initial_r2t) == (imm, r2t)
     data = os.urandom(300 * BLOCK)  # not a multiple of any burst or segment size
     lba = 64 + 1000 * (hash((hd, dd, imm, r2t)) % 8)
     c.scsi_write(lba, data)
