@@ -549,6 +549,39 @@ static int cxe_handle_text(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 	return iscsit_process_text_cmd(c->conn, cmd, t);
 }
 
+/*
+ * Is a SCSI Command's CmdSN outside [ExpCmdSN, MaxCmdSN]? RFC 7143 4.2.2.1:
+ * the target silently ignores it. LIO does too, in iscsit_sequence_cmd(),
+ * but only after transport_generic_new_cmd() has made a WRITE with
+ * immediate data TRANSPORT_WRITE_PENDING; it then drops the command's
+ * reference and leaves it on the connection's list for the TX thread to
+ * remove. A connection that closes before that completes the command as
+ * WRITE_PENDING (iscsit_release_commands_from_conn), the completion drops
+ * the last reference while the command is still listed, and it is freed
+ * twice (a WARN in iscsit_release_cmd, then a use-after-free; seen on
+ * Debian's 6.1 under the seeded PDU fuzz). So such a command never reaches
+ * LIO. ExpCmdSN and MaxCmdSN only grow: a command this finds outside the
+ * window, LIO would find outside it too.
+ */
+static bool cxe_cmdsn_outside_window(struct cxe_conn *c, const u8 *hdr)
+{
+	const struct iscsi_scsi_req *req = (const struct iscsi_scsi_req *)hdr;
+	struct iscsit_session *sess = c->conn->sess;
+	u32 sn = be32_to_cpu(req->cmdsn), exp, max;
+
+	if (req->opcode & ISCSI_OP_IMMEDIATE)
+		return false;	/* not in the window's order: LIO rejects it */
+	mutex_lock(&sess->cmdsn_mutex);
+	exp = sess->exp_cmd_sn;
+	max = (u32)atomic_read(&sess->max_cmd_sn);
+	mutex_unlock(&sess->cmdsn_mutex);
+	if (!iscsi_sna_lt(sn, exp) && !iscsi_sna_gt(sn, max))
+		return false;
+	pr_info_ratelimited("%pISpc: CmdSN 0x%08x outside [0x%08x, 0x%08x]: ignored\n",
+			    &c->peer, sn, exp, max);
+	return true;
+}
+
 static int cxe_rx_pdu(struct cxe_conn *c, u8 *hdr)
 {
 	struct iscsit_conn *conn = c->conn;
@@ -566,6 +599,12 @@ static int cxe_rx_pdu(struct cxe_conn *c, u8 *hdr)
 
 	switch (op) {
 	case ISCSI_OP_SCSI_CMD:
+		if (cxe_cmdsn_outside_window(c, hdr)) {
+			u32 dlen = cxe_bhs_dlen(hdr);
+
+			return dlen ? cxe_discard(c, dlen) : 0;
+		}
+		fallthrough;
 	case ISCSI_OP_SCSI_TMFUNC:
 	case ISCSI_OP_LOGOUT:
 		cmd = iscsit_allocate_cmd(conn, TASK_INTERRUPTIBLE);
