@@ -474,6 +474,27 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 		       be32_to_cpu(d->ttt), off, dlen);
 		return -EPROTO;
 	}
+	/*
+	 * Data past the task's transfer length: LIO answers with
+	 * iscsit_reject_cmd(), which drops a reference of a task it leaves
+	 * WRITE_PENDING on the connection's list; the close that follows
+	 * completes the task and frees it twice (a WARN in iscsit_release_cmd,
+	 * seen on Debian's 6.1 under the seeded fuzz). The same answer here,
+	 * a Reject and the connection dropped, leaves the task whole. The
+	 * checks LIO makes before this one (data after the last, data for a
+	 * task that is not a write) stay LIO's.
+	 */
+	cmd = iscsit_find_cmd_from_itt(c->conn, d->itt);
+	if (cmd && cmd->data_direction == DMA_TO_DEVICE &&
+	    !(cmd->cmd_flags & ICF_GOT_LAST_DATAOUT) &&
+	    (u64)off + dlen > cmd->se_cmd.data_length) {
+		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u length %u past the transfer length %u: dropping the connection\n",
+		       &c->peer, be32_to_cpu((__force __be32)d->itt), off, dlen,
+		       cmd->se_cmd.data_length);
+		iscsit_add_reject(c->conn, ISCSI_REASON_BOOKMARK_INVALID, hdr);
+		return -EPROTO;
+	}
+	cmd = NULL;
 	/* LIO checks DataSN, offsets and lengths; it dumps what it refuses */
 	rc = iscsit_check_dataout_hdr(c->conn, hdr, &cmd);
 	if (rc < 0)
