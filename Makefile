@@ -63,7 +63,7 @@ conformance: modules
 # the seeded malformed-PDU fuzz on both paths with a new seed (make test
 # runs the offloaded path's with a fixed one): it brings Debian 6.1's stock
 # LIO down. FUZZ_ARGS="--fuzz-seed N" replays a run, "--fuzz-semantic"
-# adds the mutations of meaning (those bring LIO's core down on both paths).
+# adds the mutations of meaning (not yet in make test: see that file).
 fuzz-vm: modules
 	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout 1800 \
 		--results $(BUILD)/fuzz -- tests/vm/test_pdu_fuzz.py --lio-fuzz \

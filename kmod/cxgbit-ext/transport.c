@@ -235,6 +235,8 @@ static int cxe_discard(struct cxe_conn *c, u32 dlen)
 {
 	bool bad;
 
+	if (!dlen)
+		return 0;
 	return cxe_recv_buf(c, NULL, 0, dlen, &bad);
 }
 
@@ -411,7 +413,7 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 	rc = iscsit_setup_scsi_cmd(conn, cmd, hdr);
 	if (rc < 0)
 		/* rejected (and queued for response): keep the stream in step */
-		return dlen ? cxe_discard(c, dlen) : 0;
+		return cxe_discard(c, dlen);
 
 	rc = iscsit_process_scsi_cmd(conn, cmd, req);
 	if (rc < 0)
@@ -434,7 +436,12 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 		if (bad) {
 			pr_err("%pISpc: immediate data digest error at ERL 0: dropping the connection\n",
 			       &c->peer);
-			iscsit_reject_cmd(cmd, ISCSI_REASON_DATA_DIGEST_ERROR, hdr);
+			/*
+			 * Not iscsit_reject_cmd(): it drops a reference of a
+			 * task left WRITE_PENDING and listed, which the close
+			 * then frees twice (see cxe_handle_data_out()).
+			 */
+			iscsit_add_reject(conn, ISCSI_REASON_DATA_DIGEST_ERROR, hdr);
 			return -EBADMSG;
 		}
 		cmd->write_data_done += min(room, dlen);
@@ -460,8 +467,8 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 {
 	struct iscsi_data *d = (struct iscsi_data *)hdr;
 	u32 dlen = ntoh24(d->dlength), off = be32_to_cpu(d->offset);
-	struct iscsit_cmd *cmd = NULL;
-	bool bad;
+	struct iscsit_cmd *cmd;
+	bool bad, taken = false;
 	int rc;
 
 	if (d->ttt != cpu_to_be32(ISCSI_RESERVED_TAG) &&
@@ -474,6 +481,12 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 		       be32_to_cpu(d->ttt), off, dlen);
 		return -EPROTO;
 	}
+	if (!dlen)
+		return 0;	/* as LIO: a Data-Out without data is ignored */
+	/* dlen is within MaxXmitDataSegmentLength: cxe_get_rx_pdu checked it */
+	cmd = iscsit_find_cmd_from_itt_or_dump(c->conn, d->itt, dlen);
+	if (!cmd)
+		return c->adapter->ops->data_taken(c);	/* LIO read it */
 	/*
 	 * Data past the task's transfer length: LIO answers with
 	 * iscsit_reject_cmd(), which drops a reference of a task it leaves
@@ -484,8 +497,7 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	 * checks LIO makes before this one (data after the last, data for a
 	 * task that is not a write) stay LIO's.
 	 */
-	cmd = iscsit_find_cmd_from_itt(c->conn, d->itt);
-	if (cmd && cmd->data_direction == DMA_TO_DEVICE &&
+	if (cmd->data_direction == DMA_TO_DEVICE &&
 	    !(cmd->cmd_flags & ICF_GOT_LAST_DATAOUT) &&
 	    (u64)off + dlen > cmd->se_cmd.data_length) {
 		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u length %u past the transfer length %u: dropping the connection\n",
@@ -494,14 +506,12 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 		iscsit_add_reject(c->conn, ISCSI_REASON_BOOKMARK_INVALID, hdr);
 		return -EPROTO;
 	}
-	cmd = NULL;
 	/* LIO checks DataSN, offsets and lengths; it dumps what it refuses */
-	rc = iscsit_check_dataout_hdr(c->conn, hdr, &cmd);
+	rc = __iscsit_check_dataout_hdr(c->conn, hdr, cmd, dlen, &taken);
 	if (rc < 0)
 		return rc;
-	if (!cmd)
-		/* refused, and its payload read by LIO (or there was none) */
-		return dlen ? c->adapter->ops->data_taken(c) : 0;
+	if (!taken)
+		return c->adapter->ops->data_taken(c);	/* refused, payload read by LIO */
 	rc = cxe_recv_place(c, cmd, off, min(cmd->se_cmd.data_length, dlen),
 			    dlen, &bad);
 	if (rc)
@@ -620,11 +630,8 @@ static int cxe_rx_pdu(struct cxe_conn *c, u8 *hdr)
 
 	switch (op) {
 	case ISCSI_OP_SCSI_CMD:
-		if (cxe_cmdsn_outside_window(c, hdr)) {
-			u32 dlen = cxe_bhs_dlen(hdr);
-
-			return dlen ? cxe_discard(c, dlen) : 0;
-		}
+		if (cxe_cmdsn_outside_window(c, hdr))
+			return cxe_discard(c, cxe_bhs_dlen(hdr));
 		fallthrough;
 	case ISCSI_OP_SCSI_TMFUNC:
 	case ISCSI_OP_LOGOUT:
