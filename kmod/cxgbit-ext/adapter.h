@@ -52,7 +52,9 @@ struct cxe_adapter_ops {
 
 	/*
 	 * RX. recv_hdr: next BHS + AHS into hdr (room for 48 + 1020 bytes);
-	 * -EBADMSG on a header digest error (the stream is lost at ERL 0).
+	 * -EBADMSG on a header digest error (the stream is lost at ERL 0),
+	 * -ECONNABORTED on a stream the adapter cannot carry on (TCP urgent
+	 * data): the connection is dropped.
 	 * recv_data: the data segment of dlen bytes into dst (placed straight
 	 * into pages when dst->sgl; bytes past dst->len are dropped), then pad
 	 * and data digest; *bad on a data digest error.

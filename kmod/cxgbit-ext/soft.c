@@ -12,7 +12,9 @@
  * xt_TPROXY does (skb->sk = listener). The TCP stack then builds the
  * request and child sockets on the portal's own address and port, so the
  * initiator sees nothing different. Established packets find their
- * socket by the usual lookup; only SYNs are steered.
+ * socket by the usual lookup; only SYNs are steered, and only those the
+ * host's own stack would have answered: addressed to this host after any
+ * DNAT (never forwarded traffic), and on a 4-tuple that no socket owns.
  *
  * On an accepted connection the adapter does what hardware would: it
  * checks and makes digests, receives write data straight into the
@@ -37,6 +39,9 @@
 #include <net/sock.h>
 #include <net/ip.h>
 #include <net/tcp.h>
+#include <net/inet_hashtables.h>
+#include <net/inet_timewait_sock.h>
+#include <net/route.h>
 #include <target/iscsi/iscsi_target_core.h>
 
 #include "cxgbit_ext.h"
@@ -55,6 +60,33 @@ static bool cxe_np_matches(const struct cxe_np *cnp, __be32 daddr, __be16 dport)
 	return sin->sin_family == AF_INET && sin->sin_port == dport &&
 	       (sin->sin_addr.s_addr == htonl(INADDR_ANY) ||
 		sin->sin_addr.s_addr == daddr);
+}
+
+/*
+ * Does a socket own the SYN's 4-tuple already? An established connection
+ * answers a SYN itself (RFC 5961 challenge ACK), a request socket
+ * retransmits its SYN-ACK: neither is a new connection, and handing the
+ * SYN to the listener would start a second one on a live tuple. A
+ * TIME_WAIT socket gives way to the listener, as nf_tproxy's does
+ * (nf_tproxy_handle_time_wait4): the SYN starts a new connection there.
+ */
+static bool cxe_tuple_owned(const struct nf_hook_state *state,
+			    const struct iphdr *iph, const struct tcphdr *th)
+{
+	struct net *net = state->net;
+	struct sock *sk;
+
+	sk = inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+				     iph->saddr, th->source, iph->daddr,
+				     th->dest, state->in->ifindex);
+	if (!sk)
+		return false;
+	if (sk->sk_state == TCP_TIME_WAIT) {
+		inet_twsk_deschedule_put(inet_twsk(sk));
+		return false;
+	}
+	sock_gen_put(sk);
+	return true;
 }
 
 static unsigned int cxe_steer_syn(void *priv, struct sk_buff *skb,
@@ -78,6 +110,13 @@ static unsigned int cxe_steer_syn(void *priv, struct sk_buff *skb,
 		if (!net_eq(cnp->net, state->net) ||
 		    !cxe_np_matches(cnp, iph->daddr, th->dest))
 			continue;
+		/* ours only: for this host (a wildcard portal matches any
+		 * address, forwarded ones too), on a tuple nobody owns
+		 */
+		if (inet_addr_type_dev_table(state->net, state->in,
+					     iph->daddr) != RTN_LOCAL ||
+		    cxe_tuple_owned(state, iph, th))
+			break;
 		/* the portal is offloaded; is the netdev served (and counted)? */
 		sk = cnp->listener->sk;
 		if (!cxe_adapter_steer(state->in) ||
@@ -127,7 +166,8 @@ static int cxe_hook_get(struct net *net)
 	h->ops.hook = cxe_steer_syn;
 	h->ops.pf = NFPROTO_IPV4;
 	h->ops.hooknum = NF_INET_PRE_ROUTING;
-	h->ops.priority = NF_IP_PRI_MANGLE;
+	/* after DNAT: a SYN NAT sends elsewhere is not ours */
+	h->ops.priority = NF_IP_PRI_NAT_DST + 1;
 	ret = nf_register_net_hook(net, &h->ops);
 	if (ret) {
 		kfree(h);
@@ -558,6 +598,17 @@ static int cxe_rx_pull(struct cxe_conn *c)
 	for (;;) {
 		read_descriptor_t desc = { .arg.data = c, .count = 1 };
 
+		/*
+		 * iSCSI has no use for TCP urgent data, and tcp_read_sock()
+		 * stops short of the urgent byte for good: the stream cannot
+		 * go on (waiting would spin), so the connection ends.
+		 */
+		if (READ_ONCE(tcp_sk(sk)->urg_data)) {
+			pr_warn_ratelimited("%pISpc: TCP urgent data: dropping the connection\n",
+					    &c->peer);
+			ret = -ECONNABORTED;
+			break;
+		}
 		tcp_read_sock(sk, &desc, cxe_rx_actor);
 		if (desc.error) {
 			ret = desc.error;

@@ -471,6 +471,12 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	bool bad, taken = false;
 	int rc;
 
+	/*
+	 * As LIO: a Data-Out without data is ignored, whatever its TTT (a
+	 * DDP window check would refuse a zero-length piece of it).
+	 */
+	if (!dlen)
+		return 0;
 	if (d->ttt != cpu_to_be32(ISCSI_RESERVED_TAG) &&
 	    !c->adapter->ops->ddp_check(c, be32_to_cpu(d->ttt),
 					be32_to_cpu((__force __be32)d->itt), off,
@@ -481,8 +487,6 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 		       be32_to_cpu(d->ttt), off, dlen);
 		return -EPROTO;
 	}
-	if (!dlen)
-		return 0;	/* as LIO: a Data-Out without data is ignored */
 	/* dlen is within MaxXmitDataSegmentLength: cxe_get_rx_pdu checked it */
 	cmd = iscsit_find_cmd_from_itt_or_dump(c->conn, d->itt, dlen);
 	if (!cmd)
@@ -720,6 +724,8 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 			       &c->peer);
 			goto drop;
 		}
+		if (ret == -ECONNABORTED)
+			goto drop;	/* the adapter refused the stream */
 		if (ret)
 			return;
 		if (conn->conn_state == TARG_CONN_STATE_IN_LOGOUT)
