@@ -45,6 +45,14 @@ struct cxe_adapter_ops {
 	void (*unlisten)(struct cxe_np *cnp);
 	/* Block for the next connection (-ERESTARTSYS on a signal). */
 	int (*accept)(struct cxe_np *cnp, struct cxe_conn *c);
+	/*
+	 * Until the first send, the first Login request stays unread on the
+	 * connection (recv_hdr/recv_data deliver it all the same). hand_back
+	 * gives the connection in that state to the host's own listener for
+	 * its address (LIO's stock iSCSI/TCP portal); 0 when it did, and the
+	 * PDU layer then forgets the connection. Optional.
+	 */
+	int (*hand_back)(struct cxe_conn *c);
 	void (*conn_release)(struct cxe_conn *c);
 	/* Full feature phase: digests and our MaxRecvDataSegmentLength. */
 	void (*set_params)(struct cxe_conn *c, bool hdigest, bool ddigest,

@@ -45,6 +45,7 @@ enum cxe_stat {
 	CXE_STAT_BURSTS,	/* Data-In bursts the adapter segmented */
 	CXE_STAT_BURST_PDUS,	/* Data-In PDUs those bursts became */
 	CXE_STAT_RX_WAITS,	/* times RX found nothing queued and slept */
+	CXE_STAT_HANDED_BACK,	/* logins given to the stock listener */
 	CXE_STAT_MAX,
 };
 
@@ -89,6 +90,7 @@ struct cxe_conn {
 	bool			ddigest;
 	bool			ddp;		/* the adapter's toggles at accept */
 	bool			iso;
+	bool			answered;	/* a Login response went out */
 	void			*priv;		/* the adapter's own state */
 	atomic64_t		stats[CXE_STAT_MAX];
 };

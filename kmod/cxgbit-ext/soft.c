@@ -42,6 +42,8 @@
 #include <net/inet_hashtables.h>
 #include <net/inet_timewait_sock.h>
 #include <net/route.h>
+#include <net/request_sock.h>
+#include <net/inet_connection_sock.h>
 #include <target/iscsi/iscsi_target_core.h>
 
 #include "cxgbit_ext.h"
@@ -275,6 +277,16 @@ struct cxe_soft_conn {
 	bool			pdu_done;
 	bool			got_hdr;
 	u32			hdr_seq;	/* copied_seq after the last pull */
+	/*
+	 * The first Login request, read with MSG_PEEK and fed to the parser
+	 * from here: it stays in the socket until the first send, so that
+	 * a connection LIO has no target for here can still be handed,
+	 * unread, to the stock listener (cxe_soft_hand_back).
+	 */
+	bool			held;
+	u8			*held_buf;
+	u32			held_len;
+	u32			held_off;
 };
 
 static struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
@@ -333,6 +345,7 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	}
 	c->adapter = a;
 	sc->sock = sock;
+	sc->held = true;
 	spin_lock_init(&sc->ddp_lock);
 	/* login: no digests, LIO's limit on a login PDU's text */
 	cxe_rx_init(&sc->rx, MAX_KEY_VALUE_PAIRS);
@@ -341,6 +354,73 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	kernel_getsockname(sock, (struct sockaddr *)&c->local);
 	c->sock = sock;
 	c->priv = sc;
+	return 0;
+}
+
+/*
+ * Give a connection whose first Login request is still unread to the
+ * listener the host's own stack would have chosen for it (LIO's stock
+ * iSCSI/TCP portal for the same address): queued on that listener as a
+ * new connection, as a TCP handshake completing there would queue it.
+ * The stock portal then reads the request and answers it as it would have
+ * without offload. The socket struct is freed; the sock goes on.
+ */
+static int cxe_soft_hand_back(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	struct socket *sock = sc->sock;
+	struct sock *sk = sock->sk, *lsk;
+	struct request_sock *req;
+	struct net *net = sock_net(sk);
+
+	if (!sc->held || c->local.ss_family != AF_INET)
+		return -EINVAL;	/* part of the stream is consumed */
+	rcu_read_lock();
+	lsk = __inet_lookup_listener(net, net->ipv4.tcp_death_row.hashinfo,
+				     NULL, 0, inet_sk(sk)->inet_daddr,
+				     inet_sk(sk)->inet_dport,
+				     inet_sk(sk)->inet_rcv_saddr,
+				     inet_sk(sk)->inet_num, 0, 0);
+	if (lsk && !refcount_inc_not_zero(&lsk->sk_refcnt))
+		lsk = NULL;
+	rcu_read_unlock();
+	if (!lsk)
+		return -ENOENT;
+	req = inet_reqsk_alloc(lsk->sk_prot->rsk_prot, lsk, true);
+	if (!req) {
+		sock_put(lsk);
+		return -ENOMEM;
+	}
+	tcp_rsk(req)->tfo_listener = false;
+	refcount_set(&req->rsk_refcnt, 1);	/* the accept queue's */
+
+	lock_sock(lsk);
+	if (lsk->sk_state != TCP_LISTEN) {
+		release_sock(lsk);
+		reqsk_put(req);
+		sock_put(lsk);
+		return -ENOTCONN;
+	}
+	/* the inverse of sock_graft(): sk belongs to no socket struct */
+	write_lock_bh(&sk->sk_callback_lock);
+	RCU_INIT_POINTER(sk->sk_wq, NULL);
+	sk_set_socket(sk, NULL);
+	write_unlock_bh(&sk->sk_callback_lock);
+	sock->sk = NULL;
+	/* as TCP queues a child: the queue's lock is taken in softirqs too */
+	local_bh_disable();
+	inet_csk_reqsk_queue_add(lsk, req, sk);	/* cannot fail: listening, locked */
+	lsk->sk_data_ready(lsk);
+	local_bh_enable();
+	release_sock(lsk);
+	sock_put(lsk);
+
+	sock_release(sock);
+	sc->sock = NULL;
+	c->sock = NULL;
+	kfree(sc->held_buf);
+	sc->held_buf = NULL;
+	sc->held = false;
 	return 0;
 }
 
@@ -353,6 +433,7 @@ static void cxe_soft_conn_release(struct cxe_conn *c)
 		return;
 	kvfree(sc->ddp);
 	free_page((unsigned long)sc->bounce);
+	kfree(sc->held_buf);
 	kfree(sc);
 	c->priv = NULL;
 }
@@ -588,24 +669,145 @@ static int cxe_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
  * rx_waits); returns early on an error, the peer's close or a signal (LIO
  * stopping the thread).
  */
+/*
+ * iSCSI has no use for TCP urgent data, and tcp_read_sock() stops short of
+ * the urgent byte for good: the stream cannot go on (waiting would spin),
+ * so the connection ends.
+ */
+static bool cxe_urgent(struct cxe_conn *c, struct sock *sk)
+{
+	if (!READ_ONCE(tcp_sk(sk)->urg_data))
+		return false;
+	pr_warn_ratelimited("%pISpc: TCP urgent data: dropping the connection\n",
+			    &c->peer);
+	return true;
+}
+
+/*
+ * Peek len bytes of the stream from its start into buf, once they are all
+ * queued; returns early on urgent data, an error, the peer's close or a
+ * signal (LIO's login timer).
+ */
+static int cxe_peek(struct cxe_conn *c, void *buf, u32 len)
+{
+	struct msghdr msg = { .msg_flags = MSG_PEEK | MSG_DONTWAIT };
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	struct sock *sk = c->sock->sk;
+	long timeo = MAX_SCHEDULE_TIMEOUT;
+	int ret;
+
+	lock_sock(sk);
+	for (;;) {
+		ret = 0;
+		if (cxe_urgent(c, sk))
+			ret = -ECONNABORTED;
+		else if (tcp_inq(sk) >= len)
+			break;
+		else if (sk->sk_err)
+			ret = sock_error(sk);
+		else if (sk->sk_shutdown & RCV_SHUTDOWN || sock_flag(sk, SOCK_DONE))
+			ret = -ECONNRESET;
+		else if (signal_pending(current))
+			ret = -EINTR;
+		if (ret)
+			break;
+		sk_wait_data(sk, &timeo, skb_peek_tail(&sk->sk_receive_queue));
+	}
+	release_sock(sk);
+	if (ret)
+		return ret;
+	ret = kernel_recvmsg(c->sock, &msg, &iov, 1, len, msg.msg_flags);
+	if (ret < 0)
+		return ret;
+	return ret == len ? 0 : -ECONNRESET;
+}
+
+/*
+ * The first Login request, from the socket without consuming it. One that
+ * LIO would refuse anyway (an AHS, more text than a login PDU may carry)
+ * is not held: it is read from the socket as any PDU.
+ */
+static int cxe_held_pull(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u8 bhs[CXE_BHS_LEN];
+	long fed;
+	u64 len;
+	int ret;
+
+	if (!sc->held_buf) {
+		ret = cxe_peek(c, bhs, sizeof(bhs));
+		if (ret)
+			return ret;
+		len = cxe_pdu_wire_len(cxe_bhs_ahs_len(bhs), cxe_bhs_dlen(bhs),
+				       false, false);
+		if (cxe_bhs_ahs_len(bhs) || cxe_bhs_dlen(bhs) > MAX_KEY_VALUE_PAIRS) {
+			sc->held = false;
+			return 0;
+		}
+		sc->held_buf = kmalloc(len, GFP_KERNEL);
+		if (!sc->held_buf)
+			return -ENOMEM;
+		ret = cxe_peek(c, sc->held_buf, len);
+		if (ret)
+			return ret;
+		sc->held_len = len;
+	}
+	fed = cxe_rx_feed(&sc->rx, sc->held_buf + sc->held_off,
+			  sc->held_len - sc->held_off, &cxe_soft_rx_ops, c);
+	if (fed < 0)
+		return fed;
+	sc->held_off += fed;
+	/* the parser pauses after the header and at the PDU's end */
+	return sc->rx.paused ? 0 : -EPROTO;
+}
+
+/* The first send: the held Login request is LIO's now, consume it. */
+static int cxe_skip_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			  unsigned int offset, size_t len)
+{
+	size_t n = min_t(size_t, len, desc->count);
+
+	desc->count -= n;
+	return n;
+}
+
+static int cxe_held_release(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	read_descriptor_t desc = { .count = sc->held_len };
+	struct sock *sk = c->sock->sk;
+
+	sc->held = false;
+	if (!sc->held_buf)
+		return 0;
+	if (sc->held_off != sc->held_len)
+		return -EPROTO;	/* answered before it was read whole */
+	lock_sock(sk);
+	tcp_read_sock(sk, &desc, cxe_skip_actor);
+	release_sock(sk);
+	kfree(sc->held_buf);
+	sc->held_buf = NULL;
+	return desc.count ? -EPROTO : 0;
+}
+
 static int cxe_rx_pull(struct cxe_conn *c)
 {
 	struct sock *sk = c->sock->sk;
 	long timeo = MAX_SCHEDULE_TIMEOUT;
 	int ret = 0;
 
+	if (cxe_soft(c)->held) {
+		ret = cxe_held_pull(c);
+		if (ret || cxe_soft(c)->held)
+			return ret;
+	}
+
 	lock_sock(sk);
 	for (;;) {
 		read_descriptor_t desc = { .arg.data = c, .count = 1 };
 
-		/*
-		 * iSCSI has no use for TCP urgent data, and tcp_read_sock()
-		 * stops short of the urgent byte for good: the stream cannot
-		 * go on (waiting would spin), so the connection ends.
-		 */
-		if (READ_ONCE(tcp_sk(sk)->urg_data)) {
-			pr_warn_ratelimited("%pISpc: TCP urgent data: dropping the connection\n",
-					    &c->peer);
+		if (cxe_urgent(c, sk)) {
 			ret = -ECONNABORTED;
 			break;
 		}
@@ -733,6 +935,11 @@ static int cxe_soft_send(struct cxe_conn *c, const u8 *bhs,
 	u8 dig[CXE_DIGEST_LEN];
 	int ret;
 
+	if (cxe_soft(c)->held) {
+		ret = cxe_held_release(c);
+		if (ret)
+			return ret;
+	}
 	memcpy(hdr, bhs, CXE_BHS_LEN);
 	if (c->hdigest) {
 		cxe_put_le32(hdr + CXE_BHS_LEN, cxe_digest(hdr, CXE_BHS_LEN));
@@ -882,6 +1089,7 @@ const struct cxe_adapter_ops cxe_soft_ops = {
 	.listen		= cxe_soft_listen,
 	.unlisten	= cxe_soft_unlisten,
 	.accept		= cxe_soft_accept,
+	.hand_back	= cxe_soft_hand_back,
 	.conn_release	= cxe_soft_conn_release,
 	.set_params	= cxe_soft_set_params,
 	.recv_hdr	= cxe_soft_recv_hdr,

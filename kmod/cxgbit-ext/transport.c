@@ -44,6 +44,7 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_BURSTS]	= "bursts",
 	[CXE_STAT_BURST_PDUS]	= "burst_pdus",
 	[CXE_STAT_RX_WAITS]	= "rx_waits",
+	[CXE_STAT_HANDED_BACK]	= "handed_back",
 };
 
 /* ---- portals ------------------------------------------------------------ */
@@ -242,6 +243,56 @@ static int cxe_discard(struct cxe_conn *c, u32 dlen)
 
 /* ---- login --------------------------------------------------------------- */
 
+/*
+ * Offload is per target (LIO enables it per TPG), steering per ip:port:
+ * a connection reaches this portal whatever target it is for. Those LIO
+ * would serve differently here than on its stock portal for the same
+ * address go back there, their first Login request unread, so that the
+ * initiator sees exactly what it would see without offload:
+ * - discovery sessions: SendTargets here lists only targets with offload
+ *   on this portal, the stock portal lists every target;
+ * - a login LIO answers without having found a TPG behind this portal
+ *   (the target has no offload here, or no such target): the stock
+ *   portal finds the target's TPG, or answers the same refusal.
+ * LIO's own TPG lookup decides, so the rule follows its configuration.
+ */
+static void cxe_login_callbacks_off(struct iscsit_conn *conn)
+{
+	struct sock *sk = conn->sock->sk;
+
+	/*
+	 * LIO's login hooks the socket's callbacks to this conn (its
+	 * iscsi_target_set_sock_callbacks) and restores them only on paths
+	 * that keep the socket; the stock portal would save ours as the
+	 * originals and its reader would never be woken.
+	 */
+	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_user_data == conn) {
+		sk->sk_user_data = NULL;
+		sk->sk_data_ready = conn->orig_data_ready;
+		sk->sk_state_change = conn->orig_state_change;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+	sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
+}
+
+static bool cxe_hand_back(struct cxe_conn *c, const char *why)
+{
+	struct iscsit_conn *conn = c->conn;
+
+	if (c->answered || !c->adapter->ops->hand_back || !conn->sock)
+		return false;
+	cxe_login_callbacks_off(conn);
+	if (c->adapter->ops->hand_back(c))
+		return false;
+	conn->sock = NULL;	/* the stock portal's now */
+	cxe_cstat(c, CXE_STAT_HANDED_BACK, 1);
+	pr_info("connection %pISpc -> %pISpc: %s: handed to the stock portal\n",
+		&c->peer, &c->local, why);
+	return true;
+}
+
 static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 {
 	struct cxe_conn *c = conn->context;
@@ -277,7 +328,13 @@ static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 		return -1;
 	memset(login->req_buf, 0, MAX_KEY_VALUE_PAIRS);
 	ret = cxe_recv_buf(c, login->req_buf, dlen, dlen, &bad);
-	return ret || bad ? -1 : 0;
+	if (ret || bad)
+		return -1;
+	if (login->first_request &&
+	    cxe_keys_have(login->req_buf, dlen, "SessionType", "Discovery") &&
+	    cxe_hand_back(c, "discovery session"))
+		return -1;	/* LIO forgets the connection */
+	return 0;
 }
 
 static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
@@ -285,7 +342,12 @@ static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 {
 	struct cxe_conn *c = conn->context;
 	struct cxe_data src = { .buf = login->rsp_buf, .len = length };
+	const struct iscsi_login_rsp *rsp = (const struct iscsi_login_rsp *)login->rsp;
 
+	if (!conn->tpg && rsp->status_class &&
+	    cxe_hand_back(c, "no TPG of this target behind the offloaded portal"))
+		return 0;	/* LIO is failing the login: it forgets the connection */
+	c->answered = true;
 	return c->adapter->ops->send_pdu(c, login->rsp, &src) ? -1 : 0;
 }
 

@@ -74,3 +74,23 @@ bool cxe_bhs_data_ok(const u8 *hdr)
 	return cxe_bhs_opcode(hdr) != CXE_OP_SCSI_CMD || !cxe_bhs_dlen(hdr) ||
 	       (hdr[1] & CXE_CMD_WRITE);
 }
+
+bool cxe_keys_have(const u8 *text, u32 len, const char *key, const char *value)
+{
+	size_t klen = strlen(key), vlen = strlen(value);
+	u32 i = 0;
+
+	while (i < len) {
+		const u8 *pair = text + i;
+		const u8 *end = memchr(pair, '\0', len - i);
+
+		if (!end)
+			return false;	/* cut off: not a pair */
+		if ((size_t)(end - pair) == klen + 1 + vlen &&
+		    !memcmp(pair, key, klen) && pair[klen] == '=' &&
+		    !memcmp(pair + klen + 1, value, vlen))
+			return true;
+		i += end - pair + 1;
+	}
+	return false;
+}

@@ -123,6 +123,13 @@ bool cxe_bhs_ahs_ok(const u8 *hdr);
 bool cxe_bhs_data_ok(const u8 *hdr);
 
 /*
+ * Does a Login or Text data segment (key=value pairs, each ended by a NUL,
+ * RFC 7143 section 6) hold exactly key=value? A pair cut off by the end of
+ * the segment does not count.
+ */
+bool cxe_keys_have(const u8 *text, u32 len, const char *key, const char *value);
+
+/*
  * Bytes a whole PDU takes on the wire: BHS, AHS, optional header digest,
  * data, padding, optional data digest (only when there is data).
  */

@@ -338,6 +338,25 @@ static void test_skip_data(void)
 	}
 }
 
+/* key=value pairs of a Login data segment, whole pairs only */
+static void test_keys_have(void)
+{
+	static const u8 keys[] = "InitiatorName=iqn.x\0SessionType=Discovery\0AuthMethod=None";
+	u32 len = sizeof(keys) - 1;	/* the last pair has no NUL: cut off */
+
+	CHECK(cxe_keys_have(keys, len, "SessionType", "Discovery"));
+	CHECK(cxe_keys_have(keys, len, "InitiatorName", "iqn.x"));
+	CHECK(!cxe_keys_have(keys, len, "SessionType", "Normal"));
+	CHECK(!cxe_keys_have(keys, len, "SessionType", "Disc"));	/* a prefix */
+	CHECK(!cxe_keys_have(keys, len, "Type", "Discovery"));	/* a suffix */
+	CHECK(!cxe_keys_have(keys, len, "AuthMethod", "None"));	/* cut off */
+	CHECK(cxe_keys_have(keys, len + 1, "AuthMethod", "None"));
+	CHECK(!cxe_keys_have(keys, 25, "SessionType", "Discovery")); /* cut mid-pair */
+	CHECK(!cxe_keys_have(keys, 0, "InitiatorName", "iqn.x"));
+	CHECK(!cxe_keys_have((const u8 *)"\0\0", 2, "", ""));
+	CHECK(cxe_keys_have((const u8 *)"=\0", 2, "", ""));
+}
+
 /* a SCSI Command's data segment is write data: none without the W bit */
 static void test_data_ok(void)
 {
@@ -499,6 +518,7 @@ int main(void)
 	test_pause();
 	test_ahs();
 	test_data_ok();
+	test_keys_have();
 	test_skip_data();
 	test_framing();
 	test_parser_streams();
