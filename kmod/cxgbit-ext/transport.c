@@ -24,6 +24,8 @@
 #include <target/iscsi/iscsi_target_core.h>
 #include <target/iscsi/iscsi_transport.h>
 
+#include "iscsi_target_parameters.h"
+
 #include "cxgbit_ext.h"
 #include "pdu/cxe_bhs.h"
 
@@ -337,6 +339,30 @@ static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 	return 0;
 }
 
+/*
+ * The negotiated digests and our receive limit, from the parameter list
+ * the login settled (LIO copies them into conn_ops only after the last
+ * response is sent).
+ */
+static int cxe_login_params(struct cxe_conn *c)
+{
+	struct iscsi_param_list *pl = c->conn->param_list;
+	struct iscsi_param *hd, *dd, *mx;
+	u32 max_dlen;
+
+	hd = iscsi_find_param_from_key(HEADERDIGEST, pl);
+	dd = iscsi_find_param_from_key(DATADIGEST, pl);
+	mx = iscsi_find_param_from_key(MAXXMITDATASEGMENTLENGTH, pl);
+	if (!hd || !dd || !mx || kstrtou32(mx->value, 0, &max_dlen)) {
+		pr_err("%pISpc: negotiated digests or MaxXmitDataSegmentLength missing\n",
+		       &c->peer);
+		return -1;
+	}
+	c->adapter->ops->set_params(c, !strcmp(hd->value, CRC32C),
+				    !strcmp(dd->value, CRC32C), max_dlen);
+	return 0;
+}
+
 static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 			    u32 length)
 {
@@ -348,7 +374,18 @@ static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	    cxe_hand_back(c, "no TPG of this target behind the offloaded portal"))
 		return 0;	/* LIO is failing the login: it forgets the connection */
 	c->answered = true;
-	return c->adapter->ops->send_pdu(c, login->rsp, &src) ? -1 : 0;
+	if (c->adapter->ops->send_pdu(c, login->rsp, &src))
+		return -1;
+	/*
+	 * The last Login response went out without digests; from here on
+	 * the negotiated digests and limits apply. LIO has started the RX
+	 * and TX threads but lets RX go (rx_login_comp) only after this,
+	 * and nothing is queued for TX yet: neither sees the switch happen
+	 * (mainline cxgbit switches here too).
+	 */
+	if (login->login_complete && !login->login_failed)
+		return cxe_login_params(c);
+	return 0;
 }
 
 /* The software adapter takes every value LIO negotiates. */
@@ -771,10 +808,6 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 	u32 dlen;
 	u8 op;
 	int ret;
-
-	/* full feature phase: the negotiated digests and limits apply */
-	c->adapter->ops->set_params(c, conn->conn_ops->HeaderDigest,
-				    conn->conn_ops->DataDigest, max_dlen);
 
 	while (!kthread_should_stop()) {
 		iscsit_thread_check_cpumask(conn, current, 0);
