@@ -14,7 +14,11 @@
  *     type       "soft" (software adapter) or the hardware's name
  *     netdev     netdev the adapter serves, "*" for all, empty for none
  *                (read-write; a named netdev beats "*", and two adapters
- *                may not name the same one)
+ *                may not serve the same one). A name is resolved when
+ *                written, in the writer's network namespace or else the
+ *                one namespace that has it; the adapter then follows that
+ *                netdev, not the name: a rename shows here, and when the
+ *                netdev is unregistered the adapter serves none.
  *     caps       offloads the adapter can perform, space separated
  *     ddp, iso   toggles, 0 or 1 (read-write): direct data placement and
  *                Data-In segmentation, for connections accepted after
@@ -33,6 +37,8 @@
 #include <linux/ctype.h>
 #include <linux/sizes.h>
 #include <net/sock.h>
+#include <net/net_namespace.h>
+#include <linux/rwsem.h>
 
 #include "cxgbit_ext.h"
 
@@ -91,14 +97,15 @@ static struct cxe_adapter *to_adapter(struct config_item *item)
 	return container_of(to_config_group(item), struct cxe_adapter, group);
 }
 
-/* The adapter serving netdev dev: one that names it, else one serving "*". */
-static struct cxe_adapter *cxe_adapter_find(const char *dev)
+/* The adapter serving a netdev: the one bound to it, else one serving "*". */
+static struct cxe_adapter *cxe_adapter_find(const struct net *net, int ifindex)
 {
 	struct cxe_adapter *a, *any = NULL;
 
 	lockdep_assert_held(&cxe_adapters_lock);
 	list_for_each_entry(a, &cxe_adapters, node) {
-		if (!strcmp(a->netdev, dev))
+		if (a->ifindex && a->ifindex == ifindex &&
+		    net_eq(read_pnet(&a->net), net))
 			return a;
 		if (!any && !strcmp(a->netdev, "*"))
 			any = a;
@@ -106,16 +113,16 @@ static struct cxe_adapter *cxe_adapter_find(const char *dev)
 	return any;
 }
 
-/* SYN steering (softirq): does an adapter serve dev? Counted on it if so. */
-bool cxe_adapter_steer(const struct net_device *dev)
+/* SYN steering (softirq): does an adapter serve dev? A SYN is counted on it. */
+bool cxe_adapter_steer(const struct net_device *dev, bool syn)
 {
 	struct cxe_adapter *a;
 
 	if (!dev)
 		return false;
 	spin_lock_bh(&cxe_adapters_lock);
-	a = cxe_adapter_find(dev->name);
-	if (a)
+	a = cxe_adapter_find(dev_net(dev), dev->ifindex);
+	if (a && syn)
 		cxe_stat_add(a, CXE_STAT_SYN_STEERED, 1);
 	spin_unlock_bh(&cxe_adapters_lock);
 	return a;
@@ -134,7 +141,7 @@ struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk)
 	dev = dev_get_by_index_rcu(sock_net(sk), READ_ONCE(sk->sk_rx_dst_ifindex));
 	if (dev) {
 		spin_lock_bh(&cxe_adapters_lock);
-		a = cxe_adapter_find(dev->name);
+		a = cxe_adapter_find(dev_net(dev), dev->ifindex);
 		if (a && !config_item_get_unless_zero(&a->group.cg_item))
 			a = NULL;
 		spin_unlock_bh(&cxe_adapters_lock);
@@ -164,27 +171,113 @@ static ssize_t cxe_adapter_netdev_show(struct config_item *item, char *page)
 	return len;
 }
 
+/*
+ * A netdev by name: in the writer's network namespace, else in the one
+ * namespace that has a netdev of that name (configfs is global, the
+ * portals' netdevs often live in a namespace of their own).
+ */
+static int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex)
+{
+	struct net_device *dev;
+	struct net *net;
+	int found = 0;
+
+	rcu_read_lock();
+	dev = dev_get_by_name_rcu(current->nsproxy->net_ns, name);
+	if (dev) {
+		*netp = dev_net(dev);
+		*ifindex = dev->ifindex;
+	}
+	rcu_read_unlock();
+	if (dev)
+		return 0;
+	down_read(&net_rwsem);
+	for_each_net(net) {
+		rcu_read_lock();
+		dev = dev_get_by_name_rcu(net, name);
+		if (dev && !found++) {
+			*netp = net;
+			*ifindex = dev->ifindex;
+		}
+		rcu_read_unlock();
+	}
+	up_read(&net_rwsem);
+	if (found == 1)
+		return 0;
+	return found ? -EEXIST : -ENODEV;
+}
+
 /* Serve netdev name ("*" all, "" none) unless another adapter serves it. */
 static int cxe_adapter_bind(struct cxe_adapter *a, const char *name)
 {
+	struct net *net = NULL;
 	struct cxe_adapter *o;
+	int ifindex = 0, ret;
 
 	if (*name && strcmp(name, "*") && !dev_valid_name(name)) {
 		pr_err("adapter %s: '%s' is not a valid netdev name\n", a->name, name);
 		return -EINVAL;
 	}
+	if (*name && strcmp(name, "*")) {
+		ret = cxe_netdev_resolve(name, &net, &ifindex);
+		if (ret) {
+			pr_err("adapter %s: %s netdev '%s'\n", a->name,
+			       ret == -EEXIST ? "several network namespaces have a" :
+			       "no network namespace has a", name);
+			return ret;
+		}
+	}
+	/* the namespace cannot go away unseen: its netdevs unregister first */
 	spin_lock_bh(&cxe_adapters_lock);
 	list_for_each_entry(o, &cxe_adapters, node) {
-		if (o != a && *name && !strcmp(o->netdev, name)) {
+		if (o != a && *name &&
+		    (ifindex ? o->ifindex == ifindex && net_eq(read_pnet(&o->net), net) :
+		     !strcmp(o->netdev, name))) {
 			spin_unlock_bh(&cxe_adapters_lock);
 			pr_err("adapter %s: %s already serves '%s'\n", a->name, o->name, name);
 			return -EBUSY;
 		}
 	}
 	strscpy(a->netdev, name, sizeof(a->netdev));
+	a->ifindex = ifindex;
+	write_pnet(&a->net, net);
 	spin_unlock_bh(&cxe_adapters_lock);
 	return 0;
 }
+
+/* Follow bound netdevs: a rename is shown, an unregistered one unbinds. */
+static int cxe_netdev_event(struct notifier_block *nb, unsigned long event,
+			    void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	struct cxe_adapter *a;
+
+	if (event != NETDEV_CHANGENAME && event != NETDEV_UNREGISTER)
+		return NOTIFY_DONE;
+	spin_lock_bh(&cxe_adapters_lock);
+	list_for_each_entry(a, &cxe_adapters, node) {
+		if (!a->ifindex || a->ifindex != dev->ifindex ||
+		    !net_eq(read_pnet(&a->net), dev_net(dev)))
+			continue;
+		if (event == NETDEV_CHANGENAME) {
+			pr_info("adapter %s: netdev %s renamed %s: still served\n",
+				a->name, a->netdev, dev->name);
+			strscpy(a->netdev, dev->name, sizeof(a->netdev));
+			continue;
+		}
+		pr_info("adapter %s: netdev %s unregistered: the adapter serves no netdev now, new connections go to stock TCP\n",
+			a->name, a->netdev);
+		a->netdev[0] = '\0';
+		a->ifindex = 0;
+		write_pnet(&a->net, NULL);
+	}
+	spin_unlock_bh(&cxe_adapters_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block cxe_netdev_nb = {
+	.notifier_call = cxe_netdev_event,
+};
 
 static ssize_t cxe_adapter_netdev_store(struct config_item *item,
 					const char *page, size_t count)
@@ -404,9 +497,12 @@ int cxe_configfs_init(void)
 	cxe_soft0 = cxe_adapter_new("soft0");
 	if (IS_ERR(cxe_soft0))
 		return PTR_ERR(cxe_soft0);
-	ret = cxe_adapter_bind(cxe_soft0, soft0_netdev);
+	ret = register_netdevice_notifier(&cxe_netdev_nb);
 	if (ret)
 		goto err_soft0;
+	/* a netdev not there yet: soft0 serves none until bound */
+	if (cxe_adapter_bind(cxe_soft0, soft0_netdev))
+		pr_warn("soft0_netdev=%s: soft0 serves no netdev\n", soft0_netdev);
 
 	config_group_init(&cxe_subsys.su_group);
 	mutex_init(&cxe_subsys.su_mutex);
@@ -418,10 +514,12 @@ int cxe_configfs_init(void)
 	ret = configfs_register_subsystem(&cxe_subsys);
 	if (ret) {
 		pr_err("configfs_register_subsystem: %d\n", ret);
-		goto err_soft0;
+		goto err_notifier;
 	}
 	return 0;
 
+err_notifier:
+	unregister_netdevice_notifier(&cxe_netdev_nb);
 err_soft0:
 	cxe_adapter_unlist(cxe_soft0);
 	cxe_adapter_put(cxe_soft0);
@@ -434,6 +532,7 @@ err_soft0:
 void cxe_configfs_exit(void)
 {
 	configfs_unregister_subsystem(&cxe_subsys);
+	unregister_netdevice_notifier(&cxe_netdev_nb);
 	cxe_adapter_unlist(cxe_soft0);
 	cxe_adapter_put(cxe_soft0);
 }

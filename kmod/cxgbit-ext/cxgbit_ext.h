@@ -65,8 +65,13 @@ struct cxe_adapter {
 	struct list_head	node;		/* cxe_adapters */
 	char			name[IFNAMSIZ];
 	const struct cxe_adapter_ops *ops;
-	/* cxe_adapters_lock: which netdev, "*" = all, "" = none */
+	/*
+	 * cxe_adapters_lock: the netdev served, by identity (ifindex within
+	 * net; 0: "*" = all or "" = none), and its name as it is now
+	 */
 	char			netdev[IFNAMSIZ];
+	int			ifindex;
+	possible_net_t		net;
 	/* toggles, read when a connection starts (READ_ONCE) */
 	bool			ddp;
 	bool			iso;
@@ -119,7 +124,7 @@ struct cxe_np {
 /* configfs.c: the control interface, which also keeps the adapters */
 int cxe_configfs_init(void);
 void cxe_configfs_exit(void);
-bool cxe_adapter_steer(const struct net_device *dev);
+bool cxe_adapter_steer(const struct net_device *dev, bool syn);
 struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk);
 void cxe_adapter_put(struct cxe_adapter *a);
 

@@ -12,9 +12,10 @@
  * xt_TPROXY does (skb->sk = listener). The TCP stack then builds the
  * request and child sockets on the portal's own address and port, so the
  * initiator sees nothing different. Established packets find their
- * socket by the usual lookup; only SYNs are steered, and only those the
- * host's own stack would have answered: addressed to this host after any
- * DNAT (never forwarded traffic), and on a 4-tuple that no socket owns.
+ * socket by the usual lookup; only SYNs are steered (and the ACK that
+ * completes a SYN-cookie handshake), and only those the host's own stack
+ * would have answered: addressed to this host after any DNAT (never
+ * forwarded traffic), and on a 4-tuple that no socket owns.
  *
  * On an accepted connection the adapter does what hardware would: it
  * checks and makes digests, receives write data straight into the
@@ -42,6 +43,10 @@
 #include <net/inet_hashtables.h>
 #include <net/inet_timewait_sock.h>
 #include <net/route.h>
+#include <net/ipv6.h>
+#include <net/addrconf.h>
+#include <net/inet6_hashtables.h>
+#include <linux/netfilter_ipv6.h>
 #include <net/request_sock.h>
 #include <net/inet_connection_sock.h>
 #include <target/iscsi/iscsi_target_core.h>
@@ -55,32 +60,71 @@
 LIST_HEAD(cxe_nps);
 DEFINE_SPINLOCK(cxe_nps_lock);
 
-static bool cxe_np_matches(const struct cxe_np *cnp, __be32 daddr, __be16 dport)
+/* What steering needs of a packet, IPv4 or IPv6 */
+struct cxe_pkt {
+	sa_family_t		family;
+	const struct tcphdr	*th;
+	union {
+		__be32		v4;
+		struct in6_addr	v6;
+	} saddr, daddr;
+};
+
+static bool cxe_np_matches(const struct cxe_np *cnp, const struct cxe_pkt *p)
 {
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cnp->addr;
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&cnp->addr;
 
-	return sin->sin_family == AF_INET && sin->sin_port == dport &&
-	       (sin->sin_addr.s_addr == htonl(INADDR_ANY) ||
-		sin->sin_addr.s_addr == daddr);
+	if (cnp->addr.ss_family == AF_INET6 && p->family == AF_INET)
+		/* [::] is dual-stack in LIO (no IPV6_V6ONLY): IPv4 too */
+		return sin6->sin6_port == p->th->dest &&
+		       ipv6_addr_any(&sin6->sin6_addr);
+	if (cnp->addr.ss_family != p->family)
+		return false;
+	if (p->family == AF_INET)
+		return sin->sin_port == p->th->dest &&
+		       (sin->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			sin->sin_addr.s_addr == p->daddr.v4);
+	return sin6->sin6_port == p->th->dest &&
+	       (ipv6_addr_any(&sin6->sin6_addr) ||
+		ipv6_addr_equal(&sin6->sin6_addr, &p->daddr.v6));
+}
+
+/* Addressed to this host (a wildcard portal matches forwarded packets too)? */
+static bool cxe_pkt_local(const struct nf_hook_state *state,
+			  const struct cxe_pkt *p)
+{
+	if (p->family == AF_INET)
+		return inet_addr_type_dev_table(state->net, state->in,
+						p->daddr.v4) == RTN_LOCAL;
+	return ipv6_chk_addr(state->net, &p->daddr.v6, NULL, 0);
 }
 
 /*
- * Does a socket own the SYN's 4-tuple already? An established connection
- * answers a SYN itself (RFC 5961 challenge ACK), a request socket
- * retransmits its SYN-ACK: neither is a new connection, and handing the
- * SYN to the listener would start a second one on a live tuple. A
+ * Does a socket own the packet's 4-tuple already? An established
+ * connection answers a SYN itself (RFC 5961 challenge ACK), a request
+ * socket retransmits its SYN-ACK: neither is a new connection, and handing
+ * the SYN to the listener would start a second one on a live tuple. A
  * TIME_WAIT socket gives way to the listener, as nf_tproxy's does
  * (nf_tproxy_handle_time_wait4): the SYN starts a new connection there.
  */
 static bool cxe_tuple_owned(const struct nf_hook_state *state,
-			    const struct iphdr *iph, const struct tcphdr *th)
+			    const struct cxe_pkt *p)
 {
 	struct net *net = state->net;
+	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
+	const struct tcphdr *th = p->th;
 	struct sock *sk;
 
-	sk = inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-				     iph->saddr, th->source, iph->daddr,
-				     th->dest, state->in->ifindex);
+	if (p->family == AF_INET)
+		sk = inet_lookup_established(net, hinfo, p->saddr.v4, th->source,
+					     p->daddr.v4, th->dest,
+					     state->in->ifindex);
+	else
+		sk = __inet6_lookup_established(net, hinfo, &p->saddr.v6,
+						th->source, &p->daddr.v6,
+						ntohs(th->dest),
+						state->in->ifindex, 0);
 	if (!sk)
 		return false;
 	if (sk->sk_state == TCP_TIME_WAIT) {
@@ -91,37 +135,41 @@ static bool cxe_tuple_owned(const struct nf_hook_state *state,
 	return true;
 }
 
-static unsigned int cxe_steer_syn(void *priv, struct sk_buff *skb,
-				  const struct nf_hook_state *state)
+/* May the listener have answered a SYN with a cookie lately? */
+static bool cxe_cookies_sent(struct net *net, const struct sock *sk)
 {
-	const struct iphdr *iph = ip_hdr(skb);
-	const struct tcphdr *th;
-	struct tcphdr _th;
+	return READ_ONCE(net->ipv4.sysctl_tcp_syncookies) == 2 ||
+	       !tcp_synq_no_recent_overflow(sk);
+}
+
+static unsigned int cxe_steer(struct sk_buff *skb,
+			      const struct nf_hook_state *state,
+			      const struct cxe_pkt *p)
+{
+	const struct tcphdr *th = p->th;
 	struct cxe_np *cnp;
 
-	if (iph->protocol != IPPROTO_TCP || skb->sk || ip_is_fragment(iph))
-		return NF_ACCEPT;
-	th = skb_header_pointer(skb, ip_hdrlen(skb), sizeof(_th), &_th);
-	if (!th || !th->syn || th->ack || th->rst || th->fin)
+	if (th->rst || th->fin || th->syn == th->ack)
 		return NF_ACCEPT;
 
 	rcu_read_lock();
 	list_for_each_entry_rcu(cnp, &cxe_nps, node) {
-		struct sock *sk;
+		struct sock *sk = cnp->listener->sk;
 
-		if (!net_eq(cnp->net, state->net) ||
-		    !cxe_np_matches(cnp, iph->daddr, th->dest))
+		if (!net_eq(cnp->net, state->net) || !cxe_np_matches(cnp, p))
 			continue;
-		/* ours only: for this host (a wildcard portal matches any
-		 * address, forwarded ones too), on a tuple nobody owns
+		/*
+		 * A bare ACK is ours only when it may complete a handshake
+		 * the listener answered with a SYN cookie (no request socket
+		 * to find it by): the listener checks the cookie.
 		 */
-		if (inet_addr_type_dev_table(state->net, state->in,
-					     iph->daddr) != RTN_LOCAL ||
-		    cxe_tuple_owned(state, iph, th))
+		if (th->ack && !cxe_cookies_sent(state->net, sk))
+			break;
+		/* ours only: for this host, on a tuple nobody owns */
+		if (!cxe_pkt_local(state, p) || cxe_tuple_owned(state, p))
 			break;
 		/* the portal is offloaded; is the netdev served (and counted)? */
-		sk = cnp->listener->sk;
-		if (!cxe_adapter_steer(state->in) ||
+		if (!cxe_adapter_steer(state->in, th->syn) ||
 		    !refcount_inc_not_zero(&sk->sk_refcnt))
 			break;
 		/* as nf_tproxy_assign_sock(): the stack delivers to sk */
@@ -134,12 +182,52 @@ static unsigned int cxe_steer_syn(void *priv, struct sk_buff *skb,
 	return NF_ACCEPT;
 }
 
+static unsigned int cxe_steer4(void *priv, struct sk_buff *skb,
+			       const struct nf_hook_state *state)
+{
+	const struct iphdr *iph = ip_hdr(skb);
+	struct cxe_pkt p = { .family = AF_INET };
+	struct tcphdr _th;
+
+	if (iph->protocol != IPPROTO_TCP || skb->sk || ip_is_fragment(iph))
+		return NF_ACCEPT;
+	p.th = skb_header_pointer(skb, ip_hdrlen(skb), sizeof(_th), &_th);
+	if (!p.th)
+		return NF_ACCEPT;
+	p.saddr.v4 = iph->saddr;
+	p.daddr.v4 = iph->daddr;
+	return cxe_steer(skb, state, &p);
+}
+
+static unsigned int cxe_steer6(void *priv, struct sk_buff *skb,
+			       const struct nf_hook_state *state)
+{
+	const struct ipv6hdr *ip6h = ipv6_hdr(skb);
+	struct cxe_pkt p = { .family = AF_INET6 };
+	u8 nexthdr = ip6h->nexthdr;
+	struct tcphdr _th;
+	__be16 frag_off;
+	int thoff;
+
+	if (skb->sk)
+		return NF_ACCEPT;
+	thoff = ipv6_skip_exthdr(skb, sizeof(*ip6h), &nexthdr, &frag_off);
+	if (thoff < 0 || nexthdr != IPPROTO_TCP || (frag_off & htons(~0x7)))
+		return NF_ACCEPT;
+	p.th = skb_header_pointer(skb, thoff, sizeof(_th), &_th);
+	if (!p.th)
+		return NF_ACCEPT;
+	p.saddr.v6 = ip6h->saddr;
+	p.daddr.v6 = ip6h->daddr;
+	return cxe_steer(skb, state, &p);
+}
+
 /* One PRE_ROUTING hook per network namespace with offloaded portals */
 struct cxe_hook {
 	struct list_head	node;
 	struct net		*net;
 	unsigned int		users;
-	struct nf_hook_ops	ops;
+	struct nf_hook_ops	ops[2];	/* IPv4, IPv6 */
 };
 
 static LIST_HEAD(cxe_hooks);
@@ -165,12 +253,16 @@ static int cxe_hook_get(struct net *net)
 	}
 	h->net = net;
 	h->users = 1;
-	h->ops.hook = cxe_steer_syn;
-	h->ops.pf = NFPROTO_IPV4;
-	h->ops.hooknum = NF_INET_PRE_ROUTING;
 	/* after DNAT: a SYN NAT sends elsewhere is not ours */
-	h->ops.priority = NF_IP_PRI_NAT_DST + 1;
-	ret = nf_register_net_hook(net, &h->ops);
+	h->ops[0].hook = cxe_steer4;
+	h->ops[0].pf = NFPROTO_IPV4;
+	h->ops[0].hooknum = NF_INET_PRE_ROUTING;
+	h->ops[0].priority = NF_IP_PRI_NAT_DST + 1;
+	h->ops[1].hook = cxe_steer6;
+	h->ops[1].pf = NFPROTO_IPV6;
+	h->ops[1].hooknum = NF_INET_PRE_ROUTING;
+	h->ops[1].priority = NF_IP6_PRI_NAT_DST + 1;
+	ret = nf_register_net_hooks(net, h->ops, ARRAY_SIZE(h->ops));
 	if (ret) {
 		kfree(h);
 		mutex_unlock(&cxe_hooks_mutex);
@@ -190,7 +282,7 @@ static void cxe_hook_put(struct net *net)
 		if (!net_eq(h->net, net))
 			continue;
 		if (--h->users == 0) {
-			nf_unregister_net_hook(net, &h->ops);
+			nf_unregister_net_hooks(net, h->ops, ARRAY_SIZE(h->ops));
 			list_del(&h->node);
 			kfree(h);
 		}
@@ -201,23 +293,29 @@ static void cxe_hook_put(struct net *net)
 
 static int cxe_soft_listen(struct cxe_np *cnp)
 {
-	struct sockaddr_in sin;
+	sa_family_t family = cnp->addr.ss_family;
+	struct sockaddr_storage ss;
 	struct socket *sock;
-	int ret;
+	int ret, len;
 
-	if (cnp->addr.ss_family != AF_INET) {
-		pr_err("portal %pISpc: the software adapter offloads IPv4 portals only so far\n",
-		       &cnp->addr);
+	memcpy(&ss, &cnp->addr, sizeof(ss));
+	if (family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+		len = sizeof(struct sockaddr_in);
+	} else if (family == AF_INET6) {
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+		len = sizeof(struct sockaddr_in6);
+	} else {
+		pr_err("portal %pISpc: not an IPv4 or IPv6 address\n", &cnp->addr);
 		return -EAFNOSUPPORT;
 	}
 	/* a user-style socket: it pins the portal's network namespace */
-	ret = sock_create(AF_INET, SOCK_STREAM, IPPROTO_TCP, &sock);
+	ret = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (ret)
 		return ret;
+	/* [::]'s is dual-stack, as LIO's own: it takes IPv4 SYNs too */
 	sock_set_reuseaddr(sock->sk);
-	memcpy(&sin, &cnp->addr, sizeof(sin));
-	sin.sin_port = 0;
-	ret = kernel_bind(sock, (struct sockaddr *)&sin, sizeof(sin));
+	ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
 	if (!ret)
 		ret = kernel_listen(sock, 256);
 	if (ret) {
@@ -373,14 +471,22 @@ static int cxe_soft_hand_back(struct cxe_conn *c)
 	struct request_sock *req;
 	struct net *net = sock_net(sk);
 
-	if (!sc->held || c->local.ss_family != AF_INET)
+	if (!sc->held)
 		return -EINVAL;	/* part of the stream is consumed */
 	rcu_read_lock();
-	lsk = __inet_lookup_listener(net, net->ipv4.tcp_death_row.hashinfo,
-				     NULL, 0, inet_sk(sk)->inet_daddr,
-				     inet_sk(sk)->inet_dport,
-				     inet_sk(sk)->inet_rcv_saddr,
-				     inet_sk(sk)->inet_num, 0, 0);
+	/* IPv4, or IPv4 through a dual-stack IPv6 listener (v4-mapped) */
+	if (sk->sk_family == AF_INET || ipv6_addr_v4mapped(&sk->sk_v6_daddr))
+		lsk = __inet_lookup_listener(net, net->ipv4.tcp_death_row.hashinfo,
+					     NULL, 0, inet_sk(sk)->inet_daddr,
+					     inet_sk(sk)->inet_dport,
+					     inet_sk(sk)->inet_rcv_saddr,
+					     inet_sk(sk)->inet_num, 0, 0);
+	else
+		lsk = inet6_lookup_listener(net, net->ipv4.tcp_death_row.hashinfo,
+					    NULL, 0, &sk->sk_v6_daddr,
+					    inet_sk(sk)->inet_dport,
+					    &sk->sk_v6_rcv_saddr,
+					    inet_sk(sk)->inet_num, 0, 0);
 	if (lsk && !refcount_inc_not_zero(&lsk->sk_refcnt))
 		lsk = NULL;
 	rcu_read_unlock();

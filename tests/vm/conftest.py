@@ -141,15 +141,19 @@ def offloaded_target(ko: Path, topo_: Topology) -> Iterator[None]:
 
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
     assert insmod(ko).returncode == 0
-    (CFS / "adapters/soft0/netdev").write_text(topo.LINKS[0].tgt_dev)
-    with topo.in_netns():
-        topology.create(topo_)
+    created = False
     try:
+        (CFS / "adapters/soft0/netdev").write_text(topo.LINKS[0].tgt_dev)
+        with topo.in_netns():
+            topology.create(topo_)
+        created = True
         yield
     finally:
+        # also when the target could not be made: the module must go
         iscsiadm.logout()
         iscsiadm.delete_nodes()
-        topology.delete(topo_.iqn)
+        if created:
+            topology.delete(topo_.iqn)
         deadline = time.monotonic() + 15
         while connection_lines() and time.monotonic() < deadline:
             time.sleep(0.1)

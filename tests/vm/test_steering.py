@@ -27,6 +27,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,5 +249,46 @@ def test_zero_length_data_out_is_ignored(target: None, path: str) -> None:
         c._check_status(rsp)
         assert c.scsi_read(40, len(data) // 512) == data
         assert r2t.ttt != RSVD_TAG
+    finally:
+        c.close()
+
+
+def test_syn_cookies_still_offloaded(target: None) -> None:
+    """With SYN cookies forced on the target host, a login over tgt0 is still offloaded (the ACK
+    that completes a cookie handshake is checked by the offload listener, which sent the cookie)."""
+    key = "net.ipv4.tcp_syncookies"
+    ns = ("ip", "netns", "exec", topo.TGT_NS)
+    old = topo.sh(*ns, "sysctl", "-n", key).stdout.strip()
+    sh(*ns, "sysctl", "-qw", f"{key}=2")
+    try:
+        c = login(OFF.tgt_ip)
+        try:
+            assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]}" in offloaded_peers(), "a cookie login went stock"
+            roundtrip(c, 48)
+        finally:
+            c.close()
+    finally:
+        sh(*ns, "sysctl", "-qw", f"{key}={old}")
+
+
+def test_dropped_syn_ack_still_connects(target: None) -> None:
+    """The target's first SYN-ACKs are lost on the way (dropped where the initiator receives
+    them): the initiator's retransmitted SYN reaches the request socket, not the listener a
+    second time, and the login is offloaded."""
+    nft = ("nft",)  # in the initiator's namespace: the target's send succeeds, as on a lossy wire
+    sh(*nft, "add", "table", "ip", "cxe_drop")
+    sh(*nft, "add chain ip cxe_drop in { type filter hook prerouting priority -300; }")
+    sh(*nft, f"add rule ip cxe_drop in tcp sport {PORT} tcp flags & (syn | ack) == (syn | ack) drop")
+    lift = threading.Timer(1.5, lambda: sh(*nft, "delete", "table", "ip", "cxe_drop"))
+    before = soft0_counters()["syn_steered"]
+    lift.start()
+    try:
+        c = login(OFF.tgt_ip)
+    finally:
+        lift.join()
+    try:
+        assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]}" in offloaded_peers()
+        roundtrip(c, 56)
+        assert soft0_counters()["syn_steered"] == before + 1, "a retransmitted SYN was steered again"
     finally:
         c.close()

@@ -1,0 +1,119 @@
+"""IPv6 portals are offloaded like IPv4 ones.
+
+The veth pairs get addresses from the IPv6 benchmarking range (RFC 5180,
+2001:2::/48) next to their IPv4 ones. Target A has [::]:3260, which LIO
+makes dual-stack (IPv4 connections arrive v4-mapped), target B a specific
+address, [2001:2::1]:3263, both offloaded; soft0 serves tgt0.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator.session import Connection, Params
+from testbed import topo
+
+from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target
+
+OFF, STOCK = topo.LINKS
+IQN_A = "iqn.2026-11.org.cxgbit-ext:v6-a"
+IQN_B = "iqn.2026-11.org.cxgbit-ext:v6-b"
+V6 = {OFF: ("2001:2::2", "2001:2::1"), STOCK: ("2001:2:0:1::2", "2001:2:0:1::1")}  # (ini, tgt)
+DIGESTS = Params(header_digest="CRC32C", data_digest="CRC32C")
+
+
+@pytest.fixture(scope="module")
+def v6_addresses(iscsid: None) -> Iterator[None]:
+    for ln, (ini, tgt) in V6.items():
+        topo.sh("ip", "-6", "addr", "add", f"{ini}/64", "dev", ln.ini_dev, "nodad")
+        topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "add", f"{tgt}/64", "dev", ln.tgt_dev, "nodad")
+    try:
+        for ln, (_, tgt) in V6.items():
+            topo.sh("ping", "-6", "-c1", "-W5", "-I", ln.ini_dev, tgt)
+        yield
+    finally:
+        for ln, (ini, tgt) in V6.items():
+            topo.sh("ip", "-6", "addr", "del", f"{ini}/64", "dev", ln.ini_dev, check=False)
+            topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{tgt}/64", "dev", ln.tgt_dev, check=False)
+
+
+@pytest.fixture(scope="module")
+def targets(v6_addresses: None, module_ko: Path) -> Iterator[None]:
+    a = topology.Topology(iqn=IQN_A, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=(("[::]", 3260),), offload=True, name_prefix="v6a")  # fmt: skip
+    b = topology.Topology(iqn=IQN_B, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=((f"[{V6[OFF][1]}]", 3263),), offload=True, name_prefix="v6b")  # fmt: skip
+    with offloaded_target(module_ko, a):
+        with topo.in_netns():
+            topology.create(b)
+        try:
+            yield
+        finally:
+            topology.delete(IQN_B)
+
+
+def login(host: str, iqn: str, port: int = 3260, params: Params | None = None) -> Connection:
+    c = Connection(host, port)
+    c.login(PDU_INITIATOR, iqn, params)
+    return c
+
+
+def offloaded(c: Connection) -> str | None:
+    """The connections line of c, None when it is not offloaded."""
+    host, port = c.sock.getsockname()[:2]
+    me = f"[{host}]:{port} " if ":" in host else f"[::ffff:{host}]:{port} "
+    return next((ln for ln in connection_lines() if ln.startswith(me)), None)
+
+
+def roundtrip(c: Connection, lba: int) -> None:
+    data = os.urandom(16384)
+    c.scsi_write(lba, data)
+    assert c.scsi_read(lba, len(data) // 512) == data
+
+
+def test_portals_listed(targets: None) -> None:
+    portals = (CFS / "portals").read_text().split()
+    assert "[::]:3260" in portals
+    assert f"[{V6[OFF][1]}]:3263" in portals
+
+
+def test_v4_and_v6_on_one_port_with_digests(targets: None) -> None:
+    """[::]:3260 takes IPv6 and IPv4 at once, both offloaded, CRC32C header and data digests on."""
+    v6 = login(V6[OFF][1], IQN_A, params=DIGESTS)
+    v4 = login(OFF.tgt_ip, IQN_A, params=DIGESTS)
+    try:
+        for c in (v6, v4):
+            line = offloaded(c)
+            assert line and " adapter=soft0 hdigest=1 ddigest=1 " in line, f"not offloaded with digests: {line}"
+        roundtrip(v6, 0)
+        roundtrip(v4, 32)
+        roundtrip(v6, 64)
+        line = offloaded(v6)
+        assert line and "bytes_placed=32768" in line, line
+    finally:
+        v6.close()
+        v4.close()
+
+
+def test_v6_specific_address_offloaded(targets: None) -> None:
+    c = login(V6[OFF][1], IQN_B, port=3263)
+    try:
+        assert offloaded(c), "a login to [2001:2::1]:3263 was not offloaded"
+        roundtrip(c, 0)
+    finally:
+        c.close()
+
+
+def test_v6_over_another_netdev_is_stock(targets: None) -> None:
+    """soft0 serves tgt0 only: over tgt1 the [::]:3260 portal is served by stock TCP."""
+    c = login(V6[STOCK][1], IQN_A)
+    try:
+        assert offloaded(c) is None
+        roundtrip(c, 96)
+    finally:
+        c.close()

@@ -1,0 +1,133 @@
+"""Adapters serve a netdev by identity, not by name.
+
+soft1 is bound to a netdev of the target host; the tests rename it and
+delete it, as an admin or a container runtime would, and check what
+initiators and the adapter's files show:
+
+- renamed: the binding follows the netdev (``netdev`` shows the new name),
+  a live offloaded session goes on, a new login is offloaded on soft1;
+- unregistered: soft1 serves no netdev (and the kernel log says why); a new
+  netdev that takes the old name is not served by it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator.session import Connection
+from testbed import topo
+
+from .conftest import CFS, PDU_INITIATOR, connection_lines, dmesg_since, kmsg_mark, offloaded_target
+
+OFF, STOCK = topo.LINKS
+IQN = "iqn.2026-11.org.cxgbit-ext:netdev-identity"
+EXTRA = topo.Link("iniz", "tgtz", "198.18.2.2", "198.18.2.1")
+
+
+def sh(*cmd: str) -> None:
+    topo.sh(*cmd)
+
+
+@pytest.fixture(scope="module")
+def target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
+    with offloaded_target(module_ko, t):
+        yield
+
+
+@pytest.fixture
+def soft1(target: None) -> Iterator[Path]:
+    d = CFS / "adapters/soft1"
+    d.mkdir()
+    try:
+        yield d
+    finally:
+        deadline = time.monotonic() + 15
+        while any(" adapter=soft1 " in ln for ln in connection_lines()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        d.rmdir()
+
+
+def add_link(ln: topo.Link) -> None:
+    sh("ip", "link", "add", ln.ini_dev, "type", "veth", "peer", "name", ln.tgt_dev, "netns", topo.TGT_NS)
+    sh("ip", "addr", "add", f"{ln.ini_ip}/24", "dev", ln.ini_dev)
+    sh("ip", "link", "set", ln.ini_dev, "up")
+    sh("ip", "-n", topo.TGT_NS, "addr", "add", f"{ln.tgt_ip}/24", "dev", ln.tgt_dev)
+    sh("ip", "-n", topo.TGT_NS, "link", "set", ln.tgt_dev, "up")
+    sh("ping", "-c1", "-W5", "-I", ln.ini_dev, ln.tgt_ip)
+
+
+def rename(old: str, new: str) -> None:
+    sh("ip", "-n", topo.TGT_NS, "link", "set", old, "down")
+    sh("ip", "-n", topo.TGT_NS, "link", "set", old, "name", new)
+    sh("ip", "-n", topo.TGT_NS, "link", "set", new, "up")
+
+
+def login(ip: str) -> Connection:
+    c = Connection(ip, 3260)
+    c.login(PDU_INITIATOR, IQN)
+    return c
+
+
+def adapter_of(c: Connection, ini_ip: str) -> str | None:
+    """The adapter serving c, or None when it is not offloaded."""
+    me = f"{ini_ip}:{c.sock.getsockname()[1]} "
+    for ln in connection_lines():
+        if ln.startswith(me):
+            return ln.split(" adapter=")[1].split()[0]
+    return None
+
+
+def roundtrip(c: Connection, lba: int) -> None:
+    data = os.urandom(4096)
+    c.scsi_write(lba, data)
+    assert c.scsi_read(lba, 8) == data
+
+
+def test_rename_keeps_the_binding(soft1: Path) -> None:
+    (soft1 / "netdev").write_text(STOCK.tgt_dev)
+    live = login(STOCK.tgt_ip)
+    try:
+        assert adapter_of(live, STOCK.ini_ip) == "soft1"
+        rename(STOCK.tgt_dev, "tgtx1")
+        try:
+            assert (soft1 / "netdev").read_text() == "tgtx1\n"
+            fresh = login(STOCK.tgt_ip)
+            assert adapter_of(fresh, STOCK.ini_ip) == "soft1", "a login after the rename was not offloaded on soft1"
+            roundtrip(fresh, 0)
+            fresh.close()
+            roundtrip(live, 8)
+        finally:
+            rename("tgtx1", STOCK.tgt_dev)
+        assert (soft1 / "netdev").read_text() == f"{STOCK.tgt_dev}\n"
+    finally:
+        live.close()
+
+
+def test_unregister_unbinds(soft1: Path) -> None:
+    add_link(EXTRA)
+    try:
+        (soft1 / "netdev").write_text(EXTRA.tgt_dev)
+        c = login(EXTRA.tgt_ip)
+        assert adapter_of(c, EXTRA.ini_ip) == "soft1"
+        c.close()
+        mark = kmsg_mark("deleting tgtz")
+        sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev)
+        assert (soft1 / "netdev").read_text() == "\n"
+        assert any("soft1: netdev tgtz unregistered" in ln for ln in dmesg_since(mark))
+        # a new netdev of the same name is not the one soft1 was bound to
+        add_link(EXTRA)
+        assert (soft1 / "netdev").read_text() == "\n"
+        c = login(EXTRA.tgt_ip)
+        assert adapter_of(c, EXTRA.ini_ip) is None, "a new netdev that took the old name was served"
+        roundtrip(c, 16)
+        c.close()
+    finally:
+        topo.sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev, check=False)
