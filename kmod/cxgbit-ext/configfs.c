@@ -97,6 +97,14 @@ static struct cxe_adapter *to_adapter(struct config_item *item)
 	return container_of(to_config_group(item), struct cxe_adapter, group);
 }
 
+/* Is a bound to this very netdev (not by "*")? cxe_adapters_lock held. */
+static bool cxe_adapter_bound_to(const struct cxe_adapter *a,
+				 const struct net *net, int ifindex)
+{
+	return a->ifindex && a->ifindex == ifindex &&
+	       net_eq(read_pnet(&a->net), net);
+}
+
 /* The adapter serving a netdev: the one bound to it, else one serving "*". */
 static struct cxe_adapter *cxe_adapter_find(const struct net *net, int ifindex)
 {
@@ -104,8 +112,7 @@ static struct cxe_adapter *cxe_adapter_find(const struct net *net, int ifindex)
 
 	lockdep_assert_held(&cxe_adapters_lock);
 	list_for_each_entry(a, &cxe_adapters, node) {
-		if (a->ifindex && a->ifindex == ifindex &&
-		    net_eq(read_pnet(&a->net), net))
+		if (cxe_adapter_bound_to(a, net, ifindex))
 			return a;
 		if (!any && !strcmp(a->netdev, "*"))
 			any = a;
@@ -210,15 +217,16 @@ static int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex)
 /* Serve netdev name ("*" all, "" none) unless another adapter serves it. */
 static int cxe_adapter_bind(struct cxe_adapter *a, const char *name)
 {
+	bool named = *name && strcmp(name, "*");
 	struct net *net = NULL;
 	struct cxe_adapter *o;
 	int ifindex = 0, ret;
 
-	if (*name && strcmp(name, "*") && !dev_valid_name(name)) {
+	if (named && !dev_valid_name(name)) {
 		pr_err("adapter %s: '%s' is not a valid netdev name\n", a->name, name);
 		return -EINVAL;
 	}
-	if (*name && strcmp(name, "*")) {
+	if (named) {
 		ret = cxe_netdev_resolve(name, &net, &ifindex);
 		if (ret) {
 			pr_err("adapter %s: %s netdev '%s'\n", a->name,
@@ -231,7 +239,7 @@ static int cxe_adapter_bind(struct cxe_adapter *a, const char *name)
 	spin_lock_bh(&cxe_adapters_lock);
 	list_for_each_entry(o, &cxe_adapters, node) {
 		if (o != a && *name &&
-		    (ifindex ? o->ifindex == ifindex && net_eq(read_pnet(&o->net), net) :
+		    (named ? cxe_adapter_bound_to(o, net, ifindex) :
 		     !strcmp(o->netdev, name))) {
 			spin_unlock_bh(&cxe_adapters_lock);
 			pr_err("adapter %s: %s already serves '%s'\n", a->name, o->name, name);
@@ -256,8 +264,7 @@ static int cxe_netdev_event(struct notifier_block *nb, unsigned long event,
 		return NOTIFY_DONE;
 	spin_lock_bh(&cxe_adapters_lock);
 	list_for_each_entry(a, &cxe_adapters, node) {
-		if (!a->ifindex || a->ifindex != dev->ifindex ||
-		    !net_eq(read_pnet(&a->net), dev_net(dev)))
+		if (!cxe_adapter_bound_to(a, dev_net(dev), dev->ifindex))
 			continue;
 		if (event == NETDEV_CHANGENAME) {
 			pr_info("adapter %s: netdev %s renamed %s: still served\n",

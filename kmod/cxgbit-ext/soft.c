@@ -770,12 +770,6 @@ static int cxe_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 }
 
 /*
- * Feed the parser from the socket until it pauses: after a header, or
- * after a PDU. Sleeps while the receive queue is empty (counted in
- * rx_waits); returns early on an error, the peer's close or a signal (LIO
- * stopping the thread).
- */
-/*
  * iSCSI has no use for TCP urgent data, and tcp_read_sock() stops short of
  * the urgent byte for good: the stream cannot go on (waiting would spin),
  * so the connection ends.
@@ -787,6 +781,22 @@ static bool cxe_urgent(struct cxe_conn *c, struct sock *sk)
 	pr_warn_ratelimited("%pISpc: TCP urgent data: dropping the connection\n",
 			    &c->peer);
 	return true;
+}
+
+/*
+ * Why a reader waiting for more of the stream must stop: a socket error,
+ * the peer's close, or a signal (LIO stopping the thread, or its login
+ * timer). 0: it may wait.
+ */
+static int cxe_wait_stop(struct sock *sk)
+{
+	if (sk->sk_err)
+		return sock_error(sk);
+	if (sk->sk_shutdown & RCV_SHUTDOWN || sock_flag(sk, SOCK_DONE))
+		return -ECONNRESET;
+	if (signal_pending(current))
+		return -EINTR;
+	return 0;
 }
 
 /*
@@ -804,17 +814,15 @@ static int cxe_peek(struct cxe_conn *c, void *buf, u32 len)
 
 	lock_sock(sk);
 	for (;;) {
-		ret = 0;
-		if (cxe_urgent(c, sk))
+		if (cxe_urgent(c, sk)) {
 			ret = -ECONNABORTED;
-		else if (tcp_inq(sk) >= len)
 			break;
-		else if (sk->sk_err)
-			ret = sock_error(sk);
-		else if (sk->sk_shutdown & RCV_SHUTDOWN || sock_flag(sk, SOCK_DONE))
-			ret = -ECONNRESET;
-		else if (signal_pending(current))
-			ret = -EINTR;
+		}
+		if (tcp_inq(sk) >= len) {
+			ret = 0;
+			break;
+		}
+		ret = cxe_wait_stop(sk);
 		if (ret)
 			break;
 		sk_wait_data(sk, &timeo, skb_peek_tail(&sk->sk_receive_queue));
@@ -845,12 +853,11 @@ static int cxe_held_pull(struct cxe_conn *c)
 		ret = cxe_peek(c, bhs, sizeof(bhs));
 		if (ret)
 			return ret;
-		len = cxe_pdu_wire_len(cxe_bhs_ahs_len(bhs), cxe_bhs_dlen(bhs),
-				       false, false);
 		if (cxe_bhs_ahs_len(bhs) || cxe_bhs_dlen(bhs) > MAX_KEY_VALUE_PAIRS) {
 			sc->held = false;
 			return 0;
 		}
+		len = cxe_pdu_wire_len(0, cxe_bhs_dlen(bhs), false, false);
 		sc->held_buf = kmalloc(len, GFP_KERNEL);
 		if (!sc->held_buf)
 			return -ENOMEM;
@@ -897,6 +904,12 @@ static int cxe_held_release(struct cxe_conn *c)
 	return desc.count ? -EPROTO : 0;
 }
 
+/*
+ * Feed the parser from the socket until it pauses: after a header, or
+ * after a PDU. Sleeps while the receive queue is empty (counted in
+ * rx_waits); returns early on an error, the peer's close or a signal (LIO
+ * stopping the thread).
+ */
 static int cxe_rx_pull(struct cxe_conn *c)
 {
 	struct sock *sk = c->sock->sk;
@@ -924,18 +937,9 @@ static int cxe_rx_pull(struct cxe_conn *c)
 		}
 		if (!desc.count)
 			break;
-		if (sk->sk_err) {
-			ret = sock_error(sk);
+		ret = cxe_wait_stop(sk);
+		if (ret)
 			break;
-		}
-		if (sk->sk_shutdown & RCV_SHUTDOWN || sock_flag(sk, SOCK_DONE)) {
-			ret = -ECONNRESET;
-			break;
-		}
-		if (signal_pending(current)) {
-			ret = -EINTR;
-			break;
-		}
 		cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
 		sk_wait_data(sk, &timeo, NULL);
 	}
