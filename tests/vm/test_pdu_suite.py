@@ -131,13 +131,22 @@ class BackgroundFio:
         if not self.passes:
             problems.append("no fio pass completed")
         if self.peer not in offloaded_peers():
-            problems.append(f"the open-iscsi connection {self.peer} is gone: the session was disturbed")
+            problems.append(f"the open-iscsi connection {self.peer} is gone: the session was disturbed; "
+                            f"kernel log: {' | '.join(session_log(self.peer)) or 'nothing about it'}")  # fmt: skip
         total = sum(r.write_bytes for r in self.passes)
         record(f"background fio on {self.dev} (offloaded, {self.peer}): {len(self.passes)} passes in "
                f"{time.monotonic() - self._t0:.0f} s, {total >> 20} MiB written and verified"
                + "".join(f"; {p}" for p in problems), "pdu_background_fio.txt")  # fmt: skip
         self.result = problems
         return problems
+
+
+def session_log(peer: str) -> list[str]:
+    """The last kernel log lines about the connection from ``peer`` and
+    about open-iscsi's connections (errors, ping timeouts, recovery)."""
+    keys = (f"{peer} ", f"{peer}:", "conn error", "ping timeout", "session recovery")
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    return [ln for ln in out if any(k in ln for k in keys)][-20:]
 
 
 _background: BackgroundFio | None = None
