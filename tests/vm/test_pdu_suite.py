@@ -142,11 +142,13 @@ class BackgroundFio:
 
 
 def session_log(peer: str) -> list[str]:
-    """The last kernel log lines about the connection from ``peer`` and
-    about open-iscsi's connections (errors, ping timeouts, recovery)."""
-    keys = (f"{peer} ", f"{peer}:", "conn error", "ping timeout", "session recovery")
+    """The last kernel log lines about the connection from ``peer``, about
+    open-iscsi's connections (errors, ping timeouts, recovery) and about
+    connections LIO closed (DataOut or NopIn timeouts, reinstatements)."""
+    keys = (f"{peer} ", f"{peer}:", "conn error", "ping timeout", "session recovery", "closing iSCSI connection",
+            "NopIn", "reinstatement")  # fmt: skip
     out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
-    return [ln for ln in out if any(k in ln for k in keys)][-20:]
+    return [ln for ln in out if any(k in ln for k in keys) and PDU_INITIATOR not in ln][-20:]
 
 
 _background: BackgroundFio | None = None
