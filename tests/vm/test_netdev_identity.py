@@ -7,7 +7,9 @@ initiators and the adapter's files show:
 - renamed: the binding follows the netdev (``netdev`` shows the new name),
   a live offloaded session goes on, a new login is offloaded on soft1;
 - unregistered: soft1 serves no netdev (and the kernel log says why); a new
-  netdev that takes the old name is not served by it.
+  netdev that takes the old name is not served by it; a connection that was
+  live on it ends as stock LIO's would (its NOP-In unanswered), while a
+  session on another netdev goes on.
 """
 
 from __future__ import annotations
@@ -131,3 +133,45 @@ def test_unregister_unbinds(soft1: Path) -> None:
         c.close()
     finally:
         topo.sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev, check=False)
+
+
+def test_unregister_ends_live_connections(soft1: Path) -> None:
+    """A connection offloaded on a netdev that goes away ends the way stock
+    LIO's would (its NOP-In goes unanswered), the rest of the host is not
+    touched: the adapter empties, unloads, and a session on tgt0 goes on."""
+    from rtslib_fb import MappedLUN, NodeACL, RTSRoot
+
+    name = f"{PDU_INITIATOR}-gone"
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == IQN]
+    acl = NodeACL(tpg, name)
+    add_link(EXTRA)
+    try:
+        acl.set_attribute("nopin_timeout", "3")
+        acl.set_attribute("nopin_response_timeout", "3")
+        MappedLUN(acl, 0, next(iter(tpg.luns)))
+        (soft1 / "netdev").write_text(EXTRA.tgt_dev)
+        neighbour = login(OFF.tgt_ip)
+        assert adapter_of(neighbour, OFF.ini_ip) == "soft0"
+        doomed = Connection(EXTRA.tgt_ip, 3260)
+        doomed.login(name, IQN)
+        peer = f"{EXTRA.ini_ip}:{doomed.sock.getsockname()[1]} "
+        assert adapter_of(doomed, EXTRA.ini_ip) == "soft1"
+        mark = kmsg_mark("deleting tgtz under a live connection")
+        t0 = time.monotonic()
+        sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev)
+        assert time.monotonic() - t0 < 10, "unregistering the netdev waited on a reference"
+        deadline = time.monotonic() + 30
+        while any(ln.startswith(peer) for ln in connection_lines()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        gone = time.monotonic() - t0
+        print(f"connection on the unregistered netdev ended after {gone:.1f} s")
+        assert not any(ln.startswith(peer) for ln in connection_lines()), "the connection outlived its netdev by 30 s"
+        log = dmesg_since(mark)
+        assert any("soft1: netdev tgtz unregistered" in ln for ln in log)
+        assert any("Did not receive response to NOPIN" in ln for ln in log), "\n".join(log[-20:])
+        doomed.sock.close()
+        roundtrip(neighbour, 24)
+        neighbour.close()
+    finally:
+        topo.sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev, check=False)
+        acl.delete()

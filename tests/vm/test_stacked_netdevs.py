@@ -1,0 +1,188 @@
+"""Offload over the netdevs admins stack: VLANs and bonds.
+
+soft0 is bound to the stacked netdev of the target host (a VLAN on tgt0, or
+a bond of two veths whose peers the initiator host bonds the same way), so
+a connection is offloaded only if its SYN arrived on that netdev, as seen
+after the VLAN or bond layer. For each: a login over it is offloaded on
+soft0 and data written reads back; a login over tgt1 (another netdev) is
+not offloaded and works too. The active-backup bond also fails over under
+an open-iscsi session running fio write+verify: the session stays on the
+offloaded path and every block verifies.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator import iscsiadm
+from iscsi_initiator.session import Connection
+from testbed import fio, topo
+
+from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, soft0_counters
+
+OFF, STOCK = topo.LINKS
+IQN = "iqn.2026-11.org.cxgbit-ext:stacked"
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A netdev on each host and the addresses on it."""
+
+    ini_dev: str
+    tgt_dev: str
+    ini_ip: str
+    tgt_ip: str
+
+
+def sh(*cmd: str) -> None:
+    topo.sh(*cmd)
+
+
+@pytest.fixture(scope="module")
+def target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    sh("modprobe", "bonding")
+    sh("modprobe", "8021q")
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=32 * topology.MiB,
+                          portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
+    with offloaded_target(module_ko, t):
+        yield
+        (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
+
+
+def addresses(s: Stack) -> None:
+    sh("ip", "addr", "add", f"{s.ini_ip}/24", "dev", s.ini_dev)
+    sh("ip", "-n", topo.TGT_NS, "addr", "add", f"{s.tgt_ip}/24", "dev", s.tgt_dev)
+    sh("ip", "link", "set", s.ini_dev, "up")
+    sh("ip", "-n", topo.TGT_NS, "link", "set", s.tgt_dev, "up")
+    # a bond in 802.3ad passes traffic once LACP has agreed on an aggregator
+    deadline = time.monotonic() + 60
+    while topo.sh("ping", "-c1", "-W1", "-I", s.ini_dev, s.tgt_ip, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"{s.tgt_ip} not reachable over {s.ini_dev}"
+
+
+@pytest.fixture
+def vlan(target: None) -> Iterator[Stack]:
+    s = Stack("ini0.100", "tgt0.100", "198.18.4.2", "198.18.4.1")
+    sh("ip", "link", "add", "link", OFF.ini_dev, "name", s.ini_dev, "type", "vlan", "id", "100")
+    sh("ip", "-n", topo.TGT_NS, "link", "add", "link", OFF.tgt_dev, "name", s.tgt_dev, "type", "vlan", "id", "100")
+    try:
+        addresses(s)
+        yield s
+    finally:
+        topo.sh("ip", "link", "del", s.ini_dev, check=False)
+        topo.sh("ip", "-n", topo.TGT_NS, "link", "del", s.tgt_dev, check=False)
+
+
+def make_bond(mode: str) -> Stack:
+    s = Stack("inibond", "tgtbond", "198.18.3.2", "198.18.3.1")
+    opts = ["mode", mode, "miimon", "100"] + (["lacp_rate", "fast"] if mode == "802.3ad" else [])
+    sh("ip", "link", "add", s.ini_dev, "type", "bond", *opts)
+    sh("ip", "-n", topo.TGT_NS, "link", "add", s.tgt_dev, "type", "bond", *opts)
+    for i in (0, 1):
+        sh("ip", "link", "add", f"inib{i}", "type", "veth", "peer", "name", f"tgtb{i}", "netns", topo.TGT_NS)
+        sh("ip", "link", "set", f"inib{i}", "master", s.ini_dev)
+        sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "master", s.tgt_dev)
+        sh("ip", "link", "set", f"inib{i}", "up")
+        sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "up")
+    addresses(s)
+    return s
+
+
+def drop_bond(s: Stack) -> None:
+    for i in (0, 1):
+        topo.sh("ip", "link", "del", f"inib{i}", check=False)
+    topo.sh("ip", "link", "del", s.ini_dev, check=False)
+    topo.sh("ip", "-n", topo.TGT_NS, "link", "del", s.tgt_dev, check=False)
+
+
+@pytest.fixture(params=["active-backup", "balance-xor", "802.3ad"])
+def bond(request: pytest.FixtureRequest, target: None) -> Iterator[Stack]:
+    s = make_bond(str(request.param))
+    try:
+        yield s
+    finally:
+        drop_bond(s)
+
+
+def adapter_of(c: Connection, ini_ip: str) -> str | None:
+    me = f"{ini_ip}:{c.sock.getsockname()[1]} "
+    for ln in connection_lines():
+        if ln.startswith(me):
+            return ln.split(" adapter=")[1].split()[0]
+    return None
+
+
+def offloaded_over(s: Stack, lba: int) -> None:
+    """soft0 serves s.tgt_dev only: a login over it is offloaded, one over
+    tgt1 is not, and data written on each reads back."""
+    (CFS / "adapters/soft0/netdev").write_text(s.tgt_dev)
+    try:
+        for ip, ini_ip, expect in ((s.tgt_ip, s.ini_ip, "soft0"), (STOCK.tgt_ip, STOCK.ini_ip, None)):
+            c = Connection(ip, 3260)
+            c.login(PDU_INITIATOR, IQN)
+            assert adapter_of(c, ini_ip) == expect, f"a login over {ip} went {adapter_of(c, ini_ip)}, not {expect}"
+            data = os.urandom(64 * 1024)
+            c.scsi_write(lba, data)
+            assert c.scsi_read(lba, len(data) // 512) == data
+            c.logout()
+            lba += 128
+    finally:
+        (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
+
+
+def test_vlan(vlan: Stack) -> None:
+    offloaded_over(vlan, 0)
+
+
+def test_bond(bond: Stack) -> None:
+    offloaded_over(bond, 1024)
+
+
+def test_active_backup_failover_under_fio_verify(target: None) -> None:
+    """The active slave's link goes down in the middle of fio write+verify
+    over an open-iscsi session: the bonds fail over to the other veth, the
+    connection stays offloaded, every block verifies."""
+    s = make_bond("active-backup")
+    portal = f"{s.tgt_ip}:3260"
+    (CFS / "adapters/soft0/netdev").write_text(s.tgt_dev)
+    try:
+        iscsiadm.discover(portal)
+        iscsiadm.login(IQN, portal)
+        (dev,) = iscsiadm.session_disks(IQN, expect=1).values()
+        peers = [ln.split()[0] for ln in connection_lines() if ln.startswith(f"{s.ini_ip}:")]
+        assert len(peers) == 1, f"open-iscsi's connection over the bond is not offloaded: {connection_lines()}"
+        before = soft0_counters()
+        active = Path(f"/sys/class/net/{s.ini_dev}/bonding/active_slave").read_text().strip()
+        result: list[object] = []
+        t = threading.Thread(target=lambda: result.append(_verify(dev)))
+        t.start()
+        time.sleep(3)
+        sh("ip", "link", "set", active, "down")  # its veth peer loses carrier too
+        t.join(timeout=600)
+        after = Path(f"/sys/class/net/{s.ini_dev}/bonding/active_slave").read_text().strip()
+        assert after != active, f"the initiator's bond did not fail over from {active}"
+        assert result and not isinstance(result[0], Exception), f"fio over the failover: {result}"
+        assert peers[0] in [ln.split()[0] for ln in connection_lines()], "the offloaded connection did not survive"
+        moved = soft0_counters()["pdus_rx"] - before["pdus_rx"]
+        assert moved > 0, "no PDU went over soft0 during the fio run"
+        print(f"active-backup failover {active} -> {after} under fio verify: {moved} PDUs offloaded")
+    finally:
+        iscsiadm.logout(IQN, portal)
+        iscsiadm.delete_nodes()
+        (CFS / "adapters/soft0/netdev").write_text(OFF.tgt_dev)
+        drop_bond(s)
+
+
+def _verify(dev: str) -> object:
+    try:
+        return fio.write_verify(dev, size="16M", bs="64k", iodepth=8)
+    except (fio.FioError, OSError) as e:
+        return e
