@@ -800,6 +800,20 @@ static int cxe_wait_stop(struct sock *sk)
 }
 
 /*
+ * Sleep until more data is queued after last, for at most what is left of
+ * *timeo: the socket's receive timeout, as sock_recvmsg() honours it. LIO
+ * sets it to its login timeout for the login phase and lifts it after.
+ */
+static int cxe_wait_data(struct sock *sk, long *timeo,
+			 const struct sk_buff *last)
+{
+	if (!*timeo)
+		return -EAGAIN;
+	sk_wait_data(sk, timeo, last);
+	return 0;
+}
+
+/*
  * Peek len bytes of the stream from its start into buf, once they are all
  * queued; returns early on urgent data, an error, the peer's close or a
  * signal (LIO's login timer).
@@ -809,7 +823,7 @@ static int cxe_peek(struct cxe_conn *c, void *buf, u32 len)
 	struct msghdr msg = { .msg_flags = MSG_PEEK | MSG_DONTWAIT };
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
 	struct sock *sk = c->sock->sk;
-	long timeo = MAX_SCHEDULE_TIMEOUT;
+	long timeo = sock_rcvtimeo(sk, false);
 	int ret;
 
 	lock_sock(sk);
@@ -822,10 +836,11 @@ static int cxe_peek(struct cxe_conn *c, void *buf, u32 len)
 			ret = 0;
 			break;
 		}
-		ret = cxe_wait_stop(sk);
+		ret = cxe_wait_stop(sk) ?:
+		      cxe_wait_data(sk, &timeo,
+				    skb_peek_tail(&sk->sk_receive_queue));
 		if (ret)
 			break;
-		sk_wait_data(sk, &timeo, skb_peek_tail(&sk->sk_receive_queue));
 	}
 	release_sock(sk);
 	if (ret)
@@ -913,7 +928,7 @@ static int cxe_held_release(struct cxe_conn *c)
 static int cxe_rx_pull(struct cxe_conn *c)
 {
 	struct sock *sk = c->sock->sk;
-	long timeo = MAX_SCHEDULE_TIMEOUT;
+	long timeo = sock_rcvtimeo(sk, false);
 	int ret = 0;
 
 	if (cxe_soft(c)->held) {
@@ -941,7 +956,9 @@ static int cxe_rx_pull(struct cxe_conn *c)
 		if (ret)
 			break;
 		cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
-		sk_wait_data(sk, &timeo, NULL);
+		ret = cxe_wait_data(sk, &timeo, NULL);
+		if (ret)
+			break;
 	}
 	/* where the data segment starts, when paused after a header */
 	cxe_soft(c)->hdr_seq = tcp_sk(sk)->copied_seq;

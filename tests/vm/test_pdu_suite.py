@@ -550,6 +550,43 @@ def test_login_cut_mid_header_then_close(path: str, cut: int) -> None:
     healthy(path)
 
 
+LOGIN_TIMEOUT_S = 15  # LIO's TA_LOGIN_TIMEOUT
+
+
+def test_stalled_login_is_dropped(request: pytest.FixtureRequest, background_fio: BackgroundFio) -> None:
+    """An initiator that stops in the middle of a login PDU, the first or
+    a later one, is dropped after LIO's login timeout on both paths (and
+    not before: a slow login is not a bad one). All four wait at once."""
+    background_fio.current = request.node.nodeid
+    stalled: list[tuple[str, float, socket.socket]] = []
+    for path in ("stock", "offload"):
+        first = socket.create_connection((ip_of(path), 3260), timeout=60)
+        login = login_request(isid=b"\x80\0\0\0\0\x0a", tsih=0, itt=1, cid=0, cmdsn=1, expstatsn=0, csg=1, nsg=3,
+                              transit=True, keys=[("InitiatorName", PDU_INITIATOR)])  # fmt: skip
+        first.sendall(login.encode()[:20])
+        stalled.append((f"{path}: 20 bytes into the first login PDU", time.monotonic(), first))
+        c = Connection(ip_of(path), timeout=60)
+        c._login_step(0, 1, True, [("InitiatorName", PDU_INITIATOR), ("SessionType", "Normal"),
+                                   ("TargetName", PDU_IQN), ("AuthMethod", "None")])  # fmt: skip
+        nxt = login_request(isid=c.isid, tsih=0, itt=c.itt, cid=0, cmdsn=c.cmdsn, expstatsn=c.expstatsn, csg=1, nsg=3,
+                            transit=True, keys=[("HeaderDigest", "None")])  # fmt: skip
+        c.sock.sendall(nxt.encode()[:20])
+        stalled.append((f"{path}: 20 bytes into the second login PDU", time.monotonic(), c.sock))
+    for what, t0, sock in stalled:
+        try:
+            while sock.recv(65536):
+                pass
+        except ConnectionResetError:
+            pass
+        except TimeoutError:
+            pytest.fail(f"{what}: still open after 60 s")
+        took = time.monotonic() - t0
+        sock.close()
+        record(f"stalled login, {what}: dropped after {took:.1f} s", "pdu_stalled_login.txt")
+        assert took >= LOGIN_TIMEOUT_S - 1, f"{what}: dropped after {took:.1f} s, before the login timeout"
+    healthy("offload")
+
+
 def test_garbage_login_pdu_is_refused(path: str) -> None:
     s = socket.create_connection((ip_of(path), 3260), timeout=10)
     s.sendall(os.urandom(48) + os.urandom(512))
