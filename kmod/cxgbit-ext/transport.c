@@ -501,6 +501,21 @@ static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 
 /* ---- receive ------------------------------------------------------------- */
 
+/*
+ * Refuse a PDU of a task LIO holds and end the connection: a Reject (which
+ * takes no reference of the task) and an error that drops the connection.
+ * Never iscsit_reject_cmd() for such a task: it drops a reference of a task
+ * it leaves WRITE_PENDING on the connection's list, and the close then
+ * frees that task a second time (a WARN in iscsit_release_cmd, then a
+ * refcount underflow).
+ */
+static int cxe_refuse_task_pdu(struct iscsit_conn *conn, u8 reason, u8 *hdr,
+			       int err)
+{
+	iscsit_add_reject(conn, reason, hdr);
+	return err;
+}
+
 static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 {
 	struct iscsit_conn *conn = c->conn;
@@ -535,13 +550,8 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 		if (bad) {
 			pr_err("%pISpc: immediate data digest error at ERL 0: dropping the connection\n",
 			       &c->peer);
-			/*
-			 * Not iscsit_reject_cmd(): it drops a reference of a
-			 * task left WRITE_PENDING and listed, which the close
-			 * then frees twice (see cxe_handle_data_out()).
-			 */
-			iscsit_add_reject(conn, ISCSI_REASON_DATA_DIGEST_ERROR, hdr);
-			return -EBADMSG;
+			return cxe_refuse_task_pdu(conn, ISCSI_REASON_DATA_DIGEST_ERROR,
+						   hdr, -EBADMSG);
 		}
 		cmd->write_data_done += min(room, dlen);
 		if (cmd->write_data_done == cmd->se_cmd.data_length) {
@@ -567,7 +577,7 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	struct iscsi_data *d = (struct iscsi_data *)hdr;
 	u32 dlen = ntoh24(d->dlength), off = be32_to_cpu(d->offset);
 	struct iscsit_cmd *cmd;
-	bool bad, taken = false;
+	bool bad, held, taken = false;
 	int rc;
 
 	/*
@@ -591,14 +601,10 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	if (!cmd)
 		return c->adapter->ops->data_taken(c);	/* LIO read it */
 	/*
-	 * Data past the task's transfer length: LIO answers with
-	 * iscsit_reject_cmd(), which drops a reference of a task it leaves
-	 * WRITE_PENDING on the connection's list; the close that follows
-	 * completes the task and frees it twice (a WARN in iscsit_release_cmd,
-	 * seen on Debian's 6.1 under the seeded fuzz). The same answer here,
-	 * a Reject and the connection dropped, leaves the task whole. The
-	 * checks LIO makes before this one (data after the last, data for a
-	 * task that is not a write) stay LIO's.
+	 * Data past the task's transfer length: LIO would answer with
+	 * iscsit_reject_cmd() (see cxe_refuse_task_pdu()). The checks LIO
+	 * makes before this one (data after the last, data for a task that
+	 * is not a write) stay LIO's.
 	 */
 	if (cmd->data_direction == DMA_TO_DEVICE &&
 	    !(cmd->cmd_flags & ICF_GOT_LAST_DATAOUT) &&
@@ -606,8 +612,8 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u length %u past the transfer length %u: dropping the connection\n",
 		       &c->peer, be32_to_cpu((__force __be32)d->itt), off, dlen,
 		       cmd->se_cmd.data_length);
-		iscsit_add_reject(c->conn, ISCSI_REASON_BOOKMARK_INVALID, hdr);
-		return -EPROTO;
+		return cxe_refuse_task_pdu(c->conn, ISCSI_REASON_BOOKMARK_INVALID,
+					   hdr, -EPROTO);
 	}
 	/* LIO checks DataSN, offsets and lengths; it dumps what it refuses */
 	rc = __iscsit_check_dataout_hdr(c->conn, hdr, cmd, dlen, &taken);
@@ -619,7 +625,31 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 			    dlen, &bad);
 	if (rc)
 		return rc;
-	return iscsit_check_dataout_payload(cmd, d, bad);
+	if (!bad)
+		return iscsit_check_dataout_payload(cmd, d, false);
+	/*
+	 * A data digest error ends the connection at ERL 0, where LIO would
+	 * answer it with iscsit_reject_cmd() (see cxe_refuse_task_pdu()).
+	 */
+	if (!c->conn->sess->sess_ops->ErrorRecoveryLevel) {
+		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u data digest error at ERL 0: dropping the connection\n",
+		       &c->peer, be32_to_cpu((__force __be32)d->itt), off);
+		return cxe_refuse_task_pdu(c->conn, ISCSI_REASON_DATA_DIGEST_ERROR,
+					   hdr, -EBADMSG);
+	}
+	/*
+	 * Above ERL 0 LIO asks for the data again with a recovery R2T, but
+	 * first rejects the PDU with iscsit_reject_cmd(), which drops a
+	 * reference of the task it keeps going: the task gets one for it.
+	 * If LIO gives the task up instead, that reference goes back.
+	 */
+	held = !!cmd->se_cmd.se_tfo;
+	if (held)
+		kref_get(&cmd->se_cmd.cmd_kref);
+	rc = iscsit_check_dataout_payload(cmd, d, true);
+	if (rc < 0 && held)
+		target_put_sess_cmd(&cmd->se_cmd);
+	return rc;
 }
 
 /* A data segment into a new NUL-terminated buffer (ping data, text keys). */

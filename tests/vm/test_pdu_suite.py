@@ -506,6 +506,99 @@ def test_bad_data_digest_on_data_out(path: str) -> None:
     healthy(path)
 
 
+@pytest.mark.parametrize("variant", ["others_pending", "others_answered_after", "closed_at_once", "erl1"])
+def test_bad_data_digest_with_writes_outstanding(path: str, variant: str) -> None:
+    """A Data-Out with a bad data digest among four WRITEs that each hold
+    an R2T: LIO answers it with iscsit_reject_cmd(), which drops a
+    reference of the task it then leaves to the connection's close.
+    Variants at ERL 0: the other three never answered; answered right after
+    the bad one; the initiator closing as soon as the bad one is sent (the
+    reject racing the close); and the first at ERL 1, where LIO recovers
+    the sequence. The connection ends (or the PDU is rejected), the kernel
+    log stays clean, the target serves the next session. Not sent to
+    stock: its LIO frees the task twice at ERL 0 (6.1 and 6.12: a WARN in
+    iscsit_release_cmd, then a refcount underflow)."""
+    if path == "stock":
+        pytest.skip("stock LIO frees a WRITE_PENDING task twice after a Data-Out data digest error, at ERL 0 "
+                    "and at ERL 1 (6.1, 6.12); not sent to stock")  # fmt: skip
+    from rtslib_fb import RTSRoot
+
+    erl = 1 if variant == "erl1" else 0
+    # LIO offers the ACL's default_erl; a dynamic ACL takes the TPG's when
+    # it is made, so this initiator name is one no live session has
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
+    tpg.set_attribute("default_erl", str(erl))
+    try:
+        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl)):
+            c = connect(path, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True, erl=erl),
+                        initiator=f"{PDU_INITIATOR}-{variant}")  # fmt: skip
+    finally:
+        tpg.set_attribute("default_erl", "0")
+    assert c.target_keys.get("ErrorRecoveryLevel", str(erl)) == str(erl), c.target_keys
+    r2ts = []
+    for i in range(4):
+        itt = c.next_itt()
+        c.send(scsi_command(write10(12288 + 8 * i, 8), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn,
+                            write_len=8 * BLOCK))  # fmt: skip
+        c.cmdsn += 1
+        r2t = c.recv()
+        assert r2t.opcode == Op.R2T and r2t.itt == itt, r2t
+        r2ts.append(r2t)
+
+    def data_for(r2t: Pdu) -> bytes:
+        return data_out(itt=r2t.itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
+                        data=os.urandom(8 * BLOCK), final=True).encode(False, True)  # fmt: skip
+
+    bad = bytearray(data_for(r2ts[1]))
+    bad[-2] ^= 0x01
+    moved = Moved(path)
+    wire = bytes(bad)
+    if variant == "others_answered_after":
+        wire += b"".join(data_for(r) for r in (r2ts[0], r2ts[2], r2ts[3]))
+    c.send_raw(wire)
+    if variant == "closed_at_once":
+        c.close()
+        time.sleep(2)
+    elif variant == "erl1":
+        recover_after_bad_digest(c, r2ts, data_for)
+    else:
+        check(path, f"bad_data_digest_{variant}", observe(c), {"dropped", "reject 0x02"})
+    moved(ddigest_errors=1)
+    healthy(path)
+
+
+def recover_after_bad_digest(c: Connection, r2ts: list[Pdu], data_for: Callable[[Pdu], bytes]) -> None:
+    """ERL 1: the target rejects the bad Data-Out (reason 0x02) and asks
+    for its data again with a recovery R2T; with that and the other three
+    answered, all four WRITEs end GOOD and the data reads back."""
+    c.sock.settimeout(10)
+    recovery = None
+    seen = []
+    while recovery is None:
+        p = c.recv()
+        seen.append(f"{Op(p.opcode).name} {p.u8(2):#04x}" if p.opcode == Op.REJECT else Op(p.opcode).name)
+        if p.opcode == Op.R2T and p.itt == r2ts[1].itt:
+            recovery = p
+        elif p.opcode != Op.REJECT:
+            pytest.fail(f"ERL 1 after a bad data digest: {seen}")
+    record(f"offload: bad_data_digest_erl1: {', '.join(seen)}")
+    assert (recovery.buffer_offset, recovery.desired_length) == (0, 8 * BLOCK), recovery
+    data = os.urandom(8 * BLOCK)
+    c.send_raw(data_out(itt=recovery.itt, ttt=recovery.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
+                        data=data, final=True).encode(False, True))  # fmt: skip
+    c.send_raw(b"".join(data_for(r) for r in (r2ts[0], r2ts[2], r2ts[3])))
+    status = {}
+    while len(status) < 4:
+        p = c.recv()
+        if p.opcode == Op.SCSI_RSP:
+            status[p.itt] = p.u8(3)
+        elif p.opcode != Op.REJECT:
+            pytest.fail(f"ERL 1 recovery: {Op(p.opcode).name} while waiting for the four responses")
+    assert set(status.values()) == {0}, status
+    assert c.scsi_read(12288 + 8, 8) == data
+    c.logout()
+
+
 def test_dlen_above_mrdsl(path: str) -> None:
     c = connect(path)
     limit = c.params.max_xmit_dlen
