@@ -24,7 +24,7 @@ def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
     return kernel_for(make_tree(
         tmp_path, version="0.2.0", netdev="tgt0",
         counters="connections 0\npdus_rx 0\npdus_tx 0\nbytes_placed 0\n",
-        portals="198.18.0.1:3260\n198.18.1.1:3260\n0.0.0.0:3261\n10.9.9.9:3260\n",
+        portals="198.18.0.1:3260\n198.18.1.1:3260\n0.0.0.0:3261\n10.9.9.9:3260\n[2001:2::1]:3263\n[::]:3260\n",
         connections="",
     ))  # fmt: skip
 
@@ -34,7 +34,7 @@ def tree(kernel: FakeKernel) -> Path:
     return kernel.root
 
 
-ADDRS = {"198.18.0.1": "tgt0", "198.18.1.1": "tgt1", "127.0.0.1": "lo"}
+ADDRS = {"198.18.0.1": "tgt0", "198.18.1.1": "tgt1", "127.0.0.1": "lo", "2001:2::1": "tgt0", "2001:2:0:1::1": "tgt1"}
 
 
 @pytest.mark.parametrize(
@@ -46,6 +46,10 @@ ADDRS = {"198.18.0.1": "tgt0", "198.18.1.1": "tgt1", "127.0.0.1": "lo"}
         ("198.18.1.1", 3260, True, "offload: off — 198.18.1.1 is on tgt1, which no adapter serves (soft0 serves tgt0)"),
         ("198.18.0.1", 3999, True, "offload: off — cxgbit_ext holds no listener for it (see dmesg)"),
         ("10.9.9.9", 3260, True, "offload: off — 10.9.9.9 is on no netdev of this network namespace"),
+        # rtslib names IPv6 portals with brackets, as LIO's np directories
+        ("[2001:2::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso+rxagg"),
+        ("[::]", 3260, True, "offload: soft0 hcrc+dcrc+ddp+iso+rxagg on tgt0"),
+        ("[2001:2:0:1::1]", 3263, True, "offload: off — cxgbit_ext holds no listener for it (see dmesg)"),
     ],
 )
 def test_portal_state_and_reason(tree: Path, ip: str, port: int, requested: bool, summary: str) -> None:

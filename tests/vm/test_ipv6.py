@@ -3,22 +3,26 @@
 The veth pairs get addresses from the IPv6 benchmarking range (RFC 5180,
 2001:2::/48) next to their IPv4 ones. Target A has [::]:3260, which LIO
 makes dual-stack (IPv4 connections arrive v4-mapped), target B a specific
-address, [2001:2::1]:3263, both offloaded; soft0 serves tgt0.
+address, [2001:2::1]:3263, both offloaded; soft0 serves tgt0. Logins
+come from the PDU initiator and from open-iscsi (fio write+verify), and
+targetcli-offload and the cxgbit-ext CLI show both portals offloaded.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cxgbit_ext import topology
+from cxgbit_ext import cli, topology
+from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, Params
-from testbed import topo
+from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target
+from .conftest import CFS, PDU_INITIATOR, TargetcliShell, connection_lines, offloaded_target
 
 OFF, STOCK = topo.LINKS
 IQN_A = "iqn.2026-11.org.cxgbit-ext:v6-a"
@@ -117,3 +121,34 @@ def test_v6_over_another_netdev_is_stock(targets: None) -> None:
         roundtrip(c, 96)
     finally:
         c.close()
+
+
+def test_open_iscsi_fio_verify_and_tools_show_v6(
+    targets: None, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    portal = f"[{V6[OFF][1]}]:3263"
+    iscsiadm.discover(portal)
+    iscsiadm.login(IQN_B, portal)
+    try:
+        (dev,) = iscsiadm.session_disks(IQN_B, expect=1).values()
+        mine = [ln for ln in connection_lines() if ln.startswith(f"[{V6[OFF][0]}]:")]
+        assert len(mine) == 1, f"open-iscsi's IPv6 connection is not offloaded: {connection_lines()}"
+        fio.write_verify(dev, size="8M", bs="64k", iodepth=8)
+        peer = mine[0].split()[0]
+        (line,) = [ln for ln in connection_lines() if ln.startswith(f"{peer} ")]
+        placed = int(line.split("bytes_placed=")[1].split()[0])
+        assert placed >= 8 * topology.MiB, f"fio's writes were not placed offloaded: {line}"
+    finally:
+        iscsiadm.logout(IQN_B, portal)
+        iscsiadm.delete_nodes()
+    with topo.in_netns():
+        capfd.readouterr()
+        assert cli.main(["--json", "portals"]) == 0
+        rows = {f"{r['ip']}:{r['port']}": r for r in json.loads(capfd.readouterr().out)}
+        sh = TargetcliShell(tmp_path / "tcli")
+        ls_a = sh.run(f"/iscsi/{IQN_A}/tpg1/portals ls")
+        ls_b = sh.run(f"/iscsi/{IQN_B}/tpg1/portals ls")
+    for key in ("[::]:3260", portal):
+        assert key in rows and rows[key]["offloaded"], f"cxgbit-ext portals: {key}: {rows.get(key)}"
+    assert "[::]:3260" in ls_a and "[offload: soft0 " in ls_a, ls_a
+    assert f"{V6[OFF][1]}" in ls_b and "[offload: soft0 " in ls_b, ls_b

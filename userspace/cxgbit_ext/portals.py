@@ -70,10 +70,11 @@ def state(ctl: Control, ip: str, port: int, requested: bool, addrs: dict[str, st
         return PortalState(
             **base, offloaded=False, reason="no adapter serves a netdev (cxgbit-ext bind soft0 <netdev>)"
         )
-    if ip in WILDCARDS:
+    bare = ip[1:-1] if ip.startswith("[") and ip.endswith("]") else ip  # rtslib brackets IPv6
+    if bare in WILDCARDS:
         return _on(base, serving, ", ".join(a.serving for a in serving))
     addrs = addr_netdevs() if addrs is None else addrs
-    dev = addrs.get(str(ipaddress.ip_address(ip)))
+    dev = addrs.get(str(ipaddress.ip_address(bare)))
     if dev is None:
         return PortalState(**base, offloaded=False, reason=f"{ip} is on no netdev of this network namespace")
     # the module gives a netdev to the adapter bound to it by name, before one bound to "*"
