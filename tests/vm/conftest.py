@@ -23,7 +23,7 @@ TOP = Path(__file__).resolve().parents[2]
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--scale-targets", type=int, default=8,
-        help="test_scale: the larger number of targets (x 16 LUNs); make test uses 8, the README's figures 64",
+        help="test_scale: the larger number of targets (x 16 LUNs); make test uses 8, docs/usage.md's figures 64",
     )  # fmt: skip
     parser.addoption(
         "--lio-fuzz", action="store_true",
