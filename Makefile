@@ -44,7 +44,7 @@ vm-test: modules
 			--results $(BUILD)/results/$$k -- $(VMTESTS); \
 	done
 
-test: host-test vm-test
+test: modules host-test vm-test
 	@echo "make test: all green on: $(KVERS)"
 
 demo: modules

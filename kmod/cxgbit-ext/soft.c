@@ -593,15 +593,15 @@ static int cxe_send_page(struct cxe_conn *c, struct page *pg, u32 off, u32 n,
 	if (!sendpage_ok(pg))
 		return cxe_send(c, mapped, n, more);
 	while (n) {
-#ifdef MSG_SPLICE_PAGES	/* 6.5+: sendpage became sendmsg with this flag */
+#ifdef CXE_HAVE_KERNEL_SENDPAGE	/* see the Makefile */
+		ret = kernel_sendpage(c->sock, pg, off, n, flags);
+#else
 		struct msghdr msg = { .msg_flags = flags | MSG_SPLICE_PAGES };
 		struct bio_vec bv;
 
 		bvec_set_page(&bv, pg, n, off);
 		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bv, 1, n);
 		ret = sock_sendmsg(c->sock, &msg);
-#else
-		ret = kernel_sendpage(c->sock, pg, off, n, flags);
 #endif
 		if (ret <= 0)
 			return ret ? ret : -ECONNRESET;
