@@ -10,7 +10,6 @@
 #define CXGBIT_EXT_H
 
 #include <linux/configfs.h>
-#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
@@ -112,7 +111,6 @@ static inline void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
  * arrive on the adapter's netdevs are steered to that socket.
  */
 struct cxe_np {
-	struct kref		kref;
 	struct list_head	node;		/* cxe_nps, RCU */
 	struct iscsi_np		*np;
 	const struct cxe_adapter_ops *ops;	/* the backend that listens */

@@ -51,11 +51,6 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 
 /* ---- portals ------------------------------------------------------------ */
 
-static void cxe_np_release(struct kref *kref)
-{
-	kfree(container_of(kref, struct cxe_np, kref));
-}
-
 static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 {
 	struct cxe_np *cnp;
@@ -64,7 +59,6 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	cnp = kzalloc(sizeof(*cnp), GFP_KERNEL);
 	if (!cnp)
 		return -ENOMEM;
-	kref_init(&cnp->kref);
 	cnp->np = np;
 	/* every software adapter serves the portal through one listener */
 	cnp->ops = &cxe_soft_ops;
@@ -129,7 +123,7 @@ static void cxe_free_np(struct iscsi_np *np)
 	cnp->ops->unlisten(cnp);
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;
-	kref_put(&cnp->kref, cxe_np_release);
+	kfree(cnp);	/* unlisten waited for the steering hook's readers */
 }
 
 ssize_t cxe_np_show_all(char *buf)
