@@ -23,17 +23,8 @@
 #define CXE_OP_DATA_OUT		0x05
 #define CXE_OP_LOGOUT_REQ	0x06
 #define CXE_OP_SNACK		0x10
-/* Opcodes a target sends (target TX) */
-#define CXE_OP_NOOP_IN		0x20
-#define CXE_OP_SCSI_RSP		0x21
-#define CXE_OP_TMF_RSP		0x22
-#define CXE_OP_LOGIN_RSP	0x23
-#define CXE_OP_TEXT_RSP		0x24
+/* The one opcode the target sends that the PDU code builds (segmentation) */
 #define CXE_OP_DATA_IN		0x25
-#define CXE_OP_LOGOUT_RSP	0x26
-#define CXE_OP_R2T		0x31
-#define CXE_OP_ASYNC		0x32
-#define CXE_OP_REJECT		0x3f
 
 #define CXE_OPCODE_MASK		0x3f
 #define CXE_FLAG_IMMEDIATE	0x40	/* byte 0 */
@@ -89,11 +80,6 @@ static inline void cxe_bhs_set_dlen(u8 *bhs, u32 dlen)
 	bhs[5] = (dlen >> 16) & 0xff;
 	bhs[6] = (dlen >> 8) & 0xff;
 	bhs[7] = dlen & 0xff;
-}
-
-static inline u32 cxe_bhs_itt(const u8 *bhs)
-{
-	return cxe_get_be32(bhs + 16);
 }
 
 /* Bytes of padding after a data segment of len bytes (to a 4-byte boundary) */
