@@ -46,9 +46,6 @@ F_READ = 0x40
 F_WRITE = 0x20
 ATTR_SIMPLE = 0x01
 # Data-In flags (byte 1)
-F_DATAIN_ACK = 0x40
-F_DATAIN_OVERFLOW = 0x04
-F_DATAIN_UNDERFLOW = 0x02
 F_DATAIN_STATUS = 0x01
 # Login flags (byte 1)
 F_LOGIN_TRANSIT = 0x80
@@ -105,9 +102,6 @@ class Pdu:
 
     def u8(self, off: int) -> int:
         return self.bhs[off]
-
-    def set_u8(self, off: int, v: int) -> None:
-        self.bhs[off] = v & 0xFF
 
     def u16(self, off: int) -> int:
         return int(struct.unpack_from(">H", self.bhs, off)[0])
