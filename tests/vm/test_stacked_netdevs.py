@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,21 +159,24 @@ def test_active_backup_failover_under_fio_verify(target: None) -> None:
         (dev,) = iscsiadm.session_disks(IQN, expect=1).values()
         peers = [ln.split()[0] for ln in connection_lines() if ln.startswith(f"{s.ini_ip}:")]
         assert len(peers) == 1, f"open-iscsi's connection over the bond is not offloaded: {connection_lines()}"
-        before = soft0_counters()
-        active = Path(f"/sys/class/net/{s.ini_dev}/bonding/active_slave").read_text().strip()
+        active = _active_slave(s)
         result: list[object] = []
         t = threading.Thread(target=lambda: result.append(_verify(dev)))
+        before = soft0_counters()
         t.start()
-        time.sleep(3)
+        # the link goes down once fio's writes are flowing, not on a timer
+        wait_for(lambda: soft0_counters()["pdus_rx"] - before["pdus_rx"] >= 64, "fio's writes never reached soft0")
         sh("ip", "link", "set", active, "down")  # its veth peer loses carrier too
+        assert t.is_alive(), "fio ended before the link went down: the failover was not under I/O"
+        wait_for(lambda: _active_slave(s) not in ("", active), f"the initiator's bond did not fail over from {active}")
+        at_failover = soft0_counters()
         t.join(timeout=600)
-        after = Path(f"/sys/class/net/{s.ini_dev}/bonding/active_slave").read_text().strip()
-        assert after != active, f"the initiator's bond did not fail over from {active}"
+        assert not t.is_alive(), "fio did not finish within 600 s of the failover"
         assert result and not isinstance(result[0], Exception), f"fio over the failover: {result}"
         assert peers[0] in [ln.split()[0] for ln in connection_lines()], "the offloaded connection did not survive"
-        moved = soft0_counters()["pdus_rx"] - before["pdus_rx"]
-        assert moved > 0, "no PDU went over soft0 during the fio run"
-        print(f"active-backup failover {active} -> {after} under fio verify: {moved} PDUs offloaded")
+        moved = soft0_counters()["pdus_rx"] - at_failover["pdus_rx"]
+        assert moved > 0, "no PDU went over soft0 after the failover"
+        print(f"active-backup failover {active} -> {_active_slave(s)} under fio verify: {moved} PDUs after it")
     finally:
         iscsiadm.logout(IQN, portal)
         iscsiadm.delete_nodes()
@@ -181,8 +184,20 @@ def test_active_backup_failover_under_fio_verify(target: None) -> None:
         drop_bond(s)
 
 
+def _active_slave(s: Stack) -> str:
+    return Path(f"/sys/class/net/{s.ini_dev}/bonding/active_slave").read_text().strip()
+
+
+def wait_for(cond: Callable[[], bool], why: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, why
+        time.sleep(0.05)
+
+
 def _verify(dev: str) -> object:
     try:
-        return fio.write_verify(dev, size="16M", bs="64k", iodepth=8)
+        # several passes over the LUN so that I/O outlasts the failover on any host
+        return fio.write_verify(dev, size="16M", bs="64k", iodepth=8, loops=8)
     except (fio.FioError, OSError) as e:
         return e
