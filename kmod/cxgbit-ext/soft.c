@@ -371,6 +371,11 @@ struct cxe_soft_conn {
 	struct cxe_rx		rx;
 	u8			*hdr;		/* recv_hdr's buffer */
 	const struct cxe_data	*dst;		/* recv_data's destination */
+	/* where the last piece of this PDU's data went (cxe_place()) */
+	struct scatterlist	*place_sgl;	/* the list walked */
+	struct scatterlist	*place_sg;
+	u32			place_start;	/* place_sg's first byte in dst */
+	u32			place_left;	/* entries from place_sg on */
 	int			dstatus;	/* digest status of the PDU */
 	bool			pdu_done;
 	bool			got_hdr;
@@ -681,8 +686,51 @@ static int cxe_rx_header_cb(void *ctx, const u8 *hdr, u32 hdr_len, int status)
 
 	memcpy(sc->hdr, hdr, hdr_len);
 	sc->got_hdr = true;
+	sc->place_sg = NULL;
 	/* a header digest error at ERL 0: its lengths cannot be trusted */
 	return status & CXE_RX_HDIGEST_ERR ? -EBADMSG : 1;
+}
+
+/*
+ * Copy len bytes to byte pos of dst's scatterlist. A PDU's data segment
+ * arrives in order, so the walk goes on from where the last piece of the
+ * same PDU ended: placing a segment is linear in its length, where
+ * sg_pcopy_from_buffer() walks from the start of the list for each piece.
+ */
+static int cxe_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+		     u32 pos, const u8 *buf, u32 len)
+{
+	struct scatterlist *sg = sc->place_sg;
+	u32 start = sc->place_start, left = sc->place_left;
+
+	if (!sg || sc->place_sgl != dst->sgl || pos < start) {
+		sc->place_sgl = dst->sgl;
+		sg = dst->sgl;
+		start = 0;
+		left = dst->nents;
+	}
+	while (len) {
+		u32 in, n;
+
+		while (left && pos >= start + sg->length) {
+			start += sg->length;
+			sg = --left ? sg_next(sg) : NULL;
+		}
+		if (!left)
+			return -EINVAL;
+		in = sg->offset + pos - start;
+		n = min3(len, start + sg->length - pos,
+			 (u32)PAGE_SIZE - offset_in_page(in));
+		memcpy_to_page(nth_page(sg_page(sg), in >> PAGE_SHIFT),
+			       offset_in_page(in), buf, n);
+		pos += n;
+		buf += n;
+		len -= n;
+	}
+	sc->place_sg = sg;
+	sc->place_start = start;
+	sc->place_left = left;
+	return 0;
 }
 
 /* DDP off: through the bounce page, as an adapter without placement does */
@@ -690,13 +738,14 @@ static int cxe_rx_bounce(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 			 u32 off, const u8 *buf, u32 len)
 {
 	u32 n;
+	int ret;
 
 	for (; len; off += n, buf += n, len -= n) {
 		n = min_t(u32, len, PAGE_SIZE);
 		memcpy(sc->bounce, buf, n);
-		if (sg_pcopy_from_buffer(dst->sgl, dst->nents, sc->bounce, n,
-					 dst->offset + off) != n)
-			return -EINVAL;
+		ret = cxe_place(sc, dst, dst->offset + off, sc->bounce, n);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -718,10 +767,7 @@ static int cxe_rx_data_cb(void *ctx, u32 off, const u8 *buf, u32 len)
 	}
 	if (!c->ddp)
 		return cxe_rx_bounce(sc, dst, off, buf, len);
-	if (sg_pcopy_from_buffer(dst->sgl, dst->nents, buf, len,
-				 dst->offset + off) != len)
-		return -EINVAL;
-	return 0;
+	return cxe_place(sc, dst, dst->offset + off, buf, len);
 }
 
 static int cxe_rx_done_cb(void *ctx, int status)
