@@ -39,6 +39,14 @@ struct cxe_burst {
 	bool			status;	/* the last PDU carries status (S) */
 };
 
+/*
+ * What the PDU layer keeps per task for the adapter, in LIO's per-command
+ * area (.priv_size): zeroed when LIO hands the command out.
+ */
+struct cxe_task {
+	u32	ddp_live;	/* DDP tags of this task not yet completed */
+};
+
 struct cxe_adapter_ops {
 	/* Portals: listen for the portal on this adapter's netdevs. */
 	int (*listen)(struct cxe_np *cnp);
@@ -83,14 +91,17 @@ struct cxe_adapter_ops {
 	int (*send_burst)(struct cxe_conn *c, const struct cxe_burst *b);
 
 	/*
-	 * DDP: a tag (the R2T's TTT) for [off, off + len) of owner's buffer;
-	 * check that a Data-Out may be placed by it; release owner's tags.
+	 * DDP: a tag (the R2T's TTT) for [off, off + len) of task's buffer;
+	 * check that a Data-Out may be placed by it (the tag completes with
+	 * the window's last byte); release the task's tags still live. The
+	 * adapter counts a task's live tags in task->ddp_live, so that a task
+	 * without any (reads, NOPs, completed writes) is released at no cost.
 	 */
-	u32 (*ddp_reserve)(struct cxe_conn *c, const void *owner, u32 itt,
+	u32 (*ddp_reserve)(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 			   u32 off, u32 len);
 	bool (*ddp_check)(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
 			  u32 len, bool final);
-	void (*ddp_release)(struct cxe_conn *c, const void *owner);
+	void (*ddp_release)(struct cxe_conn *c, struct cxe_task *task);
 };
 
 #endif /* CXE_ADAPTER_H */

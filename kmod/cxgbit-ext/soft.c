@@ -354,7 +354,7 @@ static void cxe_soft_unlisten(struct cxe_np *cnp)
 #define CXE_NODDP_IDX	(CXE_DDP_MAX_TAGS - 1)
 
 struct cxe_ddp_slot {
-	const void	*owner;
+	struct cxe_task	*owner;
 	u32		itt;
 	u32		gen;
 	u32		offset;
@@ -1188,8 +1188,8 @@ static int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 
 /* ---- DDP tags -------------------------------------------------------------- */
 
-static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, const void *owner, u32 itt,
-				u32 off, u32 len)
+static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
+				u32 itt, u32 off, u32 len)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 i;
@@ -1205,6 +1205,7 @@ static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, const void *owner, u32 itt,
 		s->gen = cxe_ddp_next_gen(s->gen, i);
 		s->offset = off;
 		s->len = len;
+		owner->ddp_live++;
 		spin_unlock_bh(&sc->ddp_lock);
 		return cxe_ddp_tag(i, s->gen);
 	}
@@ -1238,23 +1239,28 @@ static bool cxe_soft_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
 	s = &sc->ddp[i];
 	ok = s->owner && s->itt == itt && s->gen == cxe_ddp_tag_gen(ttt) &&
 	     cxe_ddp_in_window(s->offset, s->len, off, len);
-	if (ok && final && off + len == s->offset + s->len)
+	if (ok && final && off + len == s->offset + s->len) {
+		s->owner->ddp_live--;
 		s->owner = NULL;
+	}
 	spin_unlock_bh(&sc->ddp_lock);
 	return ok;
 }
 
-static void cxe_soft_ddp_release(struct cxe_conn *c, const void *owner)
+static void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 i;
 
 	if (!sc)
 		return;
+	/* a task with no live tag (a read, a completed write) scans nothing */
 	spin_lock_bh(&sc->ddp_lock);
-	for (i = 0; i < CXE_DDP_SLOTS; i++)
-		if (sc->ddp[i].owner == owner)
+	for (i = 0; owner->ddp_live && i < CXE_DDP_SLOTS; i++)
+		if (sc->ddp[i].owner == owner) {
 			sc->ddp[i].owner = NULL;
+			owner->ddp_live--;
+		}
 	spin_unlock_bh(&sc->ddp_lock);
 }
 

@@ -480,7 +480,7 @@ static void cxe_get_r2t_ttt(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 {
 	struct cxe_conn *c = conn->context;
 
-	r2t->targ_xfer_tag = c->adapter->ops->ddp_reserve(c, cmd,
+	r2t->targ_xfer_tag = c->adapter->ops->ddp_reserve(c, iscsit_priv_cmd(cmd),
 		be32_to_cpu((__force __be32)cmd->init_task_tag),
 		r2t->offset, r2t->xfer_len);
 }
@@ -490,7 +490,7 @@ static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 	struct cxe_conn *c = conn->context;
 
 	if (c)
-		c->adapter->ops->ddp_release(c, cmd);
+		c->adapter->ops->ddp_release(c, iscsit_priv_cmd(cmd));
 }
 
 /* ---- receive ------------------------------------------------------------- */
@@ -892,6 +892,7 @@ struct iscsit_transport cxe_transport = {
 	.transport_type		= ISCSI_CXGBIT,
 	.rdma_shutdown		= false,
 	.owner			= THIS_MODULE,
+	.priv_size		= sizeof(struct cxe_task),
 	.iscsit_setup_np	= cxe_setup_np,
 	.iscsit_accept_np	= cxe_accept_np,
 	.iscsit_free_np		= cxe_free_np,

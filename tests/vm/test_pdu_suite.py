@@ -599,6 +599,22 @@ def recover_after_bad_digest(c: Connection, r2ts: list[Pdu], data_for: Callable[
     c.logout()
 
 
+def test_more_writes_than_ddp_tags_are_placed(request: pytest.FixtureRequest, background_fio: BackgroundFio) -> None:
+    """Offloaded path: more solicited WRITEs on one connection than soft0
+    has DDP tags per connection (1024). Each task gives its tag back when it
+    ends, so every one of them is placed straight into the command's pages;
+    a tag kept past its task would run the pool dry and the rest be copied."""
+    background_fio.current = request.node.nodeid
+    c = connect("offload", Params(immediate_data=False, initial_r2t=True))
+    moved = Moved("offload")
+    n, data = 1100, os.urandom(4 * KiB)
+    for i in range(n):
+        c.scsi_write(16384 + 8 * (i % 64), data)
+    assert c.scsi_read(16384, len(data) // BLOCK) == data
+    moved(bytes_placed=n * len(data), bytes_copied=0)
+    c.logout()
+
+
 def test_dlen_above_mrdsl(path: str) -> None:
     c = connect(path)
     limit = c.params.max_xmit_dlen
