@@ -361,12 +361,16 @@ static ssize_t cxe_adapter_iso_store(struct config_item *item,
 static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
 {
 	struct cxe_adapter *a = to_adapter(item);
+	u64 sum[CXE_STAT_MAX] = {};
 	ssize_t len = 0;
-	int i;
+	int cpu, i;
 
+	for_each_possible_cpu(cpu)
+		for (i = 0; i < CXE_STAT_MAX; i++)
+			sum[i] += per_cpu_ptr(a->stats, cpu)->v[i];
 	for (i = 0; i < CXE_STAT_MAX; i++)
-		len += scnprintf(page + len, PAGE_SIZE - len, "%s %lld\n",
-				 cxe_stat_names[i], atomic64_read(&a->stats[i]));
+		len += scnprintf(page + len, PAGE_SIZE - len, "%s %llu\n",
+				 cxe_stat_names[i], sum[i]);
 	return len;
 }
 
@@ -390,7 +394,10 @@ static struct configfs_attribute *cxe_adapter_attrs[] = {
 /* The last reference: the adapter is off the list since its rmdir. */
 static void cxe_adapter_release(struct config_item *item)
 {
-	kfree(to_adapter(item));
+	struct cxe_adapter *a = to_adapter(item);
+
+	free_percpu(a->stats);
+	kfree(a);
 }
 
 static struct configfs_item_operations cxe_adapter_item_ops = {
@@ -430,6 +437,11 @@ static struct cxe_adapter *cxe_adapter_new(const char *name)
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a)
 		return ERR_PTR(-ENOMEM);
+	a->stats = alloc_percpu(struct cxe_stats);
+	if (!a->stats) {
+		kfree(a);
+		return ERR_PTR(-ENOMEM);
+	}
 	strscpy(a->name, name, sizeof(a->name));
 	a->ops = &cxe_soft_ops;
 	a->ddp = true;

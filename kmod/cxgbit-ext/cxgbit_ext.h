@@ -74,12 +74,17 @@ struct cxe_adapter {
 	/* toggles, read when a connection starts (READ_ONCE) */
 	bool			ddp;
 	bool			iso;
-	atomic64_t		stats[CXE_STAT_MAX];
+	/* per CPU, summed when read: every connection's threads bump them */
+	struct cxe_stats __percpu *stats;
+};
+
+struct cxe_stats {
+	u64			v[CXE_STAT_MAX];
 };
 
 static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
 {
-	atomic64_add(v, &a->stats[s]);
+	this_cpu_add(a->stats->v[s], v);
 }
 
 /* One offloaded connection, as the PDU layer and its adapter share it. */
