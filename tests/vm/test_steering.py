@@ -21,6 +21,7 @@ The far host: netns ``far`` behind the target host, reached through it.
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import socket
@@ -191,6 +192,37 @@ def test_syn_on_a_live_tuple_goes_to_its_connection(target: None) -> None:
         assert after["connections"] == before["connections"]
         assert offloaded_peers() == conns
         roundtrip(live, 8)
+    finally:
+        live.close()
+
+
+def test_client_reusing_a_live_source_port(target: None) -> None:
+    """A client that binds the live session's source port with SO_REUSEADDR
+    (and SO_REUSEPORT) and connects to the same portal: whatever the
+    initiator host's stack lets it do (refuse the bind or the connect), the
+    target takes no new connection on that tuple and the live session goes on."""
+    live = login(OFF.tgt_ip)
+    try:
+        roundtrip(live, 40)
+        src = live.sock.getsockname()
+        before = soft0_counters()
+        intruder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        intruder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        intruder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        intruder.settimeout(5)
+        try:
+            intruder.bind(src)
+            intruder.connect((OFF.tgt_ip, PORT))
+            outcome = "connected"
+        except OSError as e:
+            outcome = errno.errorcode.get(e.errno or 0, str(e))
+        finally:
+            intruder.close()
+        print(f"a second socket on {src[0]}:{src[1]} -> {OFF.tgt_ip}:{PORT}: {outcome}")
+        time.sleep(1)
+        after = soft0_counters()
+        assert after["connections"] == before["connections"], f"a connection was taken on a live tuple ({outcome})"
+        roundtrip(live, 48)
     finally:
         live.close()
 
