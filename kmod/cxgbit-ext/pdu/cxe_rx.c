@@ -39,7 +39,6 @@ static int cxe_rx_header_done(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
 		if (rx->dlen > rx->max_dlen)
 			return -CXE_RX_E2BIG;
 	}
-	rx->pdus++;
 	return ops->header(ctx, rx->hdr, rx->hdr_len, rx->status);
 }
 
@@ -144,10 +143,8 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 			pos += cxe_rx_take_digest(rx, p, left, &complete, &wire);
 			if (!complete)
 				break;
-			if (wire != cxe_digest(rx->hdr, rx->hdr_len)) {
+			if (wire != cxe_digest(rx->hdr, rx->hdr_len))
 				rx->status |= CXE_RX_HDIGEST_ERR;
-				rx->hdigest_errors++;
-			}
 			ret = cxe_rx_after_header(rx, ops, ctx);
 			break;
 		case CXE_RX_DATA:
@@ -187,10 +184,8 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 			pos += cxe_rx_take_digest(rx, p, left, &complete, &wire);
 			if (!complete)
 				break;
-			if (wire != ~rx->crc) {
+			if (wire != ~rx->crc)
 				rx->status |= CXE_RX_DDIGEST_ERR;
-				rx->ddigest_errors++;
-			}
 			ret = cxe_rx_pdu_done(rx, ops, ctx);
 			break;
 		case CXE_RX_DEAD:

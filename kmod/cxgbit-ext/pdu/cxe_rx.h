@@ -63,11 +63,6 @@ struct cxe_rx {
 	int status;
 	u8 dig[CXE_DIGEST_LEN];
 	u8 hdr[CXE_BHS_LEN + CXE_MAX_AHS_LEN];
-
-	/* counters */
-	u64 pdus;
-	u64 hdigest_errors;
-	u64 ddigest_errors;
 };
 
 void cxe_rx_init(struct cxe_rx *rx, u32 max_dlen);

@@ -129,7 +129,7 @@ static void feed_and_compare(const struct stream *s, u32 max_dlen, bool hd,
 	CHECK(ok);
 	CHECK(cxe_rx_at_boundary(&rx));
 	CHECK(!r.order_error);
-	CHECK(r.n == s->n && rx.pdus == s->n);
+	CHECK(r.n == s->n);
 	for (u32 i = 0; i < r.n && i < s->n; i++) {
 		const struct gen_pdu *g = &s->pdus[i];
 		const struct rec_pdu *p = &r.pdus[i];
@@ -185,7 +185,6 @@ static void test_digest_errors(void)
 	CHECK(feed_all(&rx, wire, n, &r) == (long)n);
 	CHECK(r.n == 1 && r.pdus[0].hstatus == 0 &&
 	      r.pdus[0].dstatus == CXE_RX_DDIGEST_ERR);
-	CHECK(rx.ddigest_errors == 1 && rx.hdigest_errors == 0);
 	wire[n - 1] ^= 0x01;
 	rec_free(&r);
 
@@ -195,7 +194,6 @@ static void test_digest_errors(void)
 	rx.hdigest = rx.ddigest = true;
 	feed_all(&rx, wire, n, &r);
 	CHECK(r.n == 1 && (r.pdus[0].hstatus & CXE_RX_HDIGEST_ERR));
-	CHECK(rx.hdigest_errors == 1);
 	wire[g.hdr_len] ^= 0x80;
 	rec_free(&r);
 
