@@ -101,12 +101,6 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	conn->login_family = c->peer.ss_family;
 	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));
 	memcpy(&conn->local_sockaddr, &c->local, sizeof(c->local));
-
-	/*
-	 * A connection outlives its portal (offload off, portal deleted): it
-	 * pins the module until LIO frees it, as the portal did.
-	 */
-	__module_get(THIS_MODULE);
 	spin_lock(&cxe_conns_lock);
 	list_add_tail(&c->node, &cxe_conns);
 	spin_unlock(&cxe_conns_lock);
@@ -202,7 +196,6 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	c->adapter->ops->conn_release(c);
 	cxe_adapter_put(c->adapter);
 	kfree(c);
-	module_put(THIS_MODULE);
 }
 
 /* Receive a data segment of dlen bytes, len of them into buf. */
