@@ -590,11 +590,10 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	/*
 	 * Data past the task's transfer length: LIO would answer with
 	 * iscsit_reject_cmd() (see cxe_refuse_task_pdu()). The checks LIO
-	 * makes before this one (data after the last, data for a task that
-	 * is not a write) stay LIO's.
+	 * makes before this one (data for a task that is not a write) stay
+	 * LIO's; a task that has all its data is not found above.
 	 */
 	if (cmd->data_direction == DMA_TO_DEVICE &&
-	    !(cmd->cmd_flags & ICF_GOT_LAST_DATAOUT) &&
 	    (u64)off + dlen > cmd->se_cmd.data_length) {
 		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u length %u past the transfer length %u: dropping the connection\n",
 		       &c->peer, be32_to_cpu((__force __be32)d->itt), off, dlen,
