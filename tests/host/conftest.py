@@ -82,6 +82,12 @@ class FakeKernel:
         monkeypatch.setattr(Path, "write_text", write_text)
         return self
 
+    def count(self, adapter: str, counter: str, n: int) -> None:
+        """The module counting n more of ``counter`` on ``adapter``."""
+        path = self.root / "adapters" / adapter / "counters"
+        lines = [ln.split() for ln in path.read_text().splitlines()]
+        self._write_text(path, "".join(f"{k} {int(v) + n if k == counter else v}\n" for k, v in lines))
+
     def ours(self, path: Path) -> bool:
         """An adapter directory of this tree."""
         return path.parent == self.root / "adapters"

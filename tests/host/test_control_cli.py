@@ -84,10 +84,29 @@ def test_connections_say_which_offloads_are_off_and_why(tree: Path, capsys: pyte
     assert "dcrc off: DataDigest=None was negotiated" in capsys.readouterr().out
 
 
-def test_counters_watch_prints_rates(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_counters_watch_prints_rates(
+    kernel: FakeKernel, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each interval's rate is the counter's change over it: 300 PDUs
+    received during each interval show as 300 / interval per second."""
+    tree = kernel.root
+    real_sleep = cli.time.sleep
+
+    def traffic(s: float) -> None:  # the module counts while the CLI sleeps
+        kernel.count("soft0", "pdus_rx", 300)
+        real_sleep(s)
+
+    monkeypatch.setattr(cli.time, "sleep", traffic)
     assert cli.main(["--json", "--configfs", str(tree), "counters", "--watch", "0.05", "--count", "2"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert len(lines) == 2 and lines[0]["rates"]["soft0"]["pdus_rx"] == 0
+    assert len(lines) == 2
+    for ln in lines:
+        rates = ln["rates"]["soft0"]
+        assert rates["pdus_rx"] * ln["interval_s"] == pytest.approx(300, rel=0.05), ln
+        assert rates["bytes_placed"] == 0, ln
+    assert cli.main(["--configfs", str(tree), "counters", "--watch", "0.05", "--count", "1"]) == 0
+    (text,) = capsys.readouterr().out.splitlines()
+    assert "soft0: pdus_rx " in text and "/s" in text and "bytes_placed" not in text, text
 
 
 def test_cli_json(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
