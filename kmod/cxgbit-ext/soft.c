@@ -452,6 +452,7 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	spin_lock_init(&sc->ddp_lock);
 	/* login: no digests, LIO's limit on a login PDU's text */
 	cxe_rx_init(&sc->rx, MAX_KEY_VALUE_PAIRS);
+	sc->rx.login = true;
 	tcp_sock_set_nodelay(sock->sk);
 	kernel_getpeername(sock, (struct sockaddr *)&c->peer);
 	kernel_getsockname(sock, (struct sockaddr *)&c->local);
@@ -563,6 +564,7 @@ static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 	sc->rx.hdigest = hdigest;
 	sc->rx.ddigest = ddigest;
 	sc->rx.max_dlen = max_recv_dlen;
+	sc->rx.login = false;
 }
 
 /* ---- socket I/O -------------------------------------------------------------- */

@@ -22,10 +22,29 @@ static long cxe_rx_die(struct cxe_rx *rx, int err)
 	return -err;
 }
 
+/*
+ * A BHS that cannot start a PDU from an initiator (in this phase), or data
+ * we never take.
+ */
+static int cxe_rx_check_bhs(const struct cxe_rx *rx)
+{
+	u8 op = cxe_bhs_opcode(rx->hdr);
+
+	if (!cxe_opcode_from_initiator(op))
+		return -CXE_RX_EBADOP;
+	if (rx->login && (op != CXE_OP_LOGIN_REQ || cxe_bhs_ahs_len(rx->hdr)))
+		return -CXE_RX_EBADOP;
+	if (cxe_bhs_dlen(rx->hdr) > rx->max_dlen)
+		return -CXE_RX_E2BIG;
+	return 0;
+}
+
 /* The header is complete: check it, then move to what follows it. */
 static int cxe_rx_header_done(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
 			      void *ctx)
 {
+	int ret;
+
 	rx->dlen = cxe_bhs_dlen(rx->hdr);
 	rx->have = 0;
 	rx->crc = ~0u;
@@ -34,10 +53,9 @@ static int cxe_rx_header_done(struct cxe_rx *rx, const struct cxe_rx_ops *ops,
 		return 0;
 	}
 	if (rx->status == 0) {
-		if (!cxe_opcode_from_initiator(cxe_bhs_opcode(rx->hdr)))
-			return -CXE_RX_EBADOP;
-		if (rx->dlen > rx->max_dlen)
-			return -CXE_RX_E2BIG;
+		ret = cxe_rx_check_bhs(rx);
+		if (ret)
+			return ret;
 	}
 	return ops->header(ctx, rx->hdr, rx->hdr_len, rx->status);
 }
@@ -129,8 +147,19 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 			memcpy(rx->hdr + rx->have, p, n);
 			rx->have += n;
 			pos += n;
-			if (rx->have == CXE_BHS_LEN && cxe_bhs_ahs_len(rx->hdr))
-				break;	/* AHS follows */
+			if (rx->have == CXE_BHS_LEN && cxe_bhs_ahs_len(rx->hdr)) {
+				/*
+				 * AHS follows. Without a header digest the BHS
+				 * is as trusted now as it will be: refuse it
+				 * before waiting for an AHS that may not come
+				 * (the refused BHS stays readable in hdr).
+				 */
+				if (!rx->hdigest) {
+					rx->hdr_len = CXE_BHS_LEN;
+					ret = cxe_rx_check_bhs(rx);
+				}
+				break;
+			}
 			if (rx->have < want)
 				break;
 			rx->hdr_len = rx->have;

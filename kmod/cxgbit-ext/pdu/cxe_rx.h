@@ -53,6 +53,11 @@ struct cxe_rx {
 	bool hdigest;
 	bool ddigest;
 	u32 max_dlen;		/* our MaxRecvDataSegmentLength */
+	/*
+	 * Login phase: only Login Requests, which carry no AHS, may come
+	 * (RFC 7143 10.12); anything else is refused at its BHS.
+	 */
+	bool login;
 
 	bool paused;		/* the last feed stopped at a consumer's pause */
 	enum cxe_rx_state state;

@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cxe_rx_init(&rx, 512u << (data[0] >> 4 & 0x7));
 	rx.hdigest = data[0] & 1;
 	rx.ddigest = data[0] & 2;
+	rx.login = data[0] & 4;
 	ops = data[0] & 0x80 ? &pause_ops : &rec_ops;
 	while (pos < size) {
 		size_t n = 1 + data[pos] % 97;

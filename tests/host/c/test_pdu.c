@@ -234,6 +234,52 @@ static void test_malformed(void)
 	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_EBADOP);
 	CHECK(r.n == 0);
 
+	/*
+	 * A BHS that cannot start a PDU is refused once its 48 bytes are in,
+	 * not after an AHS the peer may never send (the garbage a port
+	 * scanner or a confused client sends must not hold the connection).
+	 */
+	bhs[0] = CXE_OP_DATA_IN;
+	bhs[4] = 64;					/* 256 bytes of AHS announced */
+	cxe_rx_init(&rx, 8192);
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_EBADOP);
+	bhs[0] = CXE_OP_SCSI_CMD;
+	cxe_bhs_set_dlen(bhs, 8193);
+	cxe_rx_init(&rx, 8192);
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_E2BIG);
+	CHECK(r.n == 0);
+	/* with header digests the BHS is not trusted before its digest */
+	cxe_rx_init(&rx, 8192);
+	rx.hdigest = true;
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == (long)sizeof(bhs));
+	CHECK(r.n == 0);
+	/*
+	 * In the login phase only a Login Request, without AHS, may come:
+	 * any other PDU is refused at its BHS, whatever it announces.
+	 */
+	cxe_bhs_set_dlen(bhs, 0);
+	cxe_rx_init(&rx, 8192);
+	rx.login = true;
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_EBADOP);
+	CHECK(r.n == 0);
+	CHECK(cxe_bhs_opcode(rx.hdr) == CXE_OP_SCSI_CMD && rx.hdr_len == CXE_BHS_LEN);
+	bhs[4] = 0;
+	cxe_rx_init(&rx, 8192);
+	rx.login = true;
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_EBADOP);
+	bhs[0] = CXE_OP_LOGIN_REQ;
+	bhs[4] = 1;
+	cxe_rx_init(&rx, 8192);
+	rx.login = true;
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == -CXE_RX_EBADOP);
+	bhs[4] = 0;
+	cxe_rx_init(&rx, 8192);
+	rx.login = true;
+	CHECK(feed_all(&rx, bhs, sizeof(bhs), &r) == (long)sizeof(bhs));
+	CHECK(r.n == 1 && cxe_rx_at_boundary(&rx));
+	rec_free(&r);
+	memset(&r, 0, sizeof(r));
+
 	/* cut mid-header: nothing handed up, not at a boundary */
 	bhs[0] = CXE_OP_NOOP_OUT;
 	cxe_rx_init(&rx, 8192);
