@@ -20,6 +20,7 @@ and soft0's counters are read net of what that session counts itself.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import struct
@@ -294,6 +295,8 @@ def healthy(path: str) -> None:
 def answer_class(rsp: Pdu) -> str:
     if rsp.opcode == Op.REJECT:
         return f"reject 0x{rsp.u8(2):02x}"
+    if rsp.opcode == Op.SCSI_RSP and (rsp.u8(2) or rsp.u8(3)):  # iSCSI response, SCSI status
+        return f"refused SCSI_RSP 0x{rsp.u8(2):02x}/0x{rsp.u8(3):02x}"
     try:
         return f"accepted {Op(rsp.opcode).name}"
     except ValueError:
@@ -304,8 +307,9 @@ def observe(c: Connection, wait: float = 5) -> str:
     """What the target did about the last PDU sent on ``c``.
 
     "reject 0xNN" (a Reject with that reason), "dropped" (connection closed),
-    "accepted <OP>" (it answered as if the PDU were fine) or "ignored" (no
-    answer, but the connection still answers a NOP).
+    "accepted <OP>" (it answered as if the PDU were fine), "refused
+    SCSI_RSP <response>/<status>" (a SCSI Response that failed the task) or
+    "ignored" (no answer, but the connection still answers a NOP).
     """
     c.sock.settimeout(wait)
     try:
@@ -696,16 +700,50 @@ def test_stalled_login_is_dropped(request: pytest.FixtureRequest, background_fio
     healthy("offload")
 
 
-def test_garbage_login_pdu_is_refused(path: str) -> None:
+def garbage_bhs(opcode: int, ahs_words: int = 0, dlen: int = 0) -> bytes:
+    bhs = bytearray(48)
+    bhs[0], bhs[1], bhs[4] = opcode, 0x87, ahs_words
+    bhs[5:8] = dlen.to_bytes(3, "big")
+    return bytes(bhs)
+
+
+GARBAGE = {
+    # a SCSI Command as the first PDU, announcing 256 bytes of AHS it never sends
+    "command_with_ahs": garbage_bhs(0x01, ahs_words=64),
+    # a target opcode, announcing 1 KiB of AHS
+    "target_opcode_with_ahs": garbage_bhs(0x23, ahs_words=255),
+    # a Login Request whose text is past what LIO takes at login (8 KiB)
+    "login_dlen_64k": garbage_bhs(0x43, dlen=64 * KiB),
+    # what a port scanner or a confused client sends (fixed seed)
+    "random": random.Random(7).randbytes(48 + 512),
+}
+
+
+@pytest.mark.parametrize("case", GARBAGE)
+def test_garbage_login_pdu_is_refused(path: str, case: str) -> None:
+    """The first PDU cannot start a login: the target closes the connection
+    at once (stock reads the 48-byte BHS and closes; the login timeout is
+    15 s), answers no Login Response that admits the peer, and the portal
+    still logs others in."""
     s = socket.create_connection((ip_of(path), 3260), timeout=10)
-    s.sendall(os.urandom(48) + os.urandom(512))
-    s.settimeout(10)
+    s.sendall(GARBAGE[case])
+    s.settimeout(5)
+    got = bytearray()
+    t0 = time.monotonic()
     try:
-        while s.recv(65536):
-            pass
-    except (ConnectionResetError, TimeoutError):
-        pass
-    s.close()
+        while chunk := s.recv(65536):
+            got += chunk
+        outcome = "closed"
+    except ConnectionResetError:
+        outcome = "reset"
+    except TimeoutError:
+        outcome = "kept open"
+    finally:
+        s.close()
+    record(f"{path}: garbage_login {case}: {outcome} after {time.monotonic() - t0:.1f} s, {len(got)} bytes back")
+    assert outcome != "kept open", f"{case}: the target kept the connection open 5 s after a garbage first PDU"
+    if len(got) >= 48:
+        assert got[0] & 0x3F == Op.LOGIN_RSP and got[36] != 0, f"{case}: answered {bytes(got[:48]).hex()}"
     healthy(path)
 
 
@@ -731,10 +769,9 @@ def test_bidirectional_command_is_refused(path: str) -> None:
     p.flags |= 0x40  # R as well as W: bidirectional, which LIO does not do
     c.send(p)
     c.cmdsn += 1
-    outcome = observe(c)
-    check(path, "bidirectional", outcome, REJECT_OR_DROP | {"reject 0x05", "accepted SCSI_RSP"})
-    if outcome == "accepted SCSI_RSP":
-        pytest.fail("a bidirectional WRITE was answered as if it were fine")
+    # refused by a Reject, a drop, or the task failed with CHECK CONDITION;
+    # never answered as a WRITE that succeeded
+    check(path, "bidirectional", observe(c), REJECT_OR_DROP | {"reject 0x05", "refused SCSI_RSP 0x00/0x02"})
     healthy(path)
 
 
