@@ -1,0 +1,248 @@
+"""A single-node Ceph cluster for the scale-out gateways, run natively.
+
+The gateways are TCG guests; Ceph's daemons run on the host at native speed
+(under TCG they would be the bottleneck), inside their own network namespace
+so that nothing listens on the host's addresses. The namespace holds a
+bridge with the cluster's address; a guest reaches the cluster through a tap
+on that bridge. One monitor, one manager, one memstore OSD, no cephx, pools
+of size 1: a cluster for tests, torn down without leftovers.
+
+    python -m testbed.ceph start   # prints the ceph.conf path
+    python -m testbed.ceph status
+    python -m testbed.ceph stop
+
+To point gateways at an existing cluster instead, give them that cluster's
+ceph.conf and keyring; nothing here is needed then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DIR = Path("/run/cxgbit-ext/ceph")
+DEFAULT_NS = "cxe-ceph"
+DEFAULT_ADDR = "198.18.20.1/24"  # RFC 2544 benchmarking range, as the testbed's links
+BRIDGE = "cxebr0"
+
+
+class CephError(Exception):
+    """The cluster did not come up, or a command against it failed."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where the cluster lives: its directory, namespace and address."""
+
+    dir: Path = DEFAULT_DIR
+    netns: str = DEFAULT_NS
+    addr: str = DEFAULT_ADDR
+
+    @property
+    def ip(self) -> str:
+        return self.addr.split("/")[0]
+
+    @property
+    def conf(self) -> Path:
+        return self.dir / "ceph.conf"
+
+    def run(self, *cmd: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run a Ceph command against this cluster, inside its namespace."""
+        argv = ["ip", "netns", "exec", self.netns, *cmd, "-c", str(self.conf)]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        if check and p.returncode != 0:
+            raise CephError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-1000:]}")
+        return p
+
+    def ceph(self, *args: str, timeout: float = 60) -> str:
+        return self.run("ceph", *args, timeout=timeout).stdout
+
+    def rbd(self, *args: str, timeout: float = 120) -> str:
+        return self.run("rbd", *args, timeout=timeout).stdout
+
+    def _daemon(self, *cmd: str) -> None:
+        # each daemon forks into the background; its own session, so that
+        # no caller's process group (or terminal) takes it down by accident
+        argv = ["ip", "netns", "exec", self.netns, *cmd, "-c", str(self.conf)]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60, start_new_session=True)
+        if p.returncode != 0:
+            raise CephError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-1000:]}")
+
+    def _write_conf(self, fsid: str) -> None:
+        d = self.dir
+        net = f"{self.ip.rsplit('.', 1)[0]}.0/{self.addr.split('/')[1]}"
+        self.conf.write_text(
+            "[global]\n"
+            f"fsid = {fsid}\n"
+            f"mon host = {self.ip}\n"
+            f"public network = {net}\n"
+            "auth cluster required = none\n"
+            "auth service required = none\n"
+            "auth client required = none\n"
+            "keyring = /dev/null\n"
+            "osd pool default size = 1\n"
+            "osd pool default min size = 1\n"
+            "mon allow pool size one = true\n"
+            "mon warn on pool no redundancy = false\n"
+            "mon data avail warn = 1\n"
+            "osd objectstore = memstore\n"
+            "memstore device bytes = 1073741824\n"
+            "osd crush chooseleaf type = 0\n"
+            # the OSD is placed in the CRUSH map here; at start it would ask
+            # the monitor to create itself, which fails for a memstore OSD
+            "osd crush update on start = false\n"
+            "osd class update on start = false\n"
+            f"run dir = {d}/run\n"
+            f"log file = {d}/log/$name.log\n"
+            f"admin socket = {d}/run/$name.asok\n"
+            f"pid file = {d}/run/$name.pid\n"
+            f"mon data = {d}/mon/$cluster-$id\n"
+            f"mgr data = {d}/mgr/$cluster-$id\n"
+            f"osd data = {d}/osd/$cluster-$id\n"
+        )
+
+    def running(self) -> bool:
+        return self.netns in _netns_list() and any(self._pids())
+
+    def start(self, pool: str = "rbd", timeout: float = 60) -> None:
+        """Bring the cluster up with an initialised RBD pool; CephError if
+        it is not healthy within ``timeout`` (what is up is torn down)."""
+        if self.netns in _netns_list() or self.dir.exists():
+            raise CephError(f"a cluster is already set up ({self.netns}, {self.dir}): stop it first")
+        try:
+            self._start(pool, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, pool: str, timeout: float) -> None:
+        for sub in ("run", "log", "mon/ceph-a", "mgr/ceph-x", "osd/ceph-0"):
+            (self.dir / sub).mkdir(parents=True)
+        _sh("ip", "netns", "add", self.netns)
+        _sh("ip", "-n", self.netns, "link", "set", "lo", "up")
+        _sh("ip", "-n", self.netns, "link", "add", BRIDGE, "type", "bridge")
+        _sh("ip", "-n", self.netns, "addr", "add", self.addr, "dev", BRIDGE)
+        _sh("ip", "-n", self.netns, "link", "set", BRIDGE, "up")
+        fsid = str(uuid.uuid4())
+        self._write_conf(fsid)
+        monmap = self.dir / "monmap"
+        _sh("monmaptool", "--create", "--add", "a", self.ip, "--fsid", fsid, str(monmap))
+        self._daemon("ceph-mon", "--mkfs", "-i", "a", "--monmap", str(monmap))
+        self._daemon("ceph-mon", "-i", "a")
+        self._daemon("ceph-mgr", "-i", "x")
+        osd_uuid = str(uuid.uuid4())
+        osd_id = self.ceph("osd", "new", osd_uuid).strip()
+        self._daemon("ceph-osd", "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid)
+        self.ceph("osd", "crush", "add", f"osd.{osd_id}", "1.0", "host=ceph0", "root=default")
+        self._daemon("ceph-osd", "-i", osd_id)
+        self.ceph("osd", "pool", "create", pool, "8")
+        deadline = time.monotonic() + timeout
+        while not self.clean():
+            if time.monotonic() > deadline:
+                raise CephError(f"placement groups not active+clean after {timeout:.0f} s: {self.ceph('pg', 'stat')}")
+            time.sleep(0.2)
+        self.rbd("pool", "init", pool)
+
+    def clean(self) -> bool:
+        """Every placement group active+clean, and the OSD up."""
+        out = self.ceph("pg", "stat")  # "9 pgs: 9 active+clean; ..."
+        head = out.split(";")[0]
+        total, _, states = head.partition(" pgs: ")
+        return states.strip() == f"{total.strip()} active+clean" and "osd: 1 osds: 1 up" in self.ceph("-s")
+
+    def _pids(self) -> list[int]:
+        pids = []
+        for f in (self.dir / "run").glob("*.pid"):
+            try:
+                pids.append(int(f.read_text()))
+            except (OSError, ValueError):
+                continue
+        return [p for p in pids if Path(f"/proc/{p}").exists()]
+
+    def stop(self, timeout: float = 20) -> None:
+        """Stop every daemon, delete the namespace and the directory.
+        Idempotent: a half-started cluster is cleaned up the same way."""
+        if self.dir.exists():
+            pids = self._pids()
+            for pid in pids:
+                _kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while (alive := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            for pid in alive:
+                _kill(pid, signal.SIGKILL)
+        # daemons whose pid file was not written yet: anything left in the namespace
+        if self.netns in _netns_list():
+            for pid in _netns_pids(self.netns):
+                _kill(pid, signal.SIGKILL)
+            _sh("ip", "netns", "del", self.netns)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _sh(*cmd: str) -> None:
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise CephError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
+
+
+def _netns_list() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [ln.split()[0] for ln in out.splitlines() if ln.strip()]
+
+
+def _netns_pids(ns: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _kill(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m testbed.ceph", description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--netns", default=DEFAULT_NS)
+    ap.add_argument("--addr", default=DEFAULT_ADDR, help="the cluster's address/prefix in its namespace")
+    ap.add_argument("action", choices=("start", "stop", "status"))
+    a = ap.parse_args(argv)
+    c = Cluster(a.dir, a.netns, a.addr)
+    try:
+        if a.action == "start":
+            t0 = time.monotonic()
+            c.start()
+            print(f"ceph: up in {time.monotonic() - t0:.1f} s at {c.ip} (netns {c.netns}); conf {c.conf}")
+        elif a.action == "stop":
+            c.stop()
+            print("ceph: stopped")
+        else:
+            if not c.running():
+                print("ceph: not running")
+                return 1
+            print(c.ceph("-s"), end="")
+    except CephError as e:
+        print(f"ceph: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
