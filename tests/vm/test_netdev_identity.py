@@ -9,11 +9,16 @@ initiators and the adapter's files show:
 - unregistered: soft1 serves no netdev (and the kernel log says why); a new
   netdev that takes the old name is not served by it; a connection that was
   live on it ends as stock LIO's would (its NOP-In unanswered), while a
-  session on another netdev goes on.
+  session on another netdev goes on;
+- in another namespace: a second target host (netns tgt2) has a netdev of
+  the same name as soft0's; soft0 does not serve it, a name two namespaces
+  have is refused from a third, and soft1 bound from inside tgt2 serves
+  tgt2's netdev only.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Iterator
@@ -30,6 +35,11 @@ from .conftest import CFS, PDU_INITIATOR, connection_lines, dmesg_since, kmsg_ma
 OFF, STOCK = topo.LINKS
 IQN = "iqn.2026-11.org.cxgbit-ext:netdev-identity"
 EXTRA = topo.Link("iniz", "tgtz", "198.18.2.2", "198.18.2.1")
+# a second target host whose netdev has the name of soft0's on the first
+OTHER_NS = "tgt2"
+OTHER = topo.Link("ini9", OFF.tgt_dev, "198.18.9.2", "198.18.9.1")
+OTHER_IQN = f"{IQN}-tgt2"
+OTHER_PORT = 3261
 
 
 def sh(*cmd: str) -> None:
@@ -175,3 +185,68 @@ def test_unregister_ends_live_connections(soft1: Path) -> None:
     finally:
         topo.sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev, check=False)
         acl.delete()
+
+
+@pytest.fixture
+def other_host(target: None) -> Iterator[None]:
+    """netns tgt2 with a netdev named as soft0's and an offloaded target on it."""
+    sh("ip", "netns", "add", OTHER_NS)
+    t = topology.Topology(iqn=OTHER_IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=((OTHER.tgt_ip, OTHER_PORT),), offload=True, name_prefix="cxe2")  # fmt: skip
+    created = False
+    try:
+        sh("ip", "-n", OTHER_NS, "link", "set", "lo", "up")
+        sh("ip", "link", "add", OTHER.ini_dev, "type", "veth", "peer", "name", OTHER.tgt_dev, "netns", OTHER_NS)
+        sh("ip", "addr", "add", f"{OTHER.ini_ip}/24", "dev", OTHER.ini_dev)
+        sh("ip", "link", "set", OTHER.ini_dev, "up")
+        sh("ip", "-n", OTHER_NS, "addr", "add", f"{OTHER.tgt_ip}/24", "dev", OTHER.tgt_dev)
+        sh("ip", "-n", OTHER_NS, "link", "set", OTHER.tgt_dev, "up")
+        sh("ping", "-c1", "-W5", "-I", OTHER.ini_dev, OTHER.tgt_ip)
+        with topo.in_netns(OTHER_NS):
+            topology.create(t)
+        created = True
+        yield
+    finally:
+        if created:
+            topology.delete(OTHER_IQN)
+        topo.sh("ip", "link", "del", OTHER.ini_dev, check=False)
+        topo.sh("ip", "netns", "del", OTHER_NS, check=False)
+
+
+def adapter_count(name: str) -> int:
+    text = (CFS / f"adapters/{name}/counters").read_text()
+    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}["connections"]
+
+
+def test_same_name_in_another_namespace(soft1: Path, other_host: None) -> None:
+    """An adapter serves a netdev of its own namespace: soft0, bound to tgt0
+    of netns tgt, does not serve tgt2's tgt0; a name that two namespaces
+    have is refused (EEXIST) from a third and changes nothing; soft1 bound
+    from inside tgt2 serves tgt2's tgt0 and nothing of netns tgt."""
+    with pytest.raises(OSError) as e:
+        (soft1 / "netdev").write_text(OFF.tgt_dev)
+    assert e.value.errno == errno.EEXIST, e.value
+    assert (soft1 / "netdev").read_text() == "\n"
+
+    c = Connection(OTHER.tgt_ip, OTHER_PORT)
+    c.login(PDU_INITIATOR, OTHER_IQN)
+    assert adapter_of(c, OTHER.ini_ip) is None, "soft0 served a netdev of another namespace that has its name"
+    roundtrip(c, 0)
+    c.close()
+
+    with topo.in_netns(OTHER_NS):
+        (soft1 / "netdev").write_text(OFF.tgt_dev)
+    assert (soft1 / "netdev").read_text() == f"{OFF.tgt_dev}\n"
+    soft0_before = adapter_count("soft0")
+    c = Connection(OTHER.tgt_ip, OTHER_PORT)
+    c.login(PDU_INITIATOR, OTHER_IQN)
+    assert adapter_of(c, OTHER.ini_ip) == "soft1", "a login over tgt2's tgt0 was not offloaded on soft1"
+    roundtrip(c, 8)
+    soft1_before = adapter_count("soft1")
+    home = login(OFF.tgt_ip)
+    assert adapter_of(home, OFF.ini_ip) == "soft0", "a login over netns tgt's tgt0 left soft0"
+    roundtrip(home, 16)
+    assert adapter_count("soft0") == soft0_before + 1
+    assert adapter_count("soft1") == soft1_before
+    home.close()
+    c.close()
