@@ -65,7 +65,19 @@ def addresses(s: Stack) -> None:
     # a bond in 802.3ad passes traffic once LACP has agreed on an aggregator
     deadline = time.monotonic() + 60
     while topo.sh("ping", "-c1", "-W1", "-I", s.ini_dev, s.tgt_ip, check=False).returncode != 0:
-        assert time.monotonic() < deadline, f"{s.tgt_ip} not reachable over {s.ini_dev}"
+        assert time.monotonic() < deadline, f"{s.tgt_ip} not reachable over {s.ini_dev}:\n{link_state(s)}"
+
+
+def link_state(s: Stack) -> str:
+    """Both hosts' view of the stacked netdev, for a failure report."""
+    out = []
+    for ns, dev in ((None, s.ini_dev), (topo.TGT_NS, s.tgt_dev)):
+        pre = ["ip", "netns", "exec", ns] if ns else []
+        for cmd in (["ip", "-s", "-d", "link"], ["ip", "neigh"], ["ip", "addr", "show", dev],
+                    ["sh", "-c", f"cat /proc/net/bonding/{dev} 2>/dev/null || true"]):  # fmt: skip
+            p = topo.sh(*pre, *cmd, check=False)
+            out.append(f"{ns or 'init'}$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+    return "\n".join(out)
 
 
 @pytest.fixture
@@ -84,15 +96,19 @@ def vlan(target: None) -> Iterator[Stack]:
 def make_bond(mode: str) -> Stack:
     s = Stack("inibond", "tgtbond", "198.18.3.2", "198.18.3.1")
     opts = ["mode", mode, "miimon", "100"] + (["lacp_rate", "fast"] if mode == "802.3ad" else [])
-    sh("ip", "link", "add", s.ini_dev, "type", "bond", *opts)
-    sh("ip", "-n", topo.TGT_NS, "link", "add", s.tgt_dev, "type", "bond", *opts)
-    for i in (0, 1):
-        sh("ip", "link", "add", f"inib{i}", "type", "veth", "peer", "name", f"tgtb{i}", "netns", topo.TGT_NS)
-        sh("ip", "link", "set", f"inib{i}", "master", s.ini_dev)
-        sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "master", s.tgt_dev)
-        sh("ip", "link", "set", f"inib{i}", "up")
-        sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "up")
-    addresses(s)
+    try:
+        sh("ip", "link", "add", s.ini_dev, "type", "bond", *opts)
+        sh("ip", "-n", topo.TGT_NS, "link", "add", s.tgt_dev, "type", "bond", *opts)
+        for i in (0, 1):
+            sh("ip", "link", "add", f"inib{i}", "type", "veth", "peer", "name", f"tgtb{i}", "netns", topo.TGT_NS)
+            sh("ip", "link", "set", f"inib{i}", "master", s.ini_dev)
+            sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "master", s.tgt_dev)
+            sh("ip", "link", "set", f"inib{i}", "up")
+            sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "up")
+        addresses(s)
+    except BaseException:
+        drop_bond(s)  # nothing half made left for the next test
+        raise
     return s
 
 
