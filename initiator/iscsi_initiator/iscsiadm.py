@@ -154,6 +154,15 @@ def iface_bind(name: str, netdev: str) -> None:
     _run("-m", "iface", "-I", name, "-o", "update", "-n", "iface.net_ifacename", "-v", netdev)
 
 
+def iface_delete(name: str) -> None:
+    """Remove open-iscsi iface ``name`` if it exists. While it exists, a
+    discovery without an iface makes node records through it too, so
+    logins to any portal also leave by its NIC."""
+    p = subprocess.run(["iscsiadm", "-m", "iface", "-I", name], capture_output=True, text=True)
+    if p.returncode == 0:
+        _run("-m", "iface", "-I", name, "-o", "delete")
+
+
 def discover_via(portal: str, iface: str | None = None) -> list[DiscoveredTarget]:
     """SendTargets discovery, through ``iface`` when given; an unreachable
     portal is reported as such."""

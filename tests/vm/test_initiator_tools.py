@@ -18,6 +18,7 @@ from .conftest import connection_lines, offloaded_target
 
 IQNS = [f"iqn.2026-11.org.cxgbit-ext:many{i}" for i in range(3)]
 OFF = topo.LINKS[0]
+IFACES = ("cxe0", "cxe1")
 
 
 @pytest.fixture
@@ -36,6 +37,9 @@ def three_targets(iscsid: None, module_ko: Path) -> Iterator[None]:
         finally:
             iscsiadm.logout()
             iscsiadm.delete_nodes()
+            # the ifaces go too: later discoveries would make records through them
+            for iface in IFACES:
+                iscsiadm.iface_delete(iface)
             for iqn in IQNS[1:]:
                 topology.delete(iqn)
 
