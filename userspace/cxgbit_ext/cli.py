@@ -9,6 +9,8 @@
     cxgbit-ext restore [--file F] [--lio [LIOFILE]]
     cxgbit-ext topology create --iqn IQN [--luns N] [--size 512M] ...
     cxgbit-ext topology delete --iqn IQN
+    cxgbit-ext gateway create --iqn IQN --rbd POOL/IMAGE --portals IP,IP --gateway N [--owner N]
+    cxgbit-ext gateway show|delete --iqn IQN
 
 Errors go to stderr (or as {"error": ...} with --json) with exit status 1,
 and leave the configuration as it was. Commands that change adapters print
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cxgbit_ext import persist, portals, topology
+from cxgbit_ext import gateway, persist, portals, topology
 from cxgbit_ext.control import CONFIGFS, TOGGLES, Control, CxgbitExtError, adapter_caps, counter_lines
 
 
@@ -252,6 +254,46 @@ def cmd_topology(ctl: Control, a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
+    if a.action == "delete":
+        gateway.delete(a.iqn)
+        print(json.dumps({"deleted": a.iqn}) if a.json else f"deleted {a.iqn}")
+        return 0
+    if a.action == "create":
+        missing = [f"--{n}" for n in ("rbd", "portals", "gateway") if getattr(a, n) is None]
+        if missing:
+            raise gateway.GatewayError(f"gateway create needs {', '.join(missing)}")
+        layout = gateway.Layout(iqn=a.iqn, image=a.rbd, portals=tuple(a.portals), index=a.gateway, owner=a.owner,
+                                port=a.port, offload=a.offload)  # fmt: skip
+        made = gateway.create(layout, dev=a.dev)
+        have = gateway.describe(a.iqn)
+        if a.json:
+            out({"created": made, "wwn": layout.wwn, **have})
+            return 0
+        print(f"{'laid out' if made else 'already laid out'}: gateway {a.gateway} of {len(a.portals)} "
+              f"for {a.rbd} (unit serial {layout.wwn})")  # fmt: skip
+    else:
+        have = gateway.describe(a.iqn)
+        if not have:
+            raise gateway.GatewayError(f"no target {a.iqn}")
+        if a.json:
+            out(have)
+            return 0
+    for tag, t in sorted(have["tpgs"].items()):  # type: ignore[union-attr]
+        luns = ", ".join(f"LUN {n}: {so} in ALUA group {gp}" for n, (so, gp) in t["luns"].items())
+        state = "enabled" if t["enabled"] else "disabled"
+        print(f"  tpg{tag} ({state}): {', '.join(t['portals'])}"
+              f"{' offloaded' if t['offload'] else ''}; {luns}")  # fmt: skip
+    return 0
+
+
+def _portal_list(text: str) -> list[str]:
+    ips = [x.strip() for x in text.split(",")]
+    if not all(ips):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected IP,IP,... (every gateway's portal address)")
+    return ips
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cxgbit-ext", description="iSCSI PDU offload for LIO: status and control")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
@@ -298,13 +340,23 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--no-offload", dest="offload", action="store_false", help="portals stay stock TCP")
     t.add_argument("--acl", action="append", metavar="INITIATOR_IQN", help="explicit ACL (default: demo mode)")
     t.add_argument("--chap", type=_chap, metavar="USER:SECRET", help="one-way CHAP the initiators must use")
+    g = sub.add_parser("gateway", help="lay this host out as one gateway of a shared RBD image (ceph-iscsi's layout)")
+    g.add_argument("action", choices=("create", "show", "delete"))
+    g.add_argument("--iqn", required=True, help="the target name, the same on every gateway")
+    g.add_argument("--rbd", metavar="POOL/IMAGE", help="the image, mapped on this host with rbd map")
+    g.add_argument("--portals", type=_portal_list, metavar="IP,IP,...", help="every gateway's portal, in order")
+    g.add_argument("--gateway", type=int, metavar="N", help="this gateway's place in --portals (1-based)")
+    g.add_argument("--owner", type=int, default=1, metavar="N", help="the Active/Optimized gateway (default 1)")
+    g.add_argument("--port", type=int, default=3260)
+    g.add_argument("--dev", help="the block device the image is mapped at (default: from rbd device list)")
+    g.add_argument("--no-offload", dest="offload", action="store_false", help="this gateway's portal stays stock TCP")
     return ap
 
 
 COMMANDS = {
     "status": cmd_status, "adapters": cmd_adapters, "connections": cmd_connections, "portals": cmd_portals,
     "counters": cmd_counters, "bind": cmd_bind, "unbind": cmd_unbind, "set": cmd_set, "save": cmd_save,
-    "restore": cmd_restore, "topology": cmd_topology,
+    "restore": cmd_restore, "topology": cmd_topology, "gateway": cmd_gateway,
 }  # fmt: skip
 
 
@@ -315,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     ctl = Control(a.configfs)
     try:
         return COMMANDS[a.cmd](ctl, a)
-    except (CxgbitExtError, topology.TopologyError) as e:
+    except (CxgbitExtError, topology.TopologyError, gateway.GatewayError) as e:
         if a.json:
             print(json.dumps({"error": str(e)}))
         else:

@@ -1,0 +1,78 @@
+"""The gateway layout's rules (cxgbit_ext.gateway), without a kernel.
+
+What every gateway must agree on without talking to the others (unit
+serial, group names, ids and states) is computed from the arguments alone;
+a bad argument is refused before anything is touched. The layout itself is
+built and checked against LIO in the scale-out testbed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cxgbit_ext import cli, gateway
+from cxgbit_ext.gateway import ANO, AO, GatewayError, Layout
+
+PORTALS = ("198.18.20.11", "198.18.20.12")
+IQN = "iqn.2026-11.org.example:gw"
+
+
+def layout(**kw: object) -> Layout:
+    args: dict[str, object] = {
+        "iqn": "iqn.2026-11.org.example:gw",
+        "image": "rbd/disk0",
+        "portals": PORTALS,
+        "index": 1,
+    }
+    args.update(kw)
+    return Layout(**args)  # type: ignore[arg-type]
+
+
+def test_every_gateway_computes_the_same_serial_and_groups() -> None:
+    one, two = layout(index=1, owner=2), layout(index=2, owner=2)
+    assert one.wwn == two.wwn and one.so_name == two.so_name == "rbd.disk0"
+    assert [one.group(g) for g in (1, 2)] == [two.group(g) for g in (1, 2)]
+    assert one.group(2) == ("ao", 102, AO) and one.group(1) == ("ano1", 101, ANO)
+    assert layout(image="rbd/disk1").wwn != one.wwn
+
+
+@pytest.mark.parametrize(
+    ("kw", "why"),
+    [
+        ({"image": "disk0"}, "POOL/IMAGE"),
+        ({"image": "rbd/a/b"}, "POOL/IMAGE"),
+        ({"iqn": "target1"}, "not an iSCSI name"),
+        ({"index": 3}, "this gateway is gateway 3, but there are 2 portals"),
+        ({"owner": 0}, "the owner is gateway 0"),
+        ({"portals": ("198.18.20.11", "198.18.20.11")}, "repeat an address"),
+        ({"portals": ()}, "no gateway portals"),
+        ({"port": 70000}, "not a TCP port"),
+    ],
+)
+def test_bad_layout_is_refused(kw: dict[str, object], why: str) -> None:
+    with pytest.raises(GatewayError, match=why):
+        layout(**kw).check()
+
+
+def test_expected_layout_enables_and_offloads_the_local_tpg_only() -> None:
+    want = gateway.expected(layout(index=2))
+    tpgs = want["tpgs"]
+    assert isinstance(tpgs, dict)
+    assert tpgs[1] == {"enabled": False, "portals": ["198.18.20.11:3260"], "offload": [],
+                       "luns": {0: ("rbd.disk0", "ao")}}  # fmt: skip
+    assert tpgs[2]["enabled"] and tpgs[2]["offload"] == ["198.18.20.12:3260"]
+    assert tpgs[2]["luns"] == {0: ("rbd.disk0", "ano2")}
+
+
+def test_cli_refuses_before_touching_anything(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    touched: list[str] = []
+    monkeypatch.setattr(gateway, "describe", lambda iqn: touched.append(iqn) or {})
+    rc = cli.main(["gateway", "create", "--iqn", IQN, "--rbd", "rbd/disk0",
+                   "--portals", ",".join(PORTALS), "--gateway", "3"])  # fmt: skip
+    assert rc == 1 and touched == []
+    assert "this gateway is gateway 3, but there are 2 portals (1..2)" in capsys.readouterr().err
+    rc = cli.main(["gateway", "create", "--iqn", IQN, "--rbd", "rbd/disk0"])
+    assert rc == 1 and touched == []
+    assert "gateway create needs --portals, --gateway" in capsys.readouterr().err

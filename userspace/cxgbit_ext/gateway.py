@@ -1,0 +1,206 @@
+"""Gateways on one shared RBD image, laid out as ceph-iscsi lays them out.
+
+Every gateway exports the same target IQN with one TPG per gateway (the
+TPG's tag is the gateway's index, 1-based), each TPG with the portal of its
+gateway; only the local TPG is enabled (and offloaded), the others are
+there so that every gateway reports the same target ports. The image is
+one storage object with the same unit serial (WWN) everywhere and one ALUA
+target port group per gateway, with implicit transitions: "ao"
+(Active/Optimized, preferred) on the gateway that owns the image, "ano<N>"
+(Active/Non-optimized) on the others. Each TPG's LUN 0 joins its gateway's
+group. Because every gateway makes the TPGs and their LUNs in the same
+order, LIO before 6.5 numbers the relative target ports (per device, in
+LUN creation order) the same on every gateway; where the TPG has an
+``rtpi`` attribute (6.5 on), LIO numbers only enabled TPGs, so each TPG's
+port is pinned to its gateway's index instead.
+
+Backstore: the image mapped with krbd and served by iblock (``rbd map``);
+tcmu-runner's ``user:rbd`` is not supported here yet.
+
+create() is idempotent: a gateway already laid out the same way is left as
+it is; one laid out differently is refused and left unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtslib_fb import LUN, TPG, ALUATargetPortGroup, BlockStorageObject, FabricModule, NetworkPortal, RTSRoot, Target
+from rtslib_fb.utils import RTSLibError
+
+# ALUA states (SPC-4 asymmetric access states) and the implicit access type
+AO, ANO = 0, 1
+IMPLICIT = 1
+# tg_pt_gp_id of gateway N's group: clear of LIO's default group
+GROUP_ID_BASE = 100
+_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+
+class GatewayError(Exception):
+    """The gateway layout is invalid, or could not be built; nothing changed."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One gateway's view of the shared layout."""
+
+    iqn: str
+    image: str  # "pool/image"
+    portals: tuple[str, ...]  # every gateway's portal address, gateway 1 first
+    index: int  # this gateway, 1-based
+    owner: int = 1  # the gateway whose ALUA group is Active/Optimized
+    port: int = 3260
+    offload: bool = True
+
+    def check(self) -> None:
+        """Raise GatewayError unless the layout makes sense."""
+        pool, sep, image = self.image.partition("/")
+        if not sep or not _NAME.match(pool) or not _NAME.match(image):
+            raise GatewayError(f"--rbd {self.image!r}: expected POOL/IMAGE (letters, digits, _ . + -)")
+        if not self.iqn.startswith(("iqn.", "eui.", "naa.")):
+            raise GatewayError(f"{self.iqn!r} is not an iSCSI name (iqn., eui. or naa.)")
+        if not self.portals:
+            raise GatewayError("no gateway portals given")
+        if len(set(self.portals)) != len(self.portals):
+            raise GatewayError(f"gateway portals repeat an address: {', '.join(self.portals)}")
+        for n, what in ((self.index, "this gateway"), (self.owner, "the owner")):
+            if not 1 <= n <= len(self.portals):
+                raise GatewayError(
+                    f"{what} is gateway {n}, but there are {len(self.portals)} portals (1..{len(self.portals)})"
+                )
+        if not 0 < self.port < 65536:
+            raise GatewayError(f"port {self.port} is not a TCP port")
+
+    @property
+    def so_name(self) -> str:
+        """The storage object's name (ceph-iscsi's pool.image)."""
+        return self.image.replace("/", ".")
+
+    @property
+    def wwn(self) -> str:
+        """The unit serial: the same on every gateway, derived from the image."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"rbd:{self.image}"))
+
+    def group(self, gateway: int) -> tuple[str, int, int]:
+        """(name, tg_pt_gp_id, ALUA state) of gateway's target port group."""
+        if gateway == self.owner:
+            return "ao", GROUP_ID_BASE + gateway, AO
+        return f"ano{gateway}", GROUP_ID_BASE + gateway, ANO
+
+
+def mapped_device(image: str) -> str:
+    """The block device krbd maps ``image`` at, or GatewayError."""
+    try:
+        out = subprocess.run(["rbd", "device", "list", "--format", "json"], capture_output=True, text=True,
+                             timeout=60, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as e:
+        raise GatewayError(f"rbd device list: {e}") from e
+    pool, _, name = image.partition("/")
+    for d in json.loads(out or "[]"):
+        if d.get("pool") == pool and d.get("name") == name and not d.get("snap", "-").strip("-"):
+            return str(d["device"])
+    raise GatewayError(f"{image} is not mapped on this host (rbd map {image})")
+
+
+def _find(iqn: str) -> Target | None:
+    return next((t for t in FabricModule("iscsi").targets if t.wwn == iqn), None)
+
+
+def describe(iqn: str) -> dict[str, object]:
+    """The target's layout on this host, as configfs has it (empty when
+    there is no such target): for idempotence and for the CLI's report."""
+    target = _find(iqn)
+    if target is None:
+        return {}
+    tpgs = {}
+    for tpg in target.tpgs:
+        luns = list(tpg.luns)
+        tpgs[tpg.tag] = {
+            "enabled": tpg.enable,
+            "portals": sorted(f"{np.ip_address}:{np.port}" for np in tpg.network_portals),
+            "offload": sorted(f"{np.ip_address}:{np.port}" for np in tpg.network_portals if np.offload),
+            "luns": {lun.lun: (lun.storage_object.name, lun.alua_tg_pt_gp_name) for lun in luns},
+        }
+    return {"iqn": target.wwn, "tpgs": tpgs}
+
+
+def expected(layout: Layout) -> dict[str, object]:
+    tpgs = {}
+    for gw, ip in enumerate(layout.portals, 1):
+        portal = f"{ip}:{layout.port}"
+        tpgs[gw] = {
+            "enabled": gw == layout.index,
+            "portals": [portal],
+            "offload": [portal] if gw == layout.index and layout.offload else [],
+            "luns": {0: (layout.so_name, layout.group(gw)[0])},
+        }
+    return {"iqn": layout.iqn, "tpgs": tpgs}
+
+
+def create(layout: Layout, dev: str | None = None) -> bool:
+    """Lay this gateway out; True when something was made, False when it was
+    already laid out so. GatewayError (and nothing changed) otherwise."""
+    layout.check()
+    have = describe(layout.iqn)
+    if have:
+        if have == expected(layout):
+            return False
+        raise GatewayError(f"target {layout.iqn} exists with another layout: {json.dumps(have, default=list)}")
+    if any(so.name == layout.so_name for so in RTSRoot().storage_objects):
+        raise GatewayError(f"a storage object {layout.so_name} exists already")
+    dev = dev or mapped_device(layout.image)
+    so: BlockStorageObject | None = None
+    target: Target | None = None
+    try:
+        so = BlockStorageObject(layout.so_name, dev=dev, wwn=layout.wwn)
+        for gw in range(1, len(layout.portals) + 1):
+            name, gid, state = layout.group(gw)
+            g = ALUATargetPortGroup(so, name, tag=gid)
+            g.alua_access_type = IMPLICIT
+            g.alua_access_state = state
+            g.preferred = int(state == AO)
+        target = Target(FabricModule("iscsi"), layout.iqn)
+        for gw, ip in enumerate(layout.portals, 1):
+            tpg = TPG(target, gw)
+            rtpi = Path(tpg.path) / "rtpi"
+            if rtpi.exists():
+                rtpi.write_text(str(gw))
+            tpg.set_attribute("authentication", "0")
+            tpg.set_attribute("generate_node_acls", "1")
+            tpg.set_attribute("demo_mode_write_protect", "0")
+            tpg.set_attribute("cache_dynamic_acls", "1")
+            lun = LUN(tpg, 0, storage_object=so)
+            # rtslib's setter drops its error: read the membership back
+            lun.alua_tg_pt_gp_name = layout.group(gw)[0]
+            if lun.alua_tg_pt_gp_name != layout.group(gw)[0]:
+                raise GatewayError(f"LUN 0 of TPG {gw} did not join ALUA group {layout.group(gw)[0]}")
+            np = NetworkPortal(tpg, ip, layout.port)
+            if gw == layout.index:
+                if layout.offload:
+                    np.offload = True
+                tpg.enable = True
+        return True
+    except (RTSLibError, OSError, GatewayError) as e:
+        if target is not None:
+            target.delete()
+        if so is not None:
+            so.delete()
+        raise GatewayError(f"laying out gateway {layout.index} of {layout.iqn}: {e}") from e
+
+
+def delete(iqn: str) -> None:
+    """Remove the target and the storage objects only it used."""
+    target = _find(iqn)
+    if target is None:
+        raise GatewayError(f"no target {iqn}")
+    sos = {lun.storage_object.path: lun.storage_object for tpg in target.tpgs for lun in tpg.luns}
+    target.delete()
+    in_use = {lun.storage_object.path for t in RTSRoot().targets for tpg in t.tpgs for lun in tpg.luns}
+    for path, so in sos.items():
+        if path not in in_use:
+            so.delete()
