@@ -15,7 +15,7 @@ VMTESTS ?= tests/vm
 VMTIMEOUT ?= 2100
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps modules check-kmod host-test lint vm-test test demo conformance fuzz-vm perf-deps perf perf-micro clean
+.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm perf-deps perf perf-micro clean
 
 all: modules
 
@@ -43,6 +43,11 @@ vm-test: modules
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout $(VMTIMEOUT) \
 			--results $(BUILD)/results/$$k -- $(VMTESTS); \
 	done
+
+# two offloaded gateways on one Ceph RBD image and a multipath initiator:
+# gateway 1 and the initiator on the first kernel, gateway 2 on the second
+scale-out: modules
+	$(PY) $(TOP)/testbed/scaleout --kernel $$(echo $(KVERS) | tr ' ' ,) --results $(BUILD)/results/scaleout
 
 test: modules host-test vm-test
 	@echo "make test: all green on: $(KVERS)"

@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Inside a scale-out guest (started by testbed/scaleout): one role.
+
+    scaleout_guest.py gateway N --plan PLAN.json
+    scaleout_guest.py initiator --plan PLAN.json
+
+Every guest has one NIC on the Ceph cluster's bridge. The guests meet
+through files in the shared directory named in the plan ("rendezvous"):
+a gateway writes ``ready-gwN`` once its layout is up, then acts on
+``disable-gwN`` / ``enable-gwN`` (it answers with ``disabled-gwN`` /
+``enabled-gwN``) until ``done`` appears; the initiator runs the checks
+and writes ``result.json`` and ``done``. The host may kill a gateway's VM
+at ``kill-gwN``'s request (written by the initiator) and starts it again
+when the initiator writes ``restart-gwN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+TOP = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TOP))
+
+from iscsi_initiator import iscsiadm  # noqa: E402
+from testbed import fio  # noqa: E402
+from testbed.kmod import insmod, module_ko  # noqa: E402
+
+warnings.filterwarnings("ignore", message="Cannot set dbroot")
+CFS = Path("/sys/kernel/config/cxgbit_ext")
+# ceph-iscsi's documented multipath settings for Linux initiators (LIO-ORG
+# devices, ALUA prioritizer, failover path groups), for an iblock backstore
+MULTIPATH_CONF = """\
+defaults {
+    user_friendly_names no
+    find_multipaths no
+}
+devices {
+    device {
+        vendor "LIO-ORG"
+        product ".*"
+        hardware_handler "1 alua"
+        path_grouping_policy "failover"
+        path_selector "queue-length 0"
+        failback 60
+        path_checker tur
+        prio alua
+        prio_args exclusive_pref_bit
+        fast_io_fail_tmo 25
+        no_path_retry queue
+    }
+}
+"""
+
+
+def log(msg: str) -> None:
+    print(f"[{os.uname().nodename} {time.monotonic():8.1f}] {msg}", flush=True)
+
+
+def sh(*cmd: str, timeout: float = 120, check: bool = True) -> str:
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}")
+    return p.stdout
+
+
+def wait_for(cond: Any, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+class Rendezvous:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def put(self, name: str, body: str = "") -> None:
+        tmp = self.path / f".{name}.tmp"
+        tmp.write_text(body)
+        tmp.rename(self.path / name)
+
+    def has(self, name: str) -> bool:
+        # a listing, not a lookup: no negative entry can be cached on 9p
+        return name in os.listdir(self.path)
+
+    def wait(self, name: str, timeout: float) -> None:
+        wait_for(lambda: self.has(name), f"waiting for {name}", timeout)
+
+
+def network(plan: dict[str, Any], mac: str, ip: str) -> None:
+    nic = next(p.parent.name for p in Path("/sys/class/net").glob("*/address") if p.read_text().strip() == mac)
+    sh("ip", "link", "set", "lo", "up")
+    sh("ip", "addr", "add", f"{ip}/24", "dev", nic)
+    sh("ip", "link", "set", nic, "up")
+    wait_for(lambda: subprocess.run(["ping", "-c1", "-W1", plan["mon"]], capture_output=True).returncode == 0,
+             f"the Ceph monitor {plan['mon']} over {nic}", 60)  # fmt: skip
+    Path("/etc/ceph").mkdir(exist_ok=True)
+    Path("/etc/ceph/ceph.conf").write_text(
+        f"[global]\nmon host = {plan['mon']}\nauth cluster required = none\n"
+        "auth service required = none\nauth client required = none\n"
+    )
+
+
+def counters() -> dict[str, int]:
+    text = (CFS / "adapters/soft0/counters").read_text()
+    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}
+
+
+def gateway(plan: dict[str, Any], n: int) -> int:
+    from rtslib_fb import FabricModule
+
+    rdv = Rendezvous(Path(plan["rendezvous"]))
+    me = plan["gateways"][n - 1]
+    network(plan, me["mac"], me["ip"])
+    sh("modprobe", "rbd")
+    dev = sh("rbd", "map", plan["image"]).strip()
+    log(f"{plan['image']} mapped at {dev}")
+    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    p = insmod(module_ko())
+    assert p.returncode == 0, p.stderr
+    portals = ",".join(g["ip"] for g in plan["gateways"])
+    out = sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "create", "--iqn", plan["iqn"], "--rbd",
+             plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]))  # fmt: skip
+    log(out.strip())
+    again = sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "create", "--iqn", plan["iqn"], "--rbd",
+               plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]))  # fmt: skip
+    assert again.startswith("already laid out"), again
+    log(sh(sys.executable, "-m", "cxgbit_ext.cli", "portals").strip())
+    rdv.put(f"ready-gw{n}")
+    while not rdv.has("done"):
+        target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])
+        tpg = next(t for t in target.tpgs if t.tag == n)
+        for verb, on in (("disable", False), ("enable", True)):
+            if rdv.has(f"{verb}-gw{n}") and not rdv.has(f"{verb}d-gw{n}"):
+                tpg.enable = on
+                log(f"TPG {n} {verb}d")
+                rdv.put(f"{verb}d-gw{n}")
+        time.sleep(0.5)
+    c = counters()
+    log(f"soft0 counters: {c}")
+    rdv.put(f"counters-gw{n}.json", json.dumps(c))
+    sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "delete", "--iqn", plan["iqn"])
+    sh("rbd", "unmap", dev)
+    return 0
+
+
+def initiator(plan: dict[str, Any]) -> int:
+    rdv = Rendezvous(Path(plan["rendezvous"]))
+    network(plan, plan["initiator"]["mac"], plan["initiator"]["ip"])
+    result: dict[str, Any] = {}
+    try:
+        for i in range(len(plan["gateways"])):
+            rdv.wait(f"ready-gw{i + 1}", 600)
+        iscsiadm.start_iscsid()
+        for g in plan["gateways"]:
+            portal = f"{g['ip']}:3260"
+            iscsiadm.discover(portal)
+            # fail a dead path within seconds, not open-iscsi's 120 s
+            iscsiadm.set_node(plan["iqn"], portal, "node.session.timeo.replacement_timeout", "5")
+            iscsiadm.login(plan["iqn"], portal)
+        Path("/etc/multipath.conf").write_text(MULTIPATH_CONF)
+        sh("modprobe", "dm_multipath")
+        sh("modprobe", "scsi_dh_alua")
+        # multipath-tools learn of paths and make /dev/mapper nodes through udev
+        subprocess.run(["/lib/systemd/systemd-udevd", "--daemon"], check=True)
+        sh("udevadm", "trigger", "--action=add", "--subsystem-match=block")
+        sh("udevadm", "settle", "--timeout=60")
+        subprocess.run(["multipathd"], check=True)
+        wait_for(lambda: len(paths()) == 2, "multipath: both paths of one map", 60)
+        # a survivor waits out a dead owner's watch (30 s) before it may
+        # write: longer than the SCSI layer's default 30 s per command
+        for sd in paths():
+            Path(f"/sys/block/{sd}/device/timeout").write_text("180\n")
+        mp = sh("multipath", "-ll")
+        log(mp)
+        result["multipath"] = mp
+        wwids = set(re.findall(r"^(\S+) dm-\d+", mp, re.M))
+        assert len(wwids) == 1, f"expected one WWID, got {wwids}"
+        groups = re.findall(r"policy='[^']*' prio=(\d+) status=(\w+)", mp)
+        assert len(groups) == 2, f"expected two path groups: {groups}"
+        result["groups"] = groups
+        assert int(groups[0][0]) > int(groups[1][0]) and groups[0][1] == "active", f"AO group not preferred: {groups}"
+        rtpg = {sd: sh("sg_rtpg", "-d", f"/dev/{sd}") for sd in paths()}
+        answers = set(rtpg.values())
+        log(f"sg_rtpg: {rtpg}")
+        assert len(answers) == 1, f"sg_rtpg differs between paths: {rtpg}"
+        dm = f"/dev/mapper/{wwids.pop()}"
+        result["failovers"] = []
+        for how in plan["failures"]:
+            result["failovers"].append(failover_under_fio(plan, rdv, dm, how))
+        # the owner serves again: a last pass goes through it
+        _ok(_verify(dm, loops=1), "fio verify after failback")
+        result["ok"] = True
+    except Exception as e:  # every failure is reported, then the run fails
+        result["ok"] = False
+        result["error"] = f"{type(e).__name__}: {e}"
+        log(f"FAILED: {result['error']}")
+        for cmd in (["multipath", "-ll"], ["multipathd", "show", "paths"], ["iscsiadm", "-m", "session", "-P", "1"]):
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            log(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+    finally:
+        rdv.put("result.json", json.dumps(result, indent=2))
+        iscsiadm.logout()
+        rdv.put("done")
+    return 0 if result.get("ok") else 1
+
+
+def paths() -> list[str]:
+    out = subprocess.run(["multipath", "-ll"], capture_output=True, text=True).stdout
+    return re.findall(r"\d+:\d+:\d+:\d+ (sd\w+) ", out)
+
+
+def active_path(dm: str) -> str | None:
+    """The sd device of the path group dm-multipath uses now (one direct
+    read first: an idle map marks no group active)."""
+    try:
+        subprocess.run(["dd", f"if={dm}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct"],
+                       capture_output=True, timeout=60)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None  # every path down: the read waits in the queue
+    out = subprocess.run(["multipath", "-ll"], capture_output=True, text=True).stdout
+    m = re.search(r"status=active\n[ |`-]+\d+:\d+:\d+:\d+ (sd\w+)\s+\S+\s+active", out)
+    return m.group(1) if m else None
+
+
+def _logged_active_path(dm: str, t0: float, every: float = 20) -> str | None:
+    """active_path(), with the whole map logged every ``every`` s."""
+    now = time.monotonic()
+    if int((now - t0) / every) != int((now - t0 - 0.2) / every):
+        log(sh("multipath", "-ll", check=False))
+    return active_path(dm)
+
+
+def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str) -> dict[str, Any]:
+    """fio write+verify on the multipath device while the owner gateway
+    fails (``how``: its TPG disabled, or its VM killed by the host) and then
+    comes back: I/O moves to the other gateway and back, every block
+    written before the failure reads back after it."""
+    owner = plan["owner"]
+    done: list[object] = []
+    first = active_path(dm)
+    stop = threading.Event()
+    t = threading.Thread(target=lambda: done.append(_verify_until(dm, stop)))
+    t.start()
+    time.sleep(3)
+    ev: dict[str, Any] = {"failure": "TPG disabled" if how == "disable" else "VM killed", "gateway": owner}
+    t0 = time.monotonic()
+    if how == "disable":
+        rdv.put(f"disable-gw{owner}")
+        rdv.wait(f"disabled-gw{owner}", 60)
+    else:
+        rdv.put(f"kill-gw{owner}")
+        rdv.wait(f"killed-gw{owner}", 60)
+    assert t.is_alive(), "fio ended before the gateway failed: the failover was not under I/O"
+    wait_for(lambda: active_path(dm) not in (None, first), "I/O moving to the other gateway", 120)
+    ev["io_moved_after_s"] = round(time.monotonic() - t0, 1)
+    log(f"failover: {ev}")
+    if how == "kill":
+        # the survivor takes the image's lock once the dead owner's watch
+        # expires, and fences it: the owner's address joins the blocklist
+        ip = plan["gateways"][owner - 1]["ip"]
+        wait_for(lambda: ip in sh("ceph", "osd", "blocklist", "ls", check=False), f"{ip} on the blocklist", 180)
+        ev["fenced_after_s"] = round(time.monotonic() - t0, 1)
+        log(f"fenced: {ev}")
+    t0 = time.monotonic()
+    if how == "disable":
+        rdv.put(f"enable-gw{owner}")
+        rdv.wait(f"enabled-gw{owner}", 60)
+    else:
+        rdv.put(f"restart-gw{owner}")
+        rdv.wait(f"ready-gw{owner}", 600)
+        ev["gateway_back_after_s"] = round(time.monotonic() - t0, 1)
+    wait_for(lambda: _logged_active_path(dm, t0) == first, "I/O failing back to the owner", 300)
+    ev["failed_back_after_s"] = round(time.monotonic() - t0, 1)
+    log(f"failback: {ev}")
+    stop.set()
+    t.join(timeout=900)
+    assert not t.is_alive(), "fio did not finish"
+    assert done and not isinstance(done[0], Exception), f"fio verify over the failover: {done}"
+    ev["fio_passes"] = done[0]
+    return ev
+
+
+def _verify_until(dev: str, stop: threading.Event) -> object:
+    """Passes of write+verify over the whole device until ``stop``; each
+    pass reads back what it wrote. The count, or the first failure."""
+    passes = 0
+    while not stop.is_set():
+        res = _verify(dev, loops=1)
+        if isinstance(res, Exception):
+            return res
+        passes += 1
+    return passes
+
+
+def _ok(res: object, what: str) -> None:
+    assert not isinstance(res, Exception), f"{what}: {res}"
+
+
+def _verify(dev: str, loops: int = 4) -> object:
+    try:
+        return fio.write_verify(dev, size="32M", bs="64k", iodepth=8, loops=loops)
+    except (fio.FioError, OSError) as e:
+        return e
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("role", choices=("gateway", "initiator"))
+    ap.add_argument("index", type=int, nargs="?")
+    ap.add_argument("--plan", type=Path, required=True)
+    a = ap.parse_args()
+    plan = json.loads(a.plan.read_text())
+    if a.role == "gateway":
+        return gateway(plan, a.index)
+    return initiator(plan)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
