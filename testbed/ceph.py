@@ -138,6 +138,9 @@ class Cluster:
         _sh("monmaptool", "--create", "--add", "a", self.ip, "--fsid", fsid, str(monmap))
         self._daemon("ceph-mon", "--mkfs", "-i", "a", "--monmap", str(monmap))
         self._daemon("ceph-mon", "-i", "a")
+        # a monitor answers commands once it has formed its quorum of one;
+        # before that even a status query fails (EPERM, ETIMEDOUT)
+        self._wait_ok(("ceph", "mon", "stat"), "the monitor forming its quorum", timeout)
         self._daemon("ceph-mgr", "-i", "x")
         osd_uuid = str(uuid.uuid4())
         osd_id = self.ceph("osd", "new", osd_uuid).strip()
@@ -152,12 +155,25 @@ class Cluster:
             time.sleep(0.2)
         self.rbd("pool", "init", pool)
 
+    def _wait_ok(self, cmd: tuple[str, ...], what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while (p := self.run(*cmd, timeout=timeout, check=False)).returncode != 0:
+            if time.monotonic() > deadline:
+                raise CephError(f"{what}: not within {timeout:.0f} s: {' '.join(cmd)}: {p.stderr.strip()[-500:]}")
+            time.sleep(0.2)
+
     def clean(self) -> bool:
-        """Every placement group active+clean, and the OSD up."""
-        out = self.ceph("pg", "stat")  # "9 pgs: 9 active+clean; ..."
-        head = out.split(";")[0]
+        """Every placement group active+clean, and the OSD up (False while
+        the cluster cannot say)."""
+        p = self.run("ceph", "pg", "stat", check=False)  # "9 pgs: 9 active+clean; ..."
+        if p.returncode != 0:
+            return False
+        head = p.stdout.split(";")[0]
         total, _, states = head.partition(" pgs: ")
-        return states.strip() == f"{total.strip()} active+clean" and "osd: 1 osds: 1 up" in self.ceph("-s")
+        if states.strip() != f"{total.strip()} active+clean":
+            return False
+        st = self.run("ceph", "-s", check=False)
+        return st.returncode == 0 and "osd: 1 osds: 1 up" in st.stdout
 
     def _pids(self) -> list[int]:
         pids = []
