@@ -31,12 +31,12 @@ from typing import Any
 TOP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOP))
 
+from cxgbit_ext.control import Control  # noqa: E402
 from iscsi_initiator import iscsiadm  # noqa: E402
 from testbed import fio  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Cannot set dbroot")
-CFS = Path("/sys/kernel/config/cxgbit_ext")
 # ceph-iscsi's documented multipath settings for Linux initiators (LIO-ORG
 # devices, ALUA prioritizer, failover path groups), for an iblock backstore
 MULTIPATH_CONF = """\
@@ -112,11 +112,6 @@ def network(plan: dict[str, Any], mac: str, ip: str) -> None:
     )
 
 
-def counters() -> dict[str, int]:
-    text = (CFS / "adapters/soft0/counters").read_text()
-    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}
-
-
 def gateway(plan: dict[str, Any], n: int) -> int:
     from rtslib_fb import FabricModule
 
@@ -130,24 +125,23 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     p = insmod(module_ko())
     assert p.returncode == 0, p.stderr
     portals = ",".join(g["ip"] for g in plan["gateways"])
-    out = sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "create", "--iqn", plan["iqn"], "--rbd",
-             plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]))  # fmt: skip
-    log(out.strip())
-    again = sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "create", "--iqn", plan["iqn"], "--rbd",
-               plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]))  # fmt: skip
+    create = (sys.executable, "-m", "cxgbit_ext.cli", "gateway", "create", "--iqn", plan["iqn"], "--rbd",
+              plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]))  # fmt: skip
+    log(sh(*create).strip())
+    again = sh(*create)
     assert again.startswith("already laid out"), again
     log(sh(sys.executable, "-m", "cxgbit_ext.cli", "portals").strip())
     rdv.put(f"ready-gw{n}")
+    target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])
+    tpg = next(t for t in target.tpgs if t.tag == n)
     while not rdv.has("done"):
-        target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])
-        tpg = next(t for t in target.tpgs if t.tag == n)
         for verb, on in (("disable", False), ("enable", True)):
             if rdv.has(f"{verb}-gw{n}") and not rdv.has(f"{verb}d-gw{n}"):
                 tpg.enable = on
                 log(f"TPG {n} {verb}d")
                 rdv.put(f"{verb}d-gw{n}")
         time.sleep(0.5)
-    c = counters()
+    c = Control().adapter("soft0").counters
     log(f"soft0 counters: {c}")
     rdv.put(f"counters-gw{n}.json", json.dumps(c))
     sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "delete", "--iqn", plan["iqn"])
@@ -178,9 +172,10 @@ def initiator(plan: dict[str, Any]) -> int:
         sh("udevadm", "settle", "--timeout=60")
         subprocess.run(["multipathd"], check=True)
         wait_for(lambda: len(paths()) == 2, "multipath: both paths of one map", 60)
+        sds = paths()
         # a survivor waits out a dead owner's watch (30 s) before it may
         # write: longer than the SCSI layer's default 30 s per command
-        for sd in paths():
+        for sd in sds:
             Path(f"/sys/block/{sd}/device/timeout").write_text("180\n")
         mp = sh("multipath", "-ll")
         log(mp)
@@ -191,7 +186,7 @@ def initiator(plan: dict[str, Any]) -> int:
         assert len(groups) == 2, f"expected two path groups: {groups}"
         result["groups"] = groups
         assert int(groups[0][0]) > int(groups[1][0]) and groups[0][1] == "active", f"AO group not preferred: {groups}"
-        rtpg = {sd: sh("sg_rtpg", "-d", f"/dev/{sd}") for sd in paths()}
+        rtpg = {sd: sh("sg_rtpg", "-d", f"/dev/{sd}") for sd in sds}
         answers = set(rtpg.values())
         log(f"sg_rtpg: {rtpg}")
         assert len(answers) == 1, f"sg_rtpg differs between paths: {rtpg}"
@@ -242,6 +237,15 @@ def _logged_active_path(dm: str, t0: float, every: float = 20) -> str | None:
     return active_path(dm)
 
 
+# how the owner fails and comes back: (request, its answer, seconds to
+# wait for it) for the failure, then for the return; a gateway answers
+# disable/enable, the host kill (its qemu) and restart (a new boot)
+FAILURES = {
+    "disable": (("disable", "disabled", 60), ("enable", "enabled", 60)),
+    "kill": (("kill", "killed", 60), ("restart", "ready", 600)),
+}
+
+
 def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str) -> dict[str, Any]:
     """fio write+verify on the multipath device while the owner gateway
     fails (``how``: its TPG disabled, or its VM killed by the host) and then
@@ -255,13 +259,10 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str)
     t.start()
     time.sleep(3)
     ev: dict[str, Any] = {"failure": "TPG disabled" if how == "disable" else "VM killed", "gateway": owner}
+    (fail, failed, fail_s), (back, is_back, back_s) = FAILURES[how]
     t0 = time.monotonic()
-    if how == "disable":
-        rdv.put(f"disable-gw{owner}")
-        rdv.wait(f"disabled-gw{owner}", 60)
-    else:
-        rdv.put(f"kill-gw{owner}")
-        rdv.wait(f"killed-gw{owner}", 60)
+    rdv.put(f"{fail}-gw{owner}")
+    rdv.wait(f"{failed}-gw{owner}", fail_s)
     assert t.is_alive(), "fio ended before the gateway failed: the failover was not under I/O"
     wait_for(lambda: active_path(dm) not in (None, first), "I/O moving to the other gateway", 120)
     ev["io_moved_after_s"] = round(time.monotonic() - t0, 1)
@@ -274,12 +275,9 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str)
         ev["fenced_after_s"] = round(time.monotonic() - t0, 1)
         log(f"fenced: {ev}")
     t0 = time.monotonic()
-    if how == "disable":
-        rdv.put(f"enable-gw{owner}")
-        rdv.wait(f"enabled-gw{owner}", 60)
-    else:
-        rdv.put(f"restart-gw{owner}")
-        rdv.wait(f"ready-gw{owner}", 600)
+    rdv.put(f"{back}-gw{owner}")
+    rdv.wait(f"{is_back}-gw{owner}", back_s)
+    if how == "kill":
         ev["gateway_back_after_s"] = round(time.monotonic() - t0, 1)
     wait_for(lambda: _logged_active_path(dm, t0) == first, "I/O failing back to the owner", 300)
     ev["failed_back_after_s"] = round(time.monotonic() - t0, 1)

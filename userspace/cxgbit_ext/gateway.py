@@ -33,6 +33,8 @@ from pathlib import Path
 from rtslib_fb import LUN, TPG, ALUATargetPortGroup, BlockStorageObject, FabricModule, NetworkPortal, RTSRoot, Target
 from rtslib_fb.utils import RTSLibError
 
+from cxgbit_ext import topology
+
 # ALUA states (SPC-4 asymmetric access states) and the implicit access type
 AO, ANO = 0, 1
 IMPLICIT = 1
@@ -195,12 +197,7 @@ def create(layout: Layout, dev: str | None = None) -> bool:
 
 def delete(iqn: str) -> None:
     """Remove the target and the storage objects only it used."""
-    target = _find(iqn)
-    if target is None:
-        raise GatewayError(f"no target {iqn}")
-    sos = {lun.storage_object.path: lun.storage_object for tpg in target.tpgs for lun in tpg.luns}
-    target.delete()
-    in_use = {lun.storage_object.path for t in RTSRoot().targets for tpg in t.tpgs for lun in tpg.luns}
-    for path, so in sos.items():
-        if path not in in_use:
-            so.delete()
+    try:
+        topology.delete(iqn)
+    except topology.TopologyError as e:
+        raise GatewayError(str(e)) from e
