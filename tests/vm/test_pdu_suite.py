@@ -252,28 +252,6 @@ def wait_for(what: str, cond: Callable[[], bool], timeout: float = 20) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize(
-    ("hd", "dd", "imm", "r2t", "mrdsl"),
-    [
-        ("None", "None", True, True, 8192),
-        ("CRC32C", "CRC32C", True, False, 8192),
-        ("CRC32C", "None", False, True, 4096),
-        ("None", "CRC32C", False, False, 65536),
-    ],
-)
-def test_write_read_back(path: str, hd: str, dd: str, imm: bool, r2t: bool, mrdsl: int) -> None:
-    p = Params(header_digest=hd, data_digest=dd, immediate_data=imm, initial_r2t=r2t, max_recv_dlen=mrdsl)
-    with tpg_params(InitialR2T="Yes" if r2t else "No"):  # the result is the OR of both sides' values
-        c = connect(path, p)
-    assert (c.params.header_digest, c.params.data_digest) == (hd, dd)
-    assert (c.params.immediate_data, c.params.initial_r2t) == (imm, r2t)
-    data = os.urandom(300 * BLOCK)  # not a multiple of any burst or segment size
-    lba = 64 + 1000 * (hash((hd, dd, imm, r2t)) % 8)
-    c.scsi_write(lba, data)
-    assert c.scsi_read(lba, 300) == data
-    assert c.logout() == 0
-
-
 def test_nop_text_tmf(path: str) -> None:
     c = connect(path, Params(header_digest="CRC32C", data_digest="CRC32C"))
     rsp = c.nop(b"echo me")
@@ -926,7 +904,7 @@ def test_cmdsn_outside_window_is_ignored(path: str, where: str, kind: str) -> No
         cmd = scsi_command(write10(lba, 8), itt=c.next_itt(), cmdsn=sn & 0xFFFFFFFF, expstatsn=c.expstatsn,
                            write_len=8 * BLOCK, data=os.urandom(8 * BLOCK))  # fmt: skip
     c.send(cmd)
-    check(path, f"cmdsn_{where}", observe(c, wait=3), {"ignored"})
+    check(path, f"cmdsn_{where}", observe(c, wait=1), {"ignored"})
     moved(bytes_placed=0)
     after = c.nop()
     assert (after.expcmdsn, after.maxcmdsn) == (pong.expcmdsn, pong.maxcmdsn), "the ignored command moved the window"
@@ -1084,7 +1062,6 @@ class Recording(Connection):
 FBL = 64 * KiB
 
 
-@pytest.mark.parametrize("length", [FBL - 512, FBL, FBL + 512], ids=["fbl-512", "fbl", "fbl+512"])
 @pytest.mark.parametrize(
     ("imm", "r2t", "tgt_mrdsl"),
     [
@@ -1097,40 +1074,42 @@ FBL = 64 * KiB
     ],
     ids=["imm-r2t", "imm-nor2t", "noimm-r2t", "noimm-nor2t", "imm-r2t-mrdsl8k", "imm-nor2t-mrdsl8k"],
 )
-def test_first_burst_boundaries(path: str, imm: bool, r2t: bool, tgt_mrdsl: int, length: int) -> None:
-    """A write of FirstBurstLength - 512, exactly, or + 512 with every
-    ImmediateData/InitialR2T pair: the initiator sends immediate data up to
-    min(FirstBurstLength, MaxRecvDataSegmentLength), unsolicited Data-Out up
-    to FirstBurstLength when InitialR2T=No, the rest on R2Ts; the data reads
-    back equal, and on the offloaded path every byte was placed."""
+def test_first_burst_boundaries(path: str, imm: bool, r2t: bool, tgt_mrdsl: int) -> None:
+    """Writes of FirstBurstLength - 512, exactly, and + 512 with every
+    ImmediateData/InitialR2T pair, one after another in one session: the
+    initiator sends immediate data up to min(FirstBurstLength,
+    MaxRecvDataSegmentLength), unsolicited Data-Out up to FirstBurstLength
+    when InitialR2T=No, the rest on R2Ts; the data reads back equal, and on
+    the offloaded path every byte was placed."""
     with tpg_params(InitialR2T="Yes" if r2t else "No", MaxXmitDataSegmentLength=str(tgt_mrdsl)):
         c = connect(path, Params(immediate_data=imm, initial_r2t=r2t, first_burst=FBL, max_burst=256 * KiB),
                     cls=Recording)  # fmt: skip
     assert isinstance(c, Recording)
     p = c.params
     assert (p.immediate_data, p.initial_r2t, p.first_burst, p.max_xmit_dlen) == (imm, r2t, FBL, tgt_mrdsl)
-    first = min(length, FBL)
-    imm_len = min(first, tgt_mrdsl) if imm else 0
-    unsol_len = 0 if r2t else first - imm_len
-    lba = 10000 + 160 * (4 * imm + 2 * r2t + (tgt_mrdsl < LIO_MRDSL))
-    data = os.urandom(length)
     clear_unit_attention(c)
-    moved = Moved(path)
-    c.sent.clear()
-    c.received.clear()
-    c.scsi_write(lba, data)
-    (cmd,) = [w for w in c.sent if w.opcode == Op.SCSI_CMD]
-    douts = [w for w in c.sent if w.opcode == Op.DATA_OUT]
-    r2ts = [w for w in c.received if w.opcode == Op.R2T]
-    unsol = sum(w.dlen for w in douts if w.ttt == RSVD_TAG)
-    sol = sum(w.dlen for w in douts if w.ttt != RSVD_TAG)
-    print(f"{path}: {length} B: immediate {cmd.dlen}, unsolicited {unsol}, on {len(r2ts)} R2Ts {sol}")
-    assert (cmd.dlen, unsol, sol) == (imm_len, unsol_len, length - imm_len - unsol_len)
-    assert bool(cmd.flags & F_FINAL) == (unsol_len == 0), "F on the command iff no unsolicited Data-Out follows"
-    assert sum(w.desired for w in r2ts) == sol, "the R2Ts asked for exactly what was not sent unsolicited"
-    assert max(w.dlen for w in [cmd, *douts]) <= tgt_mrdsl
-    assert c.scsi_read(lba, length // BLOCK) == data
-    moved(bytes_placed=length, bytes_copied=0)
+    for i, length in enumerate([FBL - 512, FBL, FBL + 512]):
+        first = min(length, FBL)
+        imm_len = min(first, tgt_mrdsl) if imm else 0
+        unsol_len = 0 if r2t else first - imm_len
+        lba = 10000 + 480 * (4 * imm + 2 * r2t + (tgt_mrdsl < LIO_MRDSL)) + 160 * i
+        data = os.urandom(length)
+        moved = Moved(path)
+        c.sent.clear()
+        c.received.clear()
+        c.scsi_write(lba, data)
+        (cmd,) = [w for w in c.sent if w.opcode == Op.SCSI_CMD]
+        douts = [w for w in c.sent if w.opcode == Op.DATA_OUT]
+        r2ts = [w for w in c.received if w.opcode == Op.R2T]
+        unsol = sum(w.dlen for w in douts if w.ttt == RSVD_TAG)
+        sol = sum(w.dlen for w in douts if w.ttt != RSVD_TAG)
+        print(f"{path}: {length} B: immediate {cmd.dlen}, unsolicited {unsol}, on {len(r2ts)} R2Ts {sol}")
+        assert (cmd.dlen, unsol, sol) == (imm_len, unsol_len, length - imm_len - unsol_len), f"{length} B"
+        assert bool(cmd.flags & F_FINAL) == (unsol_len == 0), "F on the command iff no unsolicited Data-Out follows"
+        assert sum(w.desired for w in r2ts) == sol, "the R2Ts asked for exactly what was not sent unsolicited"
+        assert max(w.dlen for w in [cmd, *douts]) <= tgt_mrdsl
+        assert c.scsi_read(lba, length // BLOCK) == data, f"{length} B"
+        moved(bytes_placed=length, bytes_copied=0)
     assert c.logout() == 0
 
 
