@@ -1,0 +1,84 @@
+"""A gateway's layout (cxgbit-ext gateway create) survives a save and a
+restore (cxgbit-ext save/restore --lio) unchanged in what initiators see:
+the relative target port of each TPG, the ALUA groups and their states, the
+unit serial, the enabled and offloaded portal. The gateway is gateway 2 of
+2, so its enabled TPG is not the first: where LIO numbers ports itself
+(6.12 numbers enabled TPGs in the order they are enabled), a restore that
+does not pin them gives this gateway's port the other gateway's id.
+
+The backstore is a RAM disk (brd) standing for the mapped RBD image (the
+layout does not depend on what the block device is; testbed/scaleout runs
+it on Ceph)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rtslib_fb import FabricModule, RTSRoot
+
+from testbed import topo
+
+from .conftest import insmod
+
+IQN = "iqn.2026-11.org.cxgbit-ext:gw-layout"
+PORTALS = f"{topo.LINKS[0].tgt_ip},{topo.LINKS[1].tgt_ip}"
+
+
+def cli(*args: str) -> str:
+    p = subprocess.run([sys.executable, "-m", "cxgbit_ext.cli", *args], capture_output=True, text=True)
+    assert p.returncode == 0, f"cxgbit-ext {' '.join(args)}: {p.stdout}{p.stderr}"
+    return p.stdout
+
+
+@pytest.fixture
+def block_dev(lio: None, module_ko: Path) -> Iterator[str]:
+    assert insmod(module_ko).returncode == 0
+    subprocess.run(["modprobe", "brd", "rd_nr=1", "rd_size=65536"], check=True)
+    try:
+        yield "/dev/ram0"
+    finally:
+        with topo.in_netns():
+            RTSRoot().clear_existing(confirm=True)
+        assert subprocess.run(["rmmod", "brd"]).returncode == 0
+        assert subprocess.run(["rmmod", "cxgbit_ext"]).returncode == 0
+
+
+def what_initiators_see() -> dict[str, object]:
+    """Per TPG: enabled, offloaded portals, LUN 0's relative target port id
+    (the kernel's SCSI port index), ALUA group; and the device's unit serial
+    and ALUA groups with their ids, states and preference."""
+    target = next(t for t in FabricModule("iscsi").targets if t.wwn == IQN)
+    tpgs = {}
+    for tpg in target.tpgs:
+        (lun,) = tpg.luns
+        rtpi = int((Path(lun.path) / "statistics/scsi_port/indx").read_text())
+        tpgs[tpg.tag] = (tpg.enable, sorted(np.ip_address for np in tpg.network_portals if np.offload), rtpi,
+                         lun.alua_tg_pt_gp_name)  # fmt: skip
+    (so,) = RTSRoot().storage_objects
+    groups = {g.name: (g.tg_pt_gp_id, g.alua_access_state, g.alua_access_type, g.preferred) for g in so.alua_tpgs}
+    return {"tpgs": tpgs, "wwn": so.wwn, "groups": groups}
+
+
+def test_layout_survives_save_and_restore(block_dev: str, tmp_path: Path) -> None:
+    ours, lio = tmp_path / "cxgbit-ext.json", tmp_path / "saveconfig.json"
+    with topo.in_netns():
+        cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway", "2",
+            "--dev", block_dev)  # fmt: skip
+        before = what_initiators_see()
+        print("laid out:", before)
+        # what ceph-iscsi's layout promises: each TPG's port is its gateway's index
+        assert {tag: t[2] for tag, t in before["tpgs"].items()} == {1: 1, 2: 2}  # type: ignore[union-attr]
+        assert before["groups"]["ao"][1] == 0  # type: ignore[index]
+        cli("save", "--file", str(ours), "--lio", str(lio))
+        RTSRoot().clear_existing(confirm=True)
+        assert not list(FabricModule("iscsi").targets)
+        cli("restore", "--file", str(ours), "--lio", str(lio))
+        after = what_initiators_see()
+        print("restored:", after)
+        assert after == before
+        assert cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway", "2",
+                   "--dev", block_dev).startswith("already laid out")  # fmt: skip
