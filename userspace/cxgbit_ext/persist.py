@@ -90,11 +90,34 @@ def restore(ctl: Control, path: Path = DEFAULT) -> dict[str, Any]:
     return data
 
 
-def save_lio(path: Path = LIO_DEFAULT) -> None:
+def _tpg_path(fabric: str, wwn: str, tag: int) -> Path:
+    from rtslib_fb import FabricModule
+
+    return Path(FabricModule(fabric).path) / wwn / f"tpgt_{tag}"
+
+
+def lio_config() -> dict[str, Any]:
+    """rtslib's dump, with what it drops that initiators see: each TPG's
+    relative target port. rtslib lists a target's TPGs in configfs's order
+    and saves no port id; a restore then numbers the ports by creation
+    order (LUNs per device before 6.5, enabled TPGs from 6.5 on), so a
+    gateway's ports can come back with another gateway's ids. TPGs are
+    saved in tag order and, where the TPG has an ``rtpi`` file, with it
+    (the key a fixed rtslib saves: patches/rtslib-fb)."""
     from rtslib_fb import RTSRoot
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    RTSRoot().save_to_file(str(path))
+    cfg: dict[str, Any] = RTSRoot().dump()
+    for t in cfg.get("targets", []):
+        t["tpgs"] = sorted(t.get("tpgs", []), key=lambda tpg: tpg["tag"])
+        for tpg in t["tpgs"]:
+            rtpi = _tpg_path(t["fabric"], t["wwn"], tpg["tag"]) / "rtpi"
+            if rtpi.exists():
+                tpg["rtpi"] = int(rtpi.read_text(), 0)
+    return cfg
+
+
+def save_lio(path: Path = LIO_DEFAULT) -> None:
+    _atomic_write(path, json.dumps(lio_config(), sort_keys=True, indent=2) + "\n")
 
 
 @contextmanager
@@ -143,14 +166,36 @@ def storage_objects_listed_once() -> Iterator[None]:
 
 def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[str]:
     """rtslib restore; returns its errors (a portal that could not go offload
-    is one: rtslib reports it and goes on, as it does for any object)."""
+    is one: rtslib reports it and goes on, as it does for any object).
+
+    A TPG saved with its relative target port is restored disabled, given
+    that port, then enabled if it was: LIO takes a port id only while the
+    TPG is disabled, and numbers an enabled TPG itself otherwise."""
     from rtslib_fb import RTSRoot
 
     if not path.exists():
         raise CxgbitExtError(f"{path}: no such file")
+    cfg = json.loads(path.read_text())
+    pinned: list[tuple[Path, int, bool]] = []
+    for t in cfg.get("targets", []):
+        for tpg in t.get("tpgs", []):
+            if "rtpi" in tpg:
+                where = _tpg_path(t["fabric"], t["wwn"], tpg["tag"])
+                pinned.append((where, tpg.pop("rtpi"), tpg.get("enable", True)))
+                tpg["enable"] = False
     with storage_objects_listed_once():
-        errors = RTSRoot().restore_from_file(str(path), clear_existing=clear_existing, abort_on_error=False)
-    return [str(e) for e in errors or []]
+        errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
+    for where, rtpi, enable in pinned:
+        try:
+            (where / "rtpi").write_text(str(rtpi))
+        except OSError as e:
+            errors.append(f"{where.name} of {where.parent.name}: relative target port {rtpi}: {e.strerror}")
+        if enable:
+            try:
+                (where / "enable").write_text("1")
+            except OSError as e:
+                errors.append(f"{where.name} of {where.parent.name}: could not enable: {e}")
+    return errors
 
 
 def offload_requested(lio_file: Path) -> list[tuple[str, int]]:
