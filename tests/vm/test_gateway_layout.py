@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rtslib_fb import FabricModule, RTSRoot
+from rtslib_fb import TPG, FabricModule, RTSRoot, Target
 
 from testbed import topo
 
@@ -73,10 +73,14 @@ def test_layout_survives_save_and_restore(block_dev: str, tmp_path: Path) -> Non
         # what ceph-iscsi's layout promises: each TPG's port is its gateway's index
         assert {tag: t[2] for tag, t in before["tpgs"].items()} == {1: 1, 2: 2}  # type: ignore[union-attr]
         assert before["groups"]["ao"][1] == 0  # type: ignore[index]
+        # beside it, a target whose TPG was never enabled: 6.12 has given it
+        # no port id (0), which is no id to restore
+        TPG(Target(FabricModule("iscsi"), IQN + "-idle"), 1)
         cli("save", "--file", str(ours), "--lio", str(lio))
         RTSRoot().clear_existing(confirm=True)
         assert not list(FabricModule("iscsi").targets)
-        cli("restore", "--file", str(ours), "--lio", str(lio))
+        cli("restore", "--file", str(ours), "--lio", str(lio))  # no warning, exit 0
+        assert [t.tag for t in Target(FabricModule("iscsi"), IQN + "-idle", mode="lookup").tpgs] == [1]
         after = what_initiators_see()
         print("restored:", after)
         assert after == before
