@@ -102,8 +102,8 @@ def lio_config() -> dict[str, Any]:
     and saves no port id; a restore then numbers the ports by creation
     order (LUNs per device before 6.5, enabled TPGs from 6.5 on), so a
     gateway's ports can come back with another gateway's ids. TPGs are
-    saved in tag order and, where the TPG has an ``rtpi`` file, with it
-    (the key a fixed rtslib saves: patches/rtslib-fb)."""
+    saved in tag order and, where the TPG has an ``rtpi`` file and a port
+    id, with it (the key a fixed rtslib saves: patches/rtslib-fb)."""
     from rtslib_fb import RTSRoot
 
     cfg: dict[str, Any] = RTSRoot().dump()
@@ -111,7 +111,8 @@ def lio_config() -> dict[str, Any]:
         t["tpgs"] = sorted(t.get("tpgs", []), key=lambda tpg: tpg["tag"])
         for tpg in t["tpgs"]:
             rtpi = _tpg_path(t["fabric"], t["wwn"], tpg["tag"]) / "rtpi"
-            if rtpi.exists():
+            # 0: a TPG never enabled nor pinned has no port id to keep
+            if rtpi.exists() and int(rtpi.read_text(), 0):
                 tpg["rtpi"] = int(rtpi.read_text(), 0)
     return cfg
 
@@ -179,9 +180,10 @@ def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[s
     pinned: list[tuple[Path, int, bool]] = []
     for t in cfg.get("targets", []):
         for tpg in t.get("tpgs", []):
-            if "rtpi" in tpg:
+            rtpi = tpg.pop("rtpi", 0)
+            if rtpi:
                 where = _tpg_path(t["fabric"], t["wwn"], tpg["tag"])
-                pinned.append((where, tpg.pop("rtpi"), tpg.get("enable", True)))
+                pinned.append((where, rtpi, tpg.get("enable", True)))
                 tpg["enable"] = False
     with storage_objects_listed_once():
         errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
