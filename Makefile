@@ -1,7 +1,7 @@
 # cxgbit-ext top-level Makefile.
 #   make deps    install everything on a Debian 12 machine (idempotent, root)
 #   make         build the module for every kernel in kernels.conf (W=1, sparse)
-#   make test    host tests + the VM suite on every kernel (what CI runs)
+#   make test    host tests, the VM suite on every kernel, scale-out (what CI runs)
 #   make demo    boot a VM, build the reference topology, run fio, tear down
 #   make perf    stock LIO vs offload, two VMs, results + plots in perf/results/
 SHELL := /bin/bash
@@ -49,7 +49,7 @@ vm-test: modules
 scale-out: modules
 	$(PY) $(TOP)/testbed/scaleout --kernel $$(echo $(KVERS) | tr ' ' ,) --results $(BUILD)/results/scaleout
 
-test: modules host-test vm-test
+test: modules host-test vm-test scale-out
 	@echo "make test: all green on: $(KVERS)"
 
 demo: modules

@@ -113,7 +113,7 @@ def network(plan: dict[str, Any], mac: str, ip: str) -> None:
 
 
 def gateway(plan: dict[str, Any], n: int) -> int:
-    from rtslib_fb import FabricModule
+    from rtslib_fb import FabricModule, RTSRoot
 
     rdv = Rendezvous(Path(plan["rendezvous"]))
     me = plan["gateways"][n - 1]
@@ -130,6 +130,16 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     log(sh(*create).strip())
     again = sh(*create)
     assert again.startswith("already laid out"), again
+    # saved and restored as an admin would at a reboot: the initiator's ALUA
+    # and port-id checks then run against the restored layout
+    cli = (sys.executable, "-m", "cxgbit_ext.cli")
+    saved = ("--file", "/run/cxgbit-ext.json", "--lio", "/run/saveconfig.json")
+    shown = sh(*cli, "gateway", "show", "--iqn", plan["iqn"])
+    sh(*cli, "save", *saved)
+    RTSRoot().clear_existing(confirm=True)
+    log(sh(*cli, "restore", *saved).strip())
+    assert sh(*cli, "gateway", "show", "--iqn", plan["iqn"]) == shown, "the layout changed across save and restore"
+    assert sh(*create).startswith("already laid out")
     log(sh(sys.executable, "-m", "cxgbit_ext.cli", "portals").strip())
     rdv.put(f"ready-gw{n}")
     target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])
