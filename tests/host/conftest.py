@@ -15,12 +15,9 @@ CAPS = "hcrc dcrc ddp iso rxagg"
 COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied")
 
 
-def make_tree(
-    tmp_path: Path, *, version: str, netdev: str, counters: str, portals: str, connections: str, toggles: bool = True
-) -> Path:
+def make_tree(tmp_path: Path, *, version: str, netdev: str, counters: str, portals: str, connections: str) -> Path:
     """A copy of /sys/kernel/config/cxgbit_ext as the module lays it out,
-    with one software adapter soft0 (the host cannot load the module).
-    ``toggles=False`` lays it out as a module older than the ddp/iso switches."""
+    with one software adapter soft0 (the host cannot load the module)."""
     root = tmp_path / "cxgbit_ext"
     soft0 = root / "adapters" / "soft0"
     soft0.mkdir(parents=True)
@@ -28,9 +25,8 @@ def make_tree(
     (soft0 / "netdev").write_text(netdev + "\n")
     (soft0 / "caps").write_text(CAPS + "\n")
     (soft0 / "counters").write_text(counters)
-    if toggles:
-        (soft0 / "ddp").write_text("1\n")
-        (soft0 / "iso").write_text("1\n")
+    (soft0 / "ddp").write_text("1\n")
+    (soft0 / "iso").write_text("1\n")
     (root / "version").write_text(version + "\n")
     (root / "transport").write_text("cxgbit_ext\n")
     (root / "portals").write_text(portals)
@@ -46,14 +42,12 @@ class FakeKernel:
     values and read back as 0/1. ``refuse`` makes the kernel refuse a
     write, mkdir or rmdir of a path relative to the root ("adapters/x/ddp",
     or "rmdir adapters/x" for one operation only) with an errno, as a
-    kernel-side failure mid-way would. ``old=True`` is a module that
-    cannot make adapters (configfs says EPERM to mkdir)."""
+    kernel-side failure mid-way would."""
 
     NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
 
-    def __init__(self, root: Path, old: bool = False) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.old = old
         self.refuse: dict[str, int] = {}
         self._mkdir = Path.mkdir
         self._rmdir = Path.rmdir
@@ -100,8 +94,6 @@ class FakeKernel:
 
     def mkdir(self, path: Path) -> None:
         self._fail(path, "mkdir")
-        if self.old:
-            raise OSError(errno.EPERM, os.strerror(errno.EPERM), str(path))
         if path.exists():
             raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
         if not self.NAME.fullmatch(path.name):
@@ -145,10 +137,10 @@ class FakeKernel:
 
 @pytest.fixture
 def kernel_for(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeKernel]:
-    """kernel_for(root, old=False): a FakeKernel serving root for this test."""
+    """kernel_for(root): a FakeKernel serving root for this test."""
 
-    def make(root: Path, old: bool = False) -> FakeKernel:
-        return FakeKernel(root, old).install(monkeypatch)
+    def make(root: Path) -> FakeKernel:
+        return FakeKernel(root).install(monkeypatch)
 
     return make
 

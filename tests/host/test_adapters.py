@@ -144,20 +144,6 @@ def test_connections_of_a_deleted_adapter_go_on_and_say_so(tree: Path, capsys: p
     ]
 
 
-def test_connection_lines_without_toggles_are_from_an_older_module(tree: Path) -> None:
-    (tree / "connections").write_text(
-        "198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=1 pdus_rx=5 pdus_tx=6\n"
-        "198.18.0.2:4001 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=1 ddp=1 iso=0 pdus_rx=7 pdus_tx=8\n"
-    )
-    old, new = Control(tree).connections()
-    assert (old.ddp, old.iso, old.counters) == (True, True, {"pdus_rx": 5, "pdus_tx": 6})
-    assert (new.ddp, new.iso, new.counters) == (True, False, {"pdus_rx": 7, "pdus_tx": 8})
-    assert new.offloads(tuple(ALL)) == {
-        "hcrc": "on", "dcrc": "on", "ddp": "on",
-        "iso": "off: disabled on adapter soft0 when this connection started (iso 0)", "rxagg": "on",
-    }  # fmt: skip
-
-
 @pytest.mark.parametrize(
     ("settings", "ddp", "iso"),
     [(["ddp=0"], "0", "1"), (["ddp=OFF", "iso=no"], "0", "0"), (["iso=False"], "1", "0"), (["ddp=Yes"], "1", "1")],
@@ -222,17 +208,3 @@ def test_bind_refuses_a_netdev_another_adapter_serves(kernel: FakeKernel, tree: 
     with pytest.raises(CxgbitExtError, match="cannot serve netdev 'tgt0': another adapter already serves it"):
         ctl.set_netdev("soft0", "tgt0")
     assert [(a.name, a.netdev) for a in ctl.adapters()] == [("soft0", "tgt1"), ("soft1", "*")]
-
-
-def test_a_module_older_than_adapter_creation(tmp_path: Path, kernel_for, netns) -> None:
-    tree = make_tree(tmp_path, version="0.2.0", netdev="*", counters="", portals="", connections="", toggles=False)
-    kernel_for(tree, old=True)
-    ctl = Control(tree)
-    (a,) = ctl.adapters()
-    assert (a.ddp, a.iso, a.offload_text()) == (True, True, "hcrc+dcrc+ddp+iso+rxagg")
-    before = snapshot(tree)
-    with pytest.raises(CxgbitExtError, match=r"this cxgbit_ext module cannot create adapters .*; update the module"):
-        ctl.create_adapter("soft1")
-    with pytest.raises(CxgbitExtError, match=r"this cxgbit_ext module has no ddp switch .*; update the module"):
-        ctl.set_toggle("soft0", "ddp", False)
-    assert snapshot(tree) == before

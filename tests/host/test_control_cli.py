@@ -24,7 +24,7 @@ def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
         tmp_path, version="0.1.0", netdev="*",
         counters="connections 3\npdus_rx 10\npdus_tx 12\nbytes_placed 4096\n",
         portals="198.18.0.1:3260\n[::]:3260\n",
-        connections="198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=0 pdus_rx=5 pdus_tx=6 "
+        connections="198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=0 ddp=1 iso=1 pdus_rx=5 pdus_tx=6 "
         "bytes_placed=4096 bytes_copied=0\n",
     ))  # fmt: skip
 

@@ -123,19 +123,6 @@ def test_restore_moves_netdevs_between_adapters(tree: Path, netns) -> None:
     assert ctl.dump() == swapped
 
 
-def test_format_1_files_restore_with_every_offload_on(tree: Path, tmp_path: Path, netns) -> None:
-    ctl = Control(tree)
-    ctl.set_toggles("soft0", {"ddp": False, "iso": False})
-    f = tmp_path / "old.json"
-    f.write_text(json.dumps({"format": 1, "adapters": [{"name": "soft0", "netdev": "lo"},
-                                                       {"name": "soft1", "netdev": "tgt1"}]}))  # fmt: skip
-    persist.restore(ctl, f)
-    assert ctl.dump()["adapters"] == [
-        {"name": "soft0", "type": "soft", "netdev": "lo", "ddp": True, "iso": True},
-        {"name": "soft1", "type": "soft", "netdev": "tgt1", "ddp": True, "iso": True},
-    ]
-
-
 def _entry(**kw: object) -> dict[str, object]:
     return {"name": "soft0", "type": "soft", "netdev": "lo", "ddp": True, "iso": True, **kw}
 
@@ -144,16 +131,15 @@ def _entry(**kw: object) -> dict[str, object]:
     ("config", "message"),
     [
         ("{not json", "bad JSON"),
-        ({"soft0": "lo"}, "format None is not supported by this version (it reads formats 1, 2)"),
+        ({"soft0": "lo"}, "format None is not supported by this version (it reads format 2)"),
+        ({"format": 1, "adapters": [{"name": "soft0", "netdev": "lo"}]}, "format 1 is not supported"),
         ({"format": 0, "adapters": []}, "format 0 is not supported"),
         ({"format": 99, "adapters": [_entry()]}, "format 99 is not supported"),
         ({"format": True, "adapters": []}, "format True is not supported"),
         ({"format": 2}, "configuration has no 'adapters' list"),
-        ({"format": 1, "adapters": [{"name": "soft0"}]}, "expected {'name': str, 'netdev': str}"),
-        ({"format": 1, "adapters": [{"name": "soft0", "netdev": "lo"}, {"name": "soft0", "netdev": "lo"}]},
-         "named twice"),
-        ({"format": 1, "adapters": [{"name": "soft0", "netdev": "nosuch0"}]}, "not in this network namespace"),
-        ({"format": 1, "adapters": [{"name": "soft0", "netdev": "a/b"}]}, "not a netdev name"),
+        ({"format": 2, "adapters": [_entry(), _entry()]}, "named twice"),
+        ({"format": 2, "adapters": [_entry(netdev="nosuch0")]}, "not in this network namespace"),
+        ({"format": 2, "adapters": [_entry(netdev="a/b")]}, "not a netdev name"),
         ({"format": 2, "adapters": [{"name": "soft0", "netdev": "lo"}]},
          "adapters[0].type: expected a string, got None"),
         ({"format": 2, "adapters": [_entry(ddp="0")]}, "adapters[0].ddp: expected true or false, got '0'"),

@@ -20,7 +20,6 @@ from typing import Any
 
 CONFIGFS = Path("/sys/kernel/config/cxgbit_ext")
 FORMAT = 2  # of dump()/save files; bump on an incompatible change
-FORMATS = (1, 2)  # what validate() and setup() read: 1 had no adapter types or toggles
 
 BUILTIN = "soft0"  # made at module load; can be unbound, not deleted
 ADAPTER_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")  # what the module accepts for a soft adapter
@@ -161,8 +160,8 @@ def _parse_connection(line: str) -> Connection:
         adapter=kv.pop("adapter"),
         hdigest=kv.pop("hdigest") == "1",
         ddigest=kv.pop("ddigest") == "1",
-        ddp=kv.pop("ddp", "1") == "1",  # absent: a module older than the toggles
-        iso=kv.pop("iso", "1") == "1",
+        ddp=kv.pop("ddp") == "1",
+        iso=kv.pop("iso") == "1",
         counters={k: int(v) for k, v in kv.items()},
     )
 
@@ -209,8 +208,6 @@ class Control:
 
     def _toggle(self, rel: str, toggle: str) -> bool:
         path = self.root / rel / toggle
-        if not path.exists():
-            return True  # a module older than the toggles does everything it can
         text = path.read_text().strip()
         if text not in ("0", "1"):
             raise CxgbitExtError(f"{path} reads {text!r}, not 0 or 1: is this cxgbit-ext older than the module?")
@@ -296,17 +293,12 @@ class Control:
     def check_toggles(self, adapter: str, values: Mapping[str, bool | str]) -> dict[str, bool]:
         """Check toggle settings for ``adapter`` without changing anything;
         return them as booleans. Raises CxgbitExtError saying what is wrong."""
-        d = self._adapter_dir(adapter)
+        self._adapter_dir(adapter)  # an adapter that does not exist is refused first
         out = {}
         for toggle, value in values.items():
             if toggle not in TOGGLES:
                 raise CxgbitExtError(f"adapter {adapter}: no setting {toggle!r}; settings: {', '.join(TOGGLES)}")
             out[toggle] = parse_bool(value, f"adapter {adapter} {toggle}")
-            if not (d / toggle).exists():
-                raise CxgbitExtError(
-                    f"adapter {adapter}: this cxgbit_ext module has no {toggle} switch ({d / toggle} is missing); "
-                    "update the module"
-                )
         return out
 
     def _write_toggle(self, adapter: str, toggle: str, on: bool) -> None:
@@ -342,11 +334,6 @@ class Control:
         except OSError as e:
             if e.errno == errno.EEXIST:
                 raise CxgbitExtError(f"adapter {name} already exists; adapters: {self._names()}") from e
-            if e.errno == errno.EPERM:
-                raise CxgbitExtError(
-                    f"cannot create adapter {name}: this cxgbit_ext module cannot create adapters "
-                    f"(mkdir: {e.strerror}); update the module"
-                ) from e
             if e.errno == errno.ENOENT:
                 raise ModuleNotLoaded(self.root) from e
             raise CxgbitExtError(f"cannot create adapter {name}: {e.strerror}") from e
@@ -420,14 +407,6 @@ class Control:
                 self._check_new_name(w.name)
             elif have.type != w.type:
                 raise CxgbitExtError(f"adapter {w.name} is of type {have.type!r} here, {w.type!r} in the configuration")
-            else:
-                d = self.root / "adapters" / w.name
-                for t in TOGGLES:
-                    if not getattr(w, t) and not (d / t).exists():
-                        raise CxgbitExtError(
-                            f"adapter {w.name}: the configuration turns {t} off, but this cxgbit_ext module "
-                            f"has no {t} switch; update the module"
-                        )
         if check:
             have_devs = netdevs()
             missing = [
@@ -451,7 +430,7 @@ class Control:
         return current
 
     def setup(self, config: dict[str, Any], check: bool = True) -> None:
-        """Apply a dump() (format 1 or 2): create the adapters it has and
+        """Apply a dump(): create the adapters it has and
         this system lacks, then set each one's netdev and toggles. Adapters
         it does not mention are left alone (none is deleted). All of it or
         nothing: checked first, and undone if the kernel refuses a step."""
@@ -527,24 +506,19 @@ def netdevs() -> set[str]:
     return {name for _, name in socket.if_nameindex()}
 
 
-def _entry(i: int, a: Any, fmt: int) -> AdapterConfig:
-    if fmt == 1:
-        if not isinstance(a, dict) or not isinstance(a.get("name"), str) or not isinstance(a.get("netdev"), str):
-            raise CxgbitExtError(f"adapters[{i}]: expected {{'name': str, 'netdev': str}}, got {a!r}")
-        entry = AdapterConfig(a["name"], "soft", a["netdev"])  # format 1 knew soft adapters only
-    else:
-        keys = {"name": str, "type": str, "netdev": str, "ddp": bool, "iso": bool}
-        shape = "{'name': str, 'type': str, 'netdev': str, 'ddp': bool, 'iso': bool}"
-        if not isinstance(a, dict):
-            raise CxgbitExtError(f"adapters[{i}]: expected {shape}, got {a!r}")
-        unknown = sorted(set(a) - set(keys))
-        if unknown:
-            raise CxgbitExtError(f"adapters[{i}]: unknown key(s) {unknown}; expected {shape}")
-        for k, typ in keys.items():
-            if not isinstance(a.get(k), typ):
-                want = "true or false" if typ is bool else "a string"
-                raise CxgbitExtError(f"adapters[{i}].{k}: expected {want}, got {a.get(k)!r}; expected {shape}")
-        entry = AdapterConfig(a["name"], a["type"], a["netdev"], a["ddp"], a["iso"])
+def _entry(i: int, a: Any) -> AdapterConfig:
+    keys = {"name": str, "type": str, "netdev": str, "ddp": bool, "iso": bool}
+    shape = "{'name': str, 'type': str, 'netdev': str, 'ddp': bool, 'iso': bool}"
+    if not isinstance(a, dict):
+        raise CxgbitExtError(f"adapters[{i}]: expected {shape}, got {a!r}")
+    unknown = sorted(set(a) - set(keys))
+    if unknown:
+        raise CxgbitExtError(f"adapters[{i}]: unknown key(s) {unknown}; expected {shape}")
+    for k, typ in keys.items():
+        if not isinstance(a.get(k), typ):
+            want = "true or false" if typ is bool else "a string"
+            raise CxgbitExtError(f"adapters[{i}].{k}: expected {want}, got {a.get(k)!r}; expected {shape}")
+    entry = AdapterConfig(a["name"], a["type"], a["netdev"], a["ddp"], a["iso"])
     if entry.name in ("", ".", "..") or "/" in entry.name or entry.name != entry.name.strip():
         raise CxgbitExtError(f"adapters[{i}]: {entry.name!r} is not an adapter name")
     if len(entry.netdev) > 15 or "/" in entry.netdev or " " in entry.netdev:
@@ -553,19 +527,19 @@ def _entry(i: int, a: Any, fmt: int) -> AdapterConfig:
 
 
 def validate(config: Any) -> list[AdapterConfig]:
-    """Check a dump() (format 1 or 2) for shape; return its adapters."""
+    """Check a dump() for shape; return its adapters."""
     if not isinstance(config, dict):
         raise CxgbitExtError("not a cxgbit-ext configuration: expected a JSON object")
     fmt = config.get("format")
-    if type(fmt) is not int or fmt not in FORMATS:
+    if type(fmt) is not int or fmt != FORMAT:
         raise CxgbitExtError(
-            f"configuration format {fmt!r} is not supported by this version (it reads formats "
-            f"{', '.join(map(str, FORMATS))}); re-create it with 'cxgbit-ext save'"
+            f"configuration format {fmt!r} is not supported by this version (it reads format {FORMAT}); "
+            "re-create it with 'cxgbit-ext save'"
         )
     adapters = config.get("adapters")
     if not isinstance(adapters, list):
         raise CxgbitExtError("configuration has no 'adapters' list")
-    out = [_entry(i, a, fmt) for i, a in enumerate(adapters)]
+    out = [_entry(i, a) for i, a in enumerate(adapters)]
     names = [w.name for w in out]
     if len(set(names)) != len(names):
         raise CxgbitExtError(f"adapter named twice in the configuration: {names}")

@@ -1,8 +1,7 @@
 """Save and restore cxgbit-ext settings beside LIO's saveconfig.json.
 
 Ours hold what rtslib does not know: the adapters, the netdev each one
-serves and which offloads each has switched off (format 2; format 1 files,
-which had no toggles, restore with every offload on). The order at restore
+serves and which offloads each has switched off. The order at restore
 matters: the module and its adapters first (missing software adapters are
 created, none is deleted), then LIO's config, whose portals with
 ``offload: true`` make LIO hand them to the module. A file is read and
