@@ -1146,13 +1146,14 @@ def test_digests_on_every_pdu_type(path: str) -> None:
     moved(hdigest_errors=0, ddigest_errors=0, drops=0, bytes_placed=len(data))
 
 
-# -- last: the background session -------------------------------------------------------
+# -- the background session --------------------------------------------------------------
 
 
 def test_background_fio_session_stayed_clean(background_fio: BackgroundFio) -> None:
-    """Last in the module: the open-iscsi session that ran fio on the
-    offloaded path beside every case above verified every pass and was
-    never reconnected."""
+    """The open-iscsi session that ran fio on the offloaded path beside the
+    cases above verified every pass and was never reconnected. Its own
+    report; the module fixture's teardown checks the session again after
+    the last case that used it, wherever that is and whatever -k ran."""
     assert_background_clean(background_fio)
 
 
