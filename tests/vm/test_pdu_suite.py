@@ -1151,9 +1151,10 @@ def test_digests_on_every_pdu_type(path: str) -> None:
 
 def test_background_fio_session_stayed_clean(background_fio: BackgroundFio) -> None:
     """The open-iscsi session that ran fio on the offloaded path beside the
-    cases above verified every pass and was never reconnected. Its own
-    report; the module fixture's teardown checks the session again after
-    the last case that used it, wherever that is and whatever -k ran."""
+    cases above verified every pass and was never reconnected. This stops
+    the session and reports it; when -k leaves this test out, the module
+    fixture's teardown does both instead. The offloaded-only cases after
+    it run without the session."""
     assert_background_clean(background_fio)
 
 
