@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -186,6 +187,7 @@ def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[s
                 tpg["enable"] = False
     with storage_objects_listed_once():
         errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
+    errors = [e for e in errors if not _attribute_as_saved(e, cfg)]
     for where, rtpi, enable in pinned:
         try:
             (where / "rtpi").write_text(str(rtpi))
@@ -197,6 +199,32 @@ def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[s
             except OSError as e:
                 errors.append(f"{where.name} of {where.parent.name}: could not enable: {e}")
     return errors
+
+
+_ATTRIBUTE_REFUSED = re.compile(r"^Storage Object (\w+)/(\S+): Cannot set attribute (\w+): ")
+
+
+def _attribute_as_saved(error: str, cfg: dict[str, Any]) -> bool:
+    """An rtslib restore error that is none: an attribute the kernel would
+    not let rtslib write (a user: backstore takes dev_config and
+    emulate_write_cache only through tcmu-runner, whose rbd handler
+    refuses even an unchanged value) but that reads back as saved."""
+    from rtslib_fb import RTSRoot
+    from rtslib_fb.utils import RTSLibError
+
+    m = _ATTRIBUTE_REFUSED.match(error)
+    if not m:
+        return False
+    plugin, name, attr = m.groups()
+    objects = cfg.get("storage_objects", [])
+    saved = next((so for so in objects if (so.get("plugin"), so.get("name")) == (plugin, name)), {})
+    if attr not in saved.get("attributes", {}):
+        return False
+    so = next((so for so in RTSRoot().storage_objects if (so.plugin, so.name) == (plugin, name)), None)
+    try:
+        return so is not None and str(so.get_attribute(attr)).strip() == str(saved["attributes"][attr])
+    except RTSLibError:
+        return False
 
 
 def offload_requested(lio_file: Path) -> list[tuple[str, int]]:
