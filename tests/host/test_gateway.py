@@ -47,6 +47,7 @@ def test_every_gateway_computes_the_same_serial_and_groups() -> None:
         ({"portals": ("198.18.20.11", "198.18.20.11")}, "repeat an address"),
         ({"portals": ()}, "no gateway portals"),
         ({"port": 70000}, "not a TCP port"),
+        ({"backstore": "rbd"}, "backstore 'rbd': one of iblock, user:rbd"),
     ],
 )
 def test_bad_layout_is_refused(kw: dict[str, object], why: str) -> None:
@@ -62,6 +63,8 @@ def test_expected_layout_enables_and_offloads_the_local_tpg_only() -> None:
                        "luns": {0: ("rbd.disk0", "ao")}}  # fmt: skip
     assert tpgs[2]["enabled"] and tpgs[2]["offload"] == ["198.18.20.12:3260"]
     assert tpgs[2]["luns"] == {0: ("rbd.disk0", "ano2")}
+    # the backstore is part of the layout: the same command with another is refused, not merged
+    assert want["backstore"] == "iblock" and gateway.expected(layout(index=2, backstore="user:rbd")) != want
 
 
 def test_cli_refuses_before_touching_anything(
@@ -76,3 +79,7 @@ def test_cli_refuses_before_touching_anything(
     rc = cli.main(["gateway", "create", "--iqn", IQN, "--rbd", "rbd/disk0"])
     assert rc == 1 and touched == []
     assert "gateway create needs --portals, --gateway" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["gateway", "create", "--iqn", IQN, "--rbd", "rbd/disk0", "--portals", ",".join(PORTALS),
+                  "--gateway", "1", "--backstore", "file"])  # fmt: skip
+    assert "invalid choice: 'file'" in capsys.readouterr().err and touched == []

@@ -264,14 +264,14 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
         if missing:
             raise gateway.GatewayError(f"gateway create needs {', '.join(missing)}")
         layout = gateway.Layout(iqn=a.iqn, image=a.rbd, portals=tuple(a.portals), index=a.gateway, owner=a.owner,
-                                port=a.port, offload=a.offload)  # fmt: skip
+                                port=a.port, offload=a.offload, backstore=a.backstore)  # fmt: skip
         made = gateway.create(layout, dev=a.dev)
         have = gateway.describe(a.iqn)
         if a.json:
             out({"created": made, "wwn": layout.wwn, **have})
             return 0
         print(f"{'laid out' if made else 'already laid out'}: gateway {a.gateway} of {len(a.portals)} "
-              f"for {a.rbd} (unit serial {layout.wwn})")  # fmt: skip
+              f"for {a.rbd} on {a.backstore} (unit serial {layout.wwn})")  # fmt: skip
     else:
         have = gateway.describe(a.iqn)
         if not have:
@@ -349,6 +349,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--owner", type=int, default=1, metavar="N", help="the Active/Optimized gateway (default 1)")
     g.add_argument("--port", type=int, default=3260)
     g.add_argument("--dev", help="the block device the image is mapped at (default: from rbd device list)")
+    g.add_argument("--backstore", choices=tuple(gateway.BACKSTORES), default="iblock",
+                   help="iblock on the krbd-mapped image (default), or user:rbd through tcmu-runner")  # fmt: skip
     g.add_argument("--no-offload", dest="offload", action="store_false", help="this gateway's portal stays stock TCP")
     return ap
 

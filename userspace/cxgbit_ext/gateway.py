@@ -14,8 +14,9 @@ LUN creation order) the same on every gateway; where the TPG has an
 ``rtpi`` attribute (6.5 on), LIO numbers only enabled TPGs, so each TPG's
 port is pinned to its gateway's index instead.
 
-Backstore: the image mapped with krbd and served by iblock (``rbd map``);
-tcmu-runner's ``user:rbd`` is not supported here yet.
+Backstore: the image mapped with krbd and served by iblock (``rbd map``,
+the default), or tcmu-runner's ``user:rbd`` (librbd in tcmu-runner, as
+ceph-iscsi does; tcmu-runner must be running with its rbd handler).
 
 create() is idempotent: a gateway already laid out the same way is left as
 it is; one laid out differently is refused and left unchanged.
@@ -30,7 +31,17 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtslib_fb import LUN, TPG, ALUATargetPortGroup, BlockStorageObject, FabricModule, NetworkPortal, RTSRoot, Target
+from rtslib_fb import (
+    LUN,
+    TPG,
+    ALUATargetPortGroup,
+    BlockStorageObject,
+    FabricModule,
+    NetworkPortal,
+    RTSRoot,
+    Target,
+    UserBackedStorageObject,
+)
 from rtslib_fb.utils import RTSLibError
 
 from cxgbit_ext import topology
@@ -41,6 +52,8 @@ IMPLICIT = 1
 # tg_pt_gp_id of gateway N's group: clear of LIO's default group
 GROUP_ID_BASE = 100
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+# the backstores a gateway can put in front of the image, by LIO's plugin name
+BACKSTORES = {"iblock": "block", "user:rbd": "user"}
 
 
 class GatewayError(Exception):
@@ -58,6 +71,7 @@ class Layout:
     owner: int = 1  # the gateway whose ALUA group is Active/Optimized
     port: int = 3260
     offload: bool = True
+    backstore: str = "iblock"  # or "user:rbd"
 
     def check(self) -> None:
         """Raise GatewayError unless the layout makes sense."""
@@ -77,6 +91,8 @@ class Layout:
                 )
         if not 0 < self.port < 65536:
             raise GatewayError(f"port {self.port} is not a TCP port")
+        if self.backstore not in BACKSTORES:
+            raise GatewayError(f"backstore {self.backstore!r}: one of {', '.join(BACKSTORES)}")
 
     @property
     def so_name(self) -> str:
@@ -109,6 +125,16 @@ def mapped_device(image: str) -> str:
     raise GatewayError(f"{image} is not mapped on this host (rbd map {image})")
 
 
+def image_size(image: str) -> int:
+    """The image's size in bytes (rbd info), or GatewayError."""
+    try:
+        out = subprocess.run(["rbd", "info", "--format", "json", image], capture_output=True, text=True,
+                             timeout=60, check=True).stdout  # fmt: skip
+        return int(json.loads(out)["size"])
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
+        raise GatewayError(f"rbd info {image}: {e}") from e
+
+
 def _find(iqn: str) -> Target | None:
     return next((t for t in FabricModule("iscsi").targets if t.wwn == iqn), None)
 
@@ -120,15 +146,19 @@ def describe(iqn: str) -> dict[str, object]:
     if target is None:
         return {}
     tpgs = {}
+    plugins = set()
     for tpg in target.tpgs:
         luns = list(tpg.luns)
+        plugins |= {lun.storage_object.plugin for lun in luns}
         tpgs[tpg.tag] = {
             "enabled": tpg.enable,
             "portals": sorted(f"{np.ip_address}:{np.port}" for np in tpg.network_portals),
             "offload": sorted(f"{np.ip_address}:{np.port}" for np in tpg.network_portals if np.offload),
             "luns": {lun.lun: (lun.storage_object.name, lun.alua_tg_pt_gp_name) for lun in luns},
         }
-    return {"iqn": target.wwn, "tpgs": tpgs}
+    by_plugin = {v: k for k, v in BACKSTORES.items()}
+    backstore = ",".join(sorted(by_plugin.get(p, p) for p in plugins))
+    return {"iqn": target.wwn, "backstore": backstore, "tpgs": tpgs}
 
 
 def expected(layout: Layout) -> dict[str, object]:
@@ -141,7 +171,7 @@ def expected(layout: Layout) -> dict[str, object]:
             "offload": [portal] if gw == layout.index and layout.offload else [],
             "luns": {0: (layout.so_name, layout.group(gw)[0])},
         }
-    return {"iqn": layout.iqn, "tpgs": tpgs}
+    return {"iqn": layout.iqn, "backstore": layout.backstore, "tpgs": tpgs}
 
 
 def create(layout: Layout, dev: str | None = None) -> bool:
@@ -155,11 +185,19 @@ def create(layout: Layout, dev: str | None = None) -> bool:
         raise GatewayError(f"target {layout.iqn} exists with another layout: {json.dumps(have, default=list)}")
     if any(so.name == layout.so_name for so in RTSRoot().storage_objects):
         raise GatewayError(f"a storage object {layout.so_name} exists already")
-    dev = dev or mapped_device(layout.image)
-    so: BlockStorageObject | None = None
+    if layout.backstore == "iblock":
+        dev = dev or mapped_device(layout.image)
+    size = image_size(layout.image) if layout.backstore == "user:rbd" else 0
+    so: BlockStorageObject | UserBackedStorageObject | None = None
     target: Target | None = None
     try:
-        so = BlockStorageObject(layout.so_name, dev=dev, wwn=layout.wwn)
+        if layout.backstore == "iblock":
+            so = BlockStorageObject(layout.so_name, dev=dev, wwn=layout.wwn)
+        else:
+            try:
+                so = UserBackedStorageObject(layout.so_name, config=f"rbd/{layout.image}", size=size, wwn=layout.wwn)
+            except RTSLibError as e:
+                raise GatewayError(f"user:rbd: {e} (is tcmu-runner running, with its rbd handler?)") from e
         for gw in range(1, len(layout.portals) + 1):
             name, gid, state = layout.group(gw)
             g = ALUATargetPortGroup(so, name, tag=gid)
