@@ -118,15 +118,22 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     rdv = Rendezvous(Path(plan["rendezvous"]))
     me = plan["gateways"][n - 1]
     network(plan, me["mac"], me["ip"])
-    sh("modprobe", "rbd")
-    dev = sh("rbd", "map", plan["image"]).strip()
-    log(f"{plan['image']} mapped at {dev}")
+    backstore = plan.get("backstore", "iblock")
+    dev = ""
+    runner: subprocess.Popen[bytes] | None = None
+    if backstore == "iblock":
+        sh("modprobe", "rbd")
+        dev = sh("rbd", "map", plan["image"]).strip()
+        log(f"{plan['image']} mapped at {dev}")
+    else:
+        runner = start_tcmu_runner()
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
     p = insmod(module_ko())
     assert p.returncode == 0, p.stderr
     portals = ",".join(g["ip"] for g in plan["gateways"])
     create = (sys.executable, "-m", "cxgbit_ext.cli", "gateway", "create", "--iqn", plan["iqn"], "--rbd",
-              plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]))  # fmt: skip
+              plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]),
+              "--backstore", backstore)  # fmt: skip
     log(sh(*create).strip())
     again = sh(*create)
     assert again.startswith("already laid out"), again
@@ -150,13 +157,40 @@ def gateway(plan: dict[str, Any], n: int) -> int:
                 tpg.enable = on
                 log(f"TPG {n} {verb}d")
                 rdv.put(f"{verb}d-gw{n}")
+        if runner is not None and rdv.has(f"killtcmu-gw{n}") and not rdv.has(f"tcmukilled-gw{n}"):
+            runner.kill()  # SIGKILL: a crash, not a shutdown
+            runner.wait(30)
+            log("tcmu-runner killed")
+            rdv.put(f"tcmukilled-gw{n}")
+        if runner is not None and rdv.has(f"starttcmu-gw{n}") and not rdv.has(f"tcmustarted-gw{n}"):
+            runner = start_tcmu_runner()
+            log("tcmu-runner started again")
+            rdv.put(f"tcmustarted-gw{n}")
         time.sleep(0.5)
     c = Control().adapter("soft0").counters
     log(f"soft0 counters: {c}")
     rdv.put(f"counters-gw{n}.json", json.dumps(c))
     sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "delete", "--iqn", plan["iqn"])
-    sh("rbd", "unmap", dev)
+    if dev:
+        sh("rbd", "unmap", dev)
+    if runner is not None:
+        runner.terminate()
+        runner.wait(30)
     return 0
+
+
+def start_tcmu_runner() -> subprocess.Popen[bytes]:
+    """tcmu-runner (its rbd handler serves user:rbd), once it has
+    registered on the system bus, which it needs for its handlers."""
+    for mod in ("target_core_user",):
+        subprocess.run(["modprobe", mod], check=True)
+    Path("/run/dbus").mkdir(exist_ok=True)
+    if subprocess.run(["busctl", "--system", "status"], capture_output=True).returncode != 0:
+        subprocess.run(["dbus-daemon", "--system", "--fork", "--nopidfile"], check=True)
+    runner = subprocess.Popen(["tcmu-runner"], stdout=open("/run/tcmu-runner.out", "a"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    probe = ["busctl", "--system", "status", "org.kernel.TCMUService1"]
+    wait_for(lambda: subprocess.run(probe, capture_output=True).returncode == 0, "tcmu-runner on the bus", 60)
+    return runner
 
 
 def initiator(plan: dict[str, Any]) -> int:
@@ -252,8 +286,10 @@ def _logged_active_path(dm: str, t0: float, every: float = 20) -> str | None:
 # disable/enable, the host kill (its qemu) and restart (a new boot)
 FAILURES = {
     "disable": (("disable", "disabled", 60), ("enable", "enabled", 60)),
+    "tcmu": (("killtcmu", "tcmukilled", 60), ("starttcmu", "tcmustarted", 120)),
     "kill": (("kill", "killed", 60), ("restart", "ready", 600)),
 }
+FAILURE_NAMES = {"disable": "TPG disabled", "tcmu": "tcmu-runner killed", "kill": "VM killed"}
 
 
 def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str) -> dict[str, Any]:
@@ -268,7 +304,7 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str)
     t = threading.Thread(target=lambda: done.append(_verify_until(dm, stop)))
     t.start()
     time.sleep(3)
-    ev: dict[str, Any] = {"failure": "TPG disabled" if how == "disable" else "VM killed", "gateway": owner}
+    ev: dict[str, Any] = {"failure": FAILURE_NAMES[how], "gateway": owner}
     (fail, failed, fail_s), (back, is_back, back_s) = FAILURES[how]
     t0 = time.monotonic()
     rdv.put(f"{fail}-gw{owner}")
@@ -277,7 +313,7 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str)
     wait_for(lambda: active_path(dm) not in (None, first), "I/O moving to the other gateway", 120)
     ev["io_moved_after_s"] = round(time.monotonic() - t0, 1)
     log(f"failover: {ev}")
-    if how == "kill":
+    if how in ("kill", "tcmu"):
         # the survivor takes the image's lock once the dead owner's watch
         # expires, and fences it: the owner's address joins the blocklist
         ip = plan["gateways"][owner - 1]["ip"]
