@@ -17,7 +17,7 @@ TOP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOP))
 
 from testbed import fio  # noqa: E402
-from testbed.scaleout_guest import network, sh  # noqa: E402
+from testbed.scaleout_guest import network, sh, start_tcmu_runner  # noqa: E402
 
 JOBS = {
     "4k_randwrite_qd16": ["--rw=randwrite", "--bs=4k", "--iodepth=16"],
@@ -57,19 +57,9 @@ def main() -> int:
     plan = json.loads(Path(sys.argv[1]).read_text())
     out: dict[str, Any] = {"kernel": os.uname().release}
     network(plan, plan["mac"], plan["ip"])
-    for mod in ("target_core_user", "tcm_loop"):
-        subprocess.run(["modprobe", mod], check=True)
-    # tcmu-runner registers its handlers on the system bus
-    Path("/run/dbus").mkdir(exist_ok=True)
-    subprocess.run(["dbus-daemon", "--system", "--fork", "--nopidfile"], check=True)
+    subprocess.run(["modprobe", "tcm_loop"], check=True)
     t0 = time.monotonic()
-    log = open("/run/tcmu-runner.out", "w")  # noqa: SIM115
-    runner = subprocess.Popen(["tcmu-runner"], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    probe = ["busctl", "--system", "status", "org.kernel.TCMUService1"]
-    while subprocess.run(probe, capture_output=True).returncode != 0:
-        assert time.monotonic() < deadline, "tcmu-runner did not register within 30 s"
-        time.sleep(0.1)
+    runner = start_tcmu_runner()
     out["tcmu_start_s"] = round(time.monotonic() - t0, 1)
     t1 = time.monotonic()
     so = UserBackedStorageObject("perf_user_rbd", config=f"rbd/{plan['image']}", size=128 << 20)

@@ -131,15 +131,14 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     p = insmod(module_ko())
     assert p.returncode == 0, p.stderr
     portals = ",".join(g["ip"] for g in plan["gateways"])
-    create = (sys.executable, "-m", "cxgbit_ext.cli", "gateway", "create", "--iqn", plan["iqn"], "--rbd",
-              plan["image"], "--portals", portals, "--gateway", str(n), "--owner", str(plan["owner"]),
-              "--backstore", backstore)  # fmt: skip
+    cli = (sys.executable, "-m", "cxgbit_ext.cli")
+    create = (*cli, "gateway", "create", "--iqn", plan["iqn"], "--rbd", plan["image"], "--portals", portals,
+              "--gateway", str(n), "--owner", str(plan["owner"]), "--backstore", backstore)  # fmt: skip
     log(sh(*create).strip())
     again = sh(*create)
     assert again.startswith("already laid out"), again
     # saved and restored as an admin would at a reboot: the initiator's ALUA
     # and port-id checks then run against the restored layout
-    cli = (sys.executable, "-m", "cxgbit_ext.cli")
     saved = ("--file", "/run/cxgbit-ext.json", "--lio", "/run/saveconfig.json")
     shown = sh(*cli, "gateway", "show", "--iqn", plan["iqn"])
     sh(*cli, "save", *saved)
@@ -147,7 +146,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     log(sh(*cli, "restore", *saved).strip())
     assert sh(*cli, "gateway", "show", "--iqn", plan["iqn"]) == shown, "the layout changed across save and restore"
     assert sh(*create).startswith("already laid out")
-    log(sh(sys.executable, "-m", "cxgbit_ext.cli", "portals").strip())
+    log(sh(*cli, "portals").strip())
     rdv.put(f"ready-gw{n}")
     target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])
     tpg = next(t for t in target.tpgs if t.tag == n)
@@ -170,7 +169,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     c = Control().adapter("soft0").counters
     log(f"soft0 counters: {c}")
     rdv.put(f"counters-gw{n}.json", json.dumps(c))
-    sh(sys.executable, "-m", "cxgbit_ext.cli", "gateway", "delete", "--iqn", plan["iqn"])
+    sh(*cli, "gateway", "delete", "--iqn", plan["iqn"])
     if dev:
         sh("rbd", "unmap", dev)
     if runner is not None:
@@ -182,8 +181,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
 def start_tcmu_runner() -> subprocess.Popen[bytes]:
     """tcmu-runner (its rbd handler serves user:rbd), once it has
     registered on the system bus, which it needs for its handlers."""
-    for mod in ("target_core_user",):
-        subprocess.run(["modprobe", mod], check=True)
+    subprocess.run(["modprobe", "target_core_user"], check=True)
     Path("/run/dbus").mkdir(exist_ok=True)
     if subprocess.run(["busctl", "--system", "status"], capture_output=True).returncode != 0:
         subprocess.run(["dbus-daemon", "--system", "--fork", "--nopidfile"], check=True)

@@ -110,10 +110,11 @@ def lio_config() -> dict[str, Any]:
     for t in cfg.get("targets", []):
         t["tpgs"] = sorted(t.get("tpgs", []), key=lambda tpg: tpg["tag"])
         for tpg in t["tpgs"]:
-            rtpi = _tpg_path(t["fabric"], t["wwn"], tpg["tag"]) / "rtpi"
+            f = _tpg_path(t["fabric"], t["wwn"], tpg["tag"]) / "rtpi"
+            rtpi = int(f.read_text(), 0) if f.exists() else 0
             # 0: a TPG never enabled nor pinned has no port id to keep
-            if rtpi.exists() and int(rtpi.read_text(), 0):
-                tpg["rtpi"] = int(rtpi.read_text(), 0)
+            if rtpi:
+                tpg["rtpi"] = rtpi
     return cfg
 
 
