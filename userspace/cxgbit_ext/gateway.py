@@ -17,6 +17,15 @@ port is pinned to its gateway's index instead.
 Backstore: the image mapped with krbd and served by iblock (``rbd map``,
 the default), or tcmu-runner's ``user:rbd`` (librbd in tcmu-runner, as
 ceph-iscsi does; tcmu-runner must be running with its rbd handler).
+A user:rbd storage object fails a command tcmu-runner has not answered
+within ``cmd_time_out`` seconds (LIO answers LOGICAL UNIT COMMUNICATION
+FAILURE). That must come before the initiator's own SCSI command timeout
+(30 s on Linux): an answer is a path error that dm-multipath retries on
+another gateway, while a command left to time out at the initiator runs
+its SCSI error handling, which sets the device offline for good when the
+gateway cannot answer a reset either (tcmu-runner dead). ceph-iscsi
+leaves ``cmd_time_out`` off and relies on tcmu-runner's own OSD timeout,
+which cannot fire when tcmu-runner is gone.
 
 create() is idempotent: a gateway already laid out the same way is left as
 it is; one laid out differently is refused and left unchanged.
@@ -54,6 +63,11 @@ GROUP_ID_BASE = 100
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 # the backstores a gateway can put in front of the image, by LIO's plugin name
 BACKSTORES = {"iblock": "block", "user:rbd": "user"}
+# user:rbd: seconds before LIO fails a command tcmu-runner has not answered
+# (below Linux initiators' 30 s SCSI timeout), and before it fails one
+# waiting for room in tcmu-runner's ring (ceph-iscsi's qfull_timeout)
+USER_CMD_TIME_OUT = 20
+USER_QFULL_TIME_OUT = 5
 
 
 class GatewayError(Exception):
@@ -198,6 +212,9 @@ def create(layout: Layout, dev: str | None = None) -> bool:
                 so = UserBackedStorageObject(layout.so_name, config=f"rbd/{layout.image}", size=size, wwn=layout.wwn)
             except RTSLibError as e:
                 raise GatewayError(f"user:rbd: {e} (is tcmu-runner running, with its rbd handler?)") from e
+            # LIO takes these only while nothing exports the device
+            so.set_attribute("cmd_time_out", str(USER_CMD_TIME_OUT))
+            so.set_attribute("qfull_time_out", str(USER_QFULL_TIME_OUT))
         for gw in range(1, len(layout.portals) + 1):
             name, gid, state = layout.group(gw)
             g = ALUATargetPortGroup(so, name, tag=gid)
