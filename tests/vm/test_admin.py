@@ -234,3 +234,41 @@ def test_saveconfig_restore_across_module_reload(admin: None, module_ko: Path, t
     finally:
         iscsiadm.logout()
         iscsiadm.delete_nodes()
+
+
+def test_enable_offload_twice_then_off_is_stock(admin: None, tmp_path: Path) -> None:
+    """A portal switched on twice (enable_offload, or rtslib's offload set
+    again by a script) and off once is off: LIO's switch adds an offload
+    child per write of 1 and removes one per write of 0, so after a second
+    write of 1 the portal stayed offloaded while the switch said off."""
+    from rtslib_fb import TPG, FabricModule, NetworkPortal, Target
+
+    cxgbit = Path(f"/sys/kernel/config/target/iscsi/{IQN}/tpgt_1/np/{NP0}/cxgbit")
+    with topo.in_netns():
+        sh = TargetcliShell(tmp_path / "tcli")
+        sh.run("/offload/adapters/soft0 bind netdev=tgt0")
+        build(sh)
+        portal = f"/iscsi/{IQN}/tpg1/portals/{NP0}"
+        sh.root.refresh()
+        for _ in range(2):
+            assert "offload enable now: True" in sh.run(f"{portal} enable_offload true")
+        assert "offload enable now: False" in sh.run(f"{portal} enable_offload false")
+        assert cxgbit.read_text().strip() == "0", "the switch still reads on"
+        assert NP0 not in (CFS / "portals").read_text(), "LIO still has the offload portal set up"
+        # the stock switch written twice behind the extension's back, then off
+        np = NetworkPortal(TPG(Target(FabricModule("iscsi"), IQN, mode="lookup"), 1, mode="lookup"),
+                           T0.tgt_ip, 3260, mode="lookup")  # fmt: skip
+        np.offload = True
+        np.offload = True
+        assert "offload enable now: False" in sh.run(f"{portal} enable_offload false")
+        assert cxgbit.read_text().strip() == "0" and NP0 not in (CFS / "portals").read_text()
+    # what an initiator sees: the next login is stock TCP, and works
+    iscsiadm.discover(T0.tgt_ip)
+    iscsiadm.login(IQN, NP0)
+    try:
+        dev = iscsiadm.session_disks(IQN, expect=1)[0]
+        fio.write_verify(dev, size="8M", bs="64k")
+        assert Control().connections() == [], "a login after offload was switched off was offloaded"
+    finally:
+        iscsiadm.logout()
+        iscsiadm.delete_nodes()
