@@ -362,15 +362,15 @@ class OffloadPortal(UIPortal):  # type: ignore[misc]
         on = self.ui_eval_param(boolean, "bool", False)
         was = self.rtsnode.offload
         try:
-            self.rtsnode.offload = on
-        except (RTSLibError, OSError) as e:
+            portals.set_offload(self.rtsnode, on)
+        except (RTSLibError, OSError, CxgbitExtError) as e:
             raise ExecutionError(f"offload could not be turned {'on' if on else 'off'}: {e}") from e
         if not on:
             self.shell.log.info("offload enable now: False")
             return
         s = portals.state(control(), self.rtsnode.ip_address, self.rtsnode.port, True)
         if not s.offloaded:
-            self.rtsnode.offload = was
+            portals.set_offload(self.rtsnode, was)
             raise ExecutionError(f"offload stays {'on' if was else 'off'}: {s.summary().split('— ', 1)[-1]}")
         self.shell.log.info(f"offload enable now: True ({s.summary()})")
 

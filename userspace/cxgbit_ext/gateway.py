@@ -53,7 +53,7 @@ from rtslib_fb import (
 )
 from rtslib_fb.utils import RTSLibError
 
-from cxgbit_ext import topology
+from cxgbit_ext import portals, topology
 
 # ALUA states (SPC-4 asymmetric access states) and the implicit access type
 AO, ANO = 0, 1
@@ -239,7 +239,7 @@ def create(layout: Layout, dev: str | None = None) -> bool:
             np = NetworkPortal(tpg, ip, layout.port)
             if gw == layout.index:
                 if layout.offload:
-                    np.offload = True
+                    portals.set_offload(np, True)
                 tpg.enable = True
         return True
     except (RTSLibError, OSError, GatewayError) as e:

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 
 from cxgbit_ext.control import Adapter, Control, CxgbitExtError
 
@@ -37,6 +38,29 @@ class PortalState:
             where = f" on {self.netdevs}" if self.netdevs else ""
             return f"offload: {'+'.join(self.adapters)} {'+'.join(self.caps)}{where}".rstrip()
         return f"offload: off — {self.reason}"
+
+
+# writes of 0 that clear a switch written on several times over
+MAX_OFFLOAD_CHILDREN = 64
+
+
+def set_offload(np: Any, on: bool) -> None:
+    """Turn LIO's offload switch of rtslib NetworkPortal ``np`` on or off.
+
+    LIO adds an offload child portal for every write of 1, even when one is
+    there, and removes one per write of 0; the switch reads 1 while any is
+    left. So 1 is written only when the switch is off, and 0 until it reads
+    off (clearing what repeated writes, by another tool or a script, left).
+    """
+    if on:
+        if not np.offload:
+            np.offload = True
+        return
+    for _ in range(MAX_OFFLOAD_CHILDREN):
+        if not np.offload:
+            return
+        np.offload = False
+    raise CxgbitExtError(f"{np.ip_address}:{np.port}: offload still on after {MAX_OFFLOAD_CHILDREN} writes of 0")
 
 
 def addr_netdevs() -> dict[str, str]:

@@ -26,6 +26,8 @@ from rtslib_fb import (
 )
 from rtslib_fb.utils import RTSLibError
 
+from cxgbit_ext import portals
+
 Backstore = Literal["ramdisk", "fileio", "nullio"]  # nullio: ramdisk that stores nothing
 MiB = 1 << 20
 
@@ -96,7 +98,7 @@ def create(topo: Topology) -> Target:
         for ip, port in topo.portals:
             np = NetworkPortal(tpg, ip, port)
             if topo.offload:
-                np.offload = True
+                portals.set_offload(np, True)
         tpg.enable = True
         return target
     except (RTSLibError, OSError) as e:
