@@ -1,0 +1,78 @@
+"""Host side of the gateway runs (testbed/scaleout, perf/scaleout): the
+guests on the Ceph cluster's bridge and how they are started.
+
+Each guest has one NIC, a tap device on the bridge of the cluster's
+network namespace (testbed/ceph.py), and runs one role of a guest script
+(``gateway N`` or ``initiator``) with the plan in the shared rendezvous
+directory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from testbed.ceph import BRIDGE
+
+TOP = Path(__file__).resolve().parent.parent
+GUESTS = {  # name: (tap, mac, address on the cluster's bridge)
+    "gw1": ("cxetap1", "52:54:00:cc:20:11", "198.18.20.11"),
+    "gw2": ("cxetap2", "52:54:00:cc:20:12", "198.18.20.12"),
+    "ini": ("cxetap9", "52:54:00:cc:20:99", "198.18.20.99"),
+}
+
+
+def add_taps(netns: str) -> None:
+    """Every guest's tap device, on the cluster's bridge."""
+    for tap, _, _ in GUESTS.values():
+        ns = ["ip", "-n", netns]
+        subprocess.run([*ns, "tuntap", "add", "mode", "tap", "name", tap], check=True)
+        subprocess.run([*ns, "link", "set", tap, "master", BRIDGE, "up"], check=True)
+
+
+def plan_guests() -> dict[str, object]:
+    """The plan's entries for the guests' NICs."""
+    return {
+        "gateways": [{"mac": GUESTS[g][1], "ip": GUESTS[g][2]} for g in ("gw1", "gw2")],
+        "initiator": {"mac": GUESTS["ini"][1], "ip": GUESTS["ini"][2]},
+    }
+
+
+def guest_kernels(kernels: list[str]) -> dict[str, str]:
+    """With two kernels, gateway 1 and the initiator boot the first and
+    gateway 2 the second (as a rolling upgrade would mix them)."""
+    return {name: kernels[0] if name == "ini" else kernels[i % len(kernels)] for i, name in enumerate(GUESTS)}
+
+
+def kill_guests() -> None:
+    """Every guest's qemu (testbed/run's qemu runs in a session of its own)."""
+    subprocess.run(["pkill", "-KILL", "-f", "ifname=cxetap"], check=False)
+
+
+def boot(
+    name: str,
+    kernel: str,
+    run: str,
+    netns: str,
+    rdv: Path,
+    results: Path,
+    timeout: int,
+    script: str = "testbed/scaleout_guest.py",
+    plugin: Path | None = None,
+    cpus: int = 2,
+) -> subprocess.Popen[bytes]:
+    """Start guest ``name`` running ``script``'s role for it (its run
+    ``run``: a restarted guest gets a new one); with ``plugin``, TCG's
+    instruction count goes to results/run/insn.count."""
+    tap, mac, _ = GUESTS[name]
+    plan = rdv / "plan.json"
+    role = f"initiator --plan {plan}" if name == "ini" else f"gateway {name[2:]} --plan {plan}"
+    cmd = [sys.executable, str(TOP / "testbed/run"), "--kernel", kernel, "--timeout", str(timeout), "--cpus", str(cpus),
+           "--results", str(results / run), "--name", name, "--no-veth", "--netns", netns,
+           "--tap", f"{tap}:{mac}", "--shared", str(rdv), "--exec", f"{script} {role}"]  # fmt: skip
+    if plugin is not None:
+        cmd += ["--plugin", str(plugin)]
+    print(f"{Path(sys.argv[0]).name}: booting {run} ({kernel})", flush=True)
+    with open(results / f"{run}.out", "wb") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
