@@ -28,6 +28,12 @@ def run(url: str, initiator: str, timeout: float = 1200, test: str = "ALL") -> d
         return parse(xmls[0].read_text(errors="replace"))
 
 
+def listed() -> list[str]:
+    """Every test iscsi-test-cu knows, as FAMILY.SUITE.TEST (and the
+    FAMILY and FAMILY.SUITE lines of its -l listing)."""
+    return subprocess.run(["iscsi-test-cu", "-l"], capture_output=True, text=True, check=True).stdout.split()
+
+
 def parse(xml: str) -> dict[str, str]:
     """CUnit automated-run XML -> {SUITE.TEST: passed|failed}."""
     root = ET.fromstring(xml)

@@ -22,8 +22,12 @@ TOP = Path(__file__).resolve().parents[2]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--scale-targets", type=int, default=8,
-        help="test_scale: the larger number of targets (x 16 LUNs); make test uses 8, docs/usage.md's figures 64",
+        "--scale-targets", type=int, default=4,
+        help="test_scale: the larger number of targets (x 16 LUNs); make test uses 4, docs/usage.md's figures 64",
+    )  # fmt: skip
+    parser.addoption(
+        "--every-share", action="store_true",
+        help="run every piece of work dealt across kernels.conf's series (tests/vm/shares.py) on this kernel",
     )  # fmt: skip
     parser.addoption(
         "--lio-fuzz", action="store_true",

@@ -14,8 +14,6 @@ with crc32c verify, and logs out. Rows alternate the rd_mcp and fileio LUN.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,25 +26,14 @@ from iscsi_initiator import iscsiadm
 from testbed import fio, topo
 
 from .conftest import CFS, offloaded_target
+from .shares import MINE, SERIES
 
 IQN = "iqn.2026-11.org.cxgbit-ext:matrix"
 OFF = topo.LINKS[0]
 PORTAL = f"{OFF.tgt_ip}:3260"
 KiB = 1024
 
-TOP = Path(__file__).resolve().parents[2]
 
-
-def kernel_series() -> tuple[list[str], str | None]:
-    """kernels.conf's series, and the one this kernel belongs to (None if
-    it is of no series there: then it runs every row)."""
-    conf = [ln.strip() for ln in (TOP / "kernels.conf").read_text().splitlines()]
-    series = [ln for ln in conf if ln and not ln.startswith("#")]
-    mine = subprocess.run([TOP / "scripts/kernels", "series", os.uname().release], capture_output=True, text=True)
-    return series, (mine.stdout.strip() if mine.returncode == 0 else None)
-
-
-SERIES, MINE = kernel_series()
 FACTORS: dict[str, list[object]] = {
     "HeaderDigest": ["None", "CRC32C"],
     "DataDigest": ["None", "CRC32C"],

@@ -2,7 +2,7 @@
 
 Creates, lists (targetcli-offload's whole tree), saves and restores N
 targets of 16 nullio LUNs each, all with an offloaded 0.0.0.0:3260 portal,
-at N/4 and N (--scale-targets: 8 in make test, 64 for docs/usage.md's
+at N/4 and N (--scale-targets: 4 in make test, 64 for docs/usage.md's
 figures), and checks that each step's configfs work (the opens, listings,
 mkdirs, rmdirs and links this process makes under /sys/kernel/config,
 counted by an audit hook) grows no worse than linearly in the number of
