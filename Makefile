@@ -13,7 +13,7 @@ KVERS = $(shell $(TOP)/scripts/kernels installed)
 # VM batches: testbed/run picks these up; override with VMTESTS=... for one file.
 VMTESTS ?= tests/vm
 VMTIMEOUT ?= 2100
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 30
 
 .PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm perf-deps perf perf-micro clean
 
@@ -47,7 +47,8 @@ vm-test: modules
 # two offloaded gateways on one Ceph RBD image and a multipath initiator:
 # gateway 1 and the initiator on the first kernel, gateway 2 on the second
 scale-out: modules
-	$(PY) $(TOP)/testbed/scaleout --kernel $$(echo $(KVERS) | tr ' ' ,) --results $(BUILD)/results/scaleout
+	$(PY) $(TOP)/testbed/scaleout --kernel $$(echo $(KVERS) | tr ' ' ,) --backstore user:rbd \
+		--failures disable,tcmu,kill --results $(BUILD)/results/scaleout
 
 test: modules host-test vm-test scale-out
 	@echo "make test: all green on: $(KVERS)"
@@ -59,7 +60,7 @@ demo: modules
 # libiscsi side by side on the first kernel; the tables land in conformance/results/
 conformance: modules
 	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout 1800 \
-		--results $(BUILD)/conformance -- tests/vm/test_conformance.py
+		--results $(BUILD)/conformance -- tests/vm/test_conformance.py --every-share
 	{ echo "<!-- $$(date -u +%F) kernel $(firstword $(KVERS)) commit $$(git rev-parse --short HEAD) -->"; \
 	  cat $(BUILD)/conformance/conformance.md; } > conformance/results/libiscsi.md
 	cp $(BUILD)/conformance/conformance-junit.xml conformance/results/libiscsi-junit.xml
