@@ -248,9 +248,37 @@ def initiator(plan: dict[str, Any]) -> int:
             log(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
     finally:
         rdv.put("result.json", json.dumps(result, indent=2))
-        iscsiadm.logout()
-        rdv.put("done")
+        try:
+            logout_all()
+        finally:
+            rdv.put("done")
     return 0 if result.get("ok") else 1
+
+
+def maps() -> dict[str, list[str]]:
+    """Each multipath map's WWID and its sd paths."""
+    out = subprocess.run(["multipath", "-ll"], capture_output=True, text=True).stdout
+    res: dict[str, list[str]] = {}
+    wwid = ""
+    for line in out.splitlines():
+        m = re.match(r"^(\S+) dm-\d+ ", line)
+        if m:
+            wwid = m.group(1)
+            res[wwid] = []
+        elif wwid:
+            res[wwid] += re.findall(r"\d+:\d+:\d+:\d+ (sd\w+) ", line)
+    return res
+
+
+def logout_all() -> None:
+    """Remove the maps, then log out, as an admin takes LUNs away: a map
+    that queues I/O with no path left (no_path_retry queue) would block
+    every opener of its device, udev's workers first."""
+    for wwid in maps():
+        sh("dmsetup", "message", wwid, "0", "fail_if_no_path", check=False)
+    sh("multipath", "-F", check=False)
+    iscsiadm.logout()
+    wait_for(lambda: not maps(), "multipath maps gone after logout", 120)
 
 
 def paths() -> list[str]:

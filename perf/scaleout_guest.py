@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""Inside a perf/scaleout guest: one role.
+
+    perf/scaleout_guest.py gateway N --plan PLAN.json
+    perf/scaleout_guest.py initiator --plan PLAN.json
+
+Two images, each laid out on both gateways with ``cxgbit-ext gateway
+create`` under its own target name, image i owned (Active/Optimized) by
+gateway i. A gateway answers the initiator's requests in the rendezvous
+directory: ``req-gwN-K`` holds one of ``snap`` (this VM's TCG instruction
+count, CPU jiffies, offloaded connections and soft0 counters), ``offload``
+/ ``stock`` (its portals' offload switch), ``disable`` / ``enable`` (its
+TPGs); it answers in ``ans-gwN-K``. The initiator logs in to both
+gateways for both images, and for each transport (offload, then stock)
+runs the fio points with both gateways serving (each image through its
+owner), then with gateway 2's TPGs disabled (both images through gateway
+1), snapshotting both gateways around each point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TOP = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TOP))
+
+from cxgbit_ext import portals  # noqa: E402
+from cxgbit_ext.control import Control  # noqa: E402
+from iscsi_initiator import iscsiadm  # noqa: E402
+from perf.perflib import cpu_jiffies  # noqa: E402
+from testbed import fio  # noqa: E402
+from testbed.kmod import insmod, module_ko  # noqa: E402
+from testbed.scaleout_guest import (  # noqa: E402
+    MULTIPATH_CONF,
+    Rendezvous,
+    log,
+    logout_all,
+    maps,
+    network,
+    sh,
+    start_tcmu_runner,
+    wait_for,
+)
+
+CLI = (sys.executable, "-m", "cxgbit_ext.cli")
+
+
+# ---- gateway ---------------------------------------------------------------
+
+
+def gateway(plan: dict[str, Any], n: int) -> int:
+    from rtslib_fb import FabricModule, NetworkPortal
+
+    rdv = Rendezvous(Path(plan["rendezvous"]))
+    me = plan["gateways"][n - 1]
+    network(plan, me["mac"], me["ip"])
+    backstore = plan["backstore"]
+    devs: dict[str, str] = {}
+    runner = None
+    if backstore == "iblock":
+        sh("modprobe", "rbd")
+        devs = {d["image"]: sh("rbd", "map", d["image"]).strip() for d in plan["disks"]}
+    else:
+        runner = start_tcmu_runner()
+    subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
+    p = insmod(module_ko())
+    assert p.returncode == 0, p.stderr
+    addrs = ",".join(g["ip"] for g in plan["gateways"])
+    for d in plan["disks"]:
+        create = [*CLI, "gateway", "create", "--iqn", d["iqn"], "--rbd", d["image"], "--portals", addrs,
+                  "--gateway", str(n), "--owner", str(d["owner"]), "--backstore", backstore]  # fmt: skip
+        if d["image"] in devs:
+            create += ["--dev", devs[d["image"]]]
+        log(sh(*create).strip())
+    targets = [t for t in FabricModule("iscsi").targets if t.wwn in {d["iqn"] for d in plan["disks"]}]
+    tpgs = [tpg for t in targets for tpg in t.tpgs if tpg.tag == n]
+    insn_file = Path(os.environ["CXE_RESULTS"]) / "insn.count"
+    ctl = Control()
+    rdv.put(f"ready-gw{n}")
+    answered: set[str] = set()
+    while not rdv.has("done"):
+        for req in sorted(f for f in os.listdir(rdv.path) if f.startswith(f"req-gw{n}-") and f not in answered):
+            op = (rdv.path / req).read_text().strip()
+            ans: dict[str, Any] = {"op": op}
+            if op == "snap":
+                busy, total = cpu_jiffies(Path("/proc/stat").read_text())
+                ans.update(t=time.monotonic(), busy=busy, total=total, insn=int(insn_file.read_text().strip() or 0),
+                           offload_conns=len(ctl.connections()), counters=ctl.adapter("soft0").counters)  # fmt: skip
+            elif op in ("offload", "stock"):
+                for tpg in tpgs:
+                    portals.set_offload(NetworkPortal(tpg, me["ip"], 3260, mode="lookup"), op == "offload")
+            elif op in ("disable", "enable"):
+                for tpg in tpgs:
+                    tpg.enable = op == "enable"
+            else:
+                ans["error"] = f"unknown request {op!r}"
+            log(f"{req}: {op}")
+            rdv.put(req.replace("req-", "ans-"), json.dumps(ans))
+            answered.add(req)
+        time.sleep(0.2)
+    for d in plan["disks"]:
+        sh(*CLI, "gateway", "delete", "--iqn", d["iqn"])
+    for dev in devs.values():
+        sh("rbd", "unmap", dev)
+    if runner is not None:
+        runner.terminate()
+        runner.wait(30)
+    return 0
+
+
+# ---- initiator -------------------------------------------------------------
+
+
+class Gateways:
+    """The initiator's requests to the gateways."""
+
+    def __init__(self, rdv: Rendezvous, count: int) -> None:
+        self.rdv, self.count, self.k = rdv, count, 0
+
+    def ask(self, n: int, op: str, timeout: float = 120) -> dict[str, Any]:
+        self.k += 1
+        req = f"req-gw{n}-{self.k:04d}"
+        self.rdv.put(req, op)
+        ans = req.replace("req-", "ans-")
+        self.rdv.wait(ans, timeout)
+        out: dict[str, Any] = json.loads((self.rdv.path / ans).read_text())
+        if "error" in out:
+            raise RuntimeError(f"gateway {n}: {out['error']}")
+        return out
+
+    def all(self, op: str) -> dict[int, dict[str, Any]]:
+        return {n: self.ask(n, op) for n in range(1, self.count + 1)}
+
+
+def own_snap() -> dict[str, float]:
+    busy, total = cpu_jiffies(Path("/proc/stat").read_text())
+    return {"t": time.monotonic(), "busy": busy, "total": total}
+
+
+def sd_session(sd: str) -> tuple[str, str]:
+    """(target name, portal address) of the iSCSI session behind ``sd``."""
+    session = Path(os.path.realpath(f"/sys/block/{sd}/device")).parent.parent
+    iqn = (Path("/sys/class/iscsi_session") / session.name / "targetname").read_text().strip()
+    addr = next(session.glob("connection*/iscsi_connection/*/persistent_address")).read_text().strip()
+    return iqn, addr
+
+
+def active_gateway(wwid: str, gw_ips: list[str]) -> int | None:
+    """The gateway (1-based) whose path the map uses now (after one direct
+    read: an idle map marks no group active)."""
+    subprocess.run(["dd", f"if=/dev/mapper/{wwid}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct"],
+                   capture_output=True, timeout=120)  # fmt: skip
+    out = subprocess.run(["multipath", "-ll", wwid], capture_output=True, text=True).stdout
+    m = re.search(r"status=active\n[ |`-]+\d+:\d+:\d+:\d+ (sd\w+)\s+\S+\s+active", out)
+    if not m:
+        return None
+    return gw_ips.index(sd_session(m.group(1))[1]) + 1
+
+
+def login_all(plan: dict[str, Any]) -> dict[str, str]:
+    """Log in to every gateway for every image; wait for one map per image
+    with a path through each gateway. Returns {image: /dev/mapper/WWID}."""
+    for d in plan["disks"]:
+        for g in plan["gateways"]:
+            iscsiadm.login(d["iqn"], f"{g['ip']}:3260")
+    n_gw = len(plan["gateways"])
+    wait_for(lambda: len(maps()) == len(plan["disks"]) and all(len(p) == n_gw for p in maps().values()),
+             "one multipath map per image, a path through each gateway", 120)  # fmt: skip
+    by_iqn = {d["iqn"]: d["image"] for d in plan["disks"]}
+    return {by_iqn[sd_session(sds[0])[0]]: f"/dev/mapper/{wwid}" for wwid, sds in maps().items()}
+
+
+def measure(
+    plan: dict[str, Any], gws: Gateways, devs: dict[str, str], transport: str, serving: dict[str, int]
+) -> list[dict[str, Any]]:
+    """The fio points with ``serving`` (image -> gateway carrying it)."""
+    rows = []
+    a = gws.all("snap")
+    time.sleep(plan["idle_s"])
+    b = gws.all("snap")
+    idle = {n: (b[n]["insn"] - a[n]["insn"]) / (b[n]["t"] - a[n]["t"]) for n in a}
+    for rw, bs in plan["points"]:
+        job = [f"--rw={rw}", f"--bs={bs}", "--direct=1", "--ioengine=libaio", f"--iodepth={plan['iodepth']}",
+               "--time_based", f"--runtime={plan['runtime']}", "--randrepeat=0", "--size=64M"]  # fmt: skip
+        for image, dev in devs.items():
+            job += [f"--name={image}", f"--filename={dev}"]
+        before, m0 = gws.all("snap"), own_snap()
+        report = fio.run(job, timeout=plan["runtime"] + 180)
+        after, m1 = gws.all("snap"), own_snap()
+        res = {j.name: j for j in fio.jobs(report)}
+        bad = [j.name for j in res.values() if j.error]
+        if bad:
+            raise RuntimeError(f"fio errors on {bad}")
+        block = int(bs.rstrip("k")) * 1024
+        ios = {image: (j.read_bytes + j.write_bytes) // block for image, j in res.items()}
+        secs = {n: after[n]["t"] - before[n]["t"] for n in after}
+        per_gw: dict[str, Any] = {}
+        for n in after:
+            carried = sum(ios[image] for image, g in serving.items() if g == n)
+            insn = after[n]["insn"] - before[n]["insn"]
+            net = max(0.0, insn - idle[n] * secs[n])
+            busy = after[n]["busy"] - before[n]["busy"]
+            total = after[n]["total"] - before[n]["total"]
+            moved = after[n]["counters"].get("pdus_rx", 0) - before[n]["counters"].get("pdus_rx", 0)
+            per_gw[f"gw{n}"] = {
+                "ios": carried, "insn_net": net, "insn_per_io": net / carried if carried else None,
+                "cpu_pct": 100.0 * busy / total if total else 0.0, "offload_conns": after[n]["offload_conns"],
+                "soft0_pdus_rx": moved, "idle_insn_per_s": idle[n],
+            }  # fmt: skip
+        ini_busy = 100.0 * (m1["busy"] - m0["busy"]) / max(1, m1["total"] - m0["total"])
+        row = {
+            "transport": transport, "gateways": len(set(serving.values())), "rw": rw, "bs": bs,
+            "serving": serving, "iops": {i: round(j.read_iops + j.write_iops) for i, j in res.items()},
+            "iops_total": round(sum(j.read_iops + j.write_iops for j in res.values())),
+            "per_gateway": per_gw, "initiator_cpu_pct": round(ini_busy, 1),
+        }  # fmt: skip
+        log(f"point: {json.dumps(row)}")
+        rows.append(row)
+    return rows
+
+
+def check_transport(gws: Gateways, transport: str, serving: dict[str, int]) -> None:
+    """Each serving gateway's sessions are on cxgbit_ext, or none are."""
+    snaps = gws.all("snap")
+    for n in set(serving.values()):
+        conns = snaps[n]["offload_conns"]
+        if (transport == "offload") != (conns > 0):
+            raise RuntimeError(f"{transport}: gateway {n} has {conns} offloaded connections")
+
+
+def initiator(plan: dict[str, Any]) -> int:
+    rdv = Rendezvous(Path(plan["rendezvous"]))
+    network(plan, plan["initiator"]["mac"], plan["initiator"]["ip"])
+    gw_ips = [g["ip"] for g in plan["gateways"]]
+    gws = Gateways(rdv, len(gw_ips))
+    result: dict[str, Any] = {"rows": []}
+    try:
+        for n in range(1, len(gw_ips) + 1):
+            rdv.wait(f"ready-gw{n}", 600)
+        iscsiadm.start_iscsid()
+        for d in plan["disks"]:
+            for ip in gw_ips:
+                iscsiadm.discover(f"{ip}:3260")
+                iscsiadm.set_node(d["iqn"], f"{ip}:3260", "node.session.timeo.replacement_timeout", "5")
+        Path("/etc/multipath.conf").write_text(MULTIPATH_CONF)
+        sh("modprobe", "dm_multipath")
+        sh("modprobe", "scsi_dh_alua")
+        subprocess.run(["/lib/systemd/systemd-udevd", "--daemon"], check=True)
+        subprocess.run(["multipathd"], check=True)
+        owners = {d["image"]: d["owner"] for d in plan["disks"]}
+        for transport in plan["transports"]:
+            gws.all(transport)
+            gws.all("enable")
+            devs = login_all(plan)
+            sh("udevadm", "settle", "--timeout=60")
+            for image, dev in devs.items():
+                wwid = dev.rsplit("/", 1)[1]
+                wait_for(lambda w=wwid, o=owners[image]: active_gateway(w, gw_ips) == o,
+                         f"{image} on its owner", 180)  # fmt: skip
+            check_transport(gws, transport, owners)
+            result["rows"] += measure(plan, gws, devs, transport, owners)
+            # gateway 2 goes: both images through gateway 1
+            gws.ask(2, "disable")
+            t0 = time.monotonic()
+            for image, dev in devs.items():
+                wwid = dev.rsplit("/", 1)[1]
+                wait_for(lambda w=wwid: active_gateway(w, gw_ips) == 1, f"{image} on gateway 1", 180)
+            log(f"{transport}: both images on gateway 1 after {time.monotonic() - t0:.1f} s")
+            one = dict.fromkeys(devs, 1)
+            check_transport(gws, transport, one)
+            result["rows"] += measure(plan, gws, devs, transport, one)
+            logout_all()
+        result["ok"] = True
+    except Exception as e:  # every failure is reported, then the run fails
+        result["ok"] = False
+        result["error"] = f"{type(e).__name__}: {e}"
+        log(f"FAILED: {result['error']}")
+        for cmd in (["multipath", "-ll"], ["iscsiadm", "-m", "session", "-P", "1"]):
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            log(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+    finally:
+        rdv.put("result.json", json.dumps(result, indent=2))
+        try:
+            logout_all()
+        finally:
+            rdv.put("done")
+    return 0 if result.get("ok") else 1
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("role", choices=("gateway", "initiator"))
+    ap.add_argument("index", type=int, nargs="?")
+    ap.add_argument("--plan", type=Path, required=True)
+    a = ap.parse_args()
+    plan = json.loads(a.plan.read_text())
+    if a.role == "gateway":
+        return gateway(plan, a.index)
+    return initiator(plan)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
