@@ -370,7 +370,11 @@ class OffloadPortal(UIPortal):  # type: ignore[misc]
             return
         s = portals.state(control(), self.rtsnode.ip_address, self.rtsnode.port, True)
         if not s.offloaded:
-            portals.set_offload(self.rtsnode, was)
+            try:
+                portals.set_offload(self.rtsnode, was)
+            except (RTSLibError, OSError, CxgbitExtError) as e:
+                raise ExecutionError(f"offload is on but cannot serve ({s.summary()}), and turning it back off "
+                                     f"failed: {e}") from e  # fmt: skip
             raise ExecutionError(f"offload stays {'on' if was else 'off'}: {s.summary().split('— ', 1)[-1]}")
         self.shell.log.info(f"offload enable now: True ({s.summary()})")
 
