@@ -45,9 +45,19 @@ def guest_kernels(kernels: list[str]) -> dict[str, str]:
     return {name: kernels[0] if name == "ini" else kernels[i % len(kernels)] for i, name in enumerate(GUESTS)}
 
 
-def kill_guests() -> None:
-    """Every guest's qemu (testbed/run's qemu runs in a session of its own)."""
-    subprocess.run(["pkill", "-KILL", "-f", "ifname=cxetap"], check=False)
+def kill_guests(netns: str) -> None:
+    """The guests' qemu processes left in their network namespace
+    (testbed/run's qemu runs in a session of its own), and no one else's."""
+    pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
+    qemus = []
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().startswith("qemu"):
+                qemus.append(pid)
+        except OSError:
+            continue  # gone already
+    if qemus:
+        subprocess.run(["kill", "-KILL", *qemus], check=False)
 
 
 def boot(
