@@ -28,8 +28,9 @@ def test_libiscsi_suite_shares_partition_every_suite() -> None:
     assert min(per_share) > len(tests) / 3, f"tests per share {per_share}: one kernel gets most of them"
 
 
-def test_every_series_owns_some_work() -> None:
+def test_every_series_owns_some_work_the_same_on_every_machine() -> None:
     keys = [f"tests/vm/test_pdu_suite.py::case{i}[stock]" for i in range(40)]
-    owners = {shares.owner(k) for k in keys}
-    assert owners == set(shares.SERIES)
-    assert all(shares.owner(k) == shares.owner(k) for k in keys)
+    assert {shares.owner(k) for k in keys} == set(shares.SERIES)
+    # a case's kernel does not depend on the machine or the run (crc32 of
+    # its id, the series in kernels.conf order): 6.12 skipped this one
+    assert shares.owner("tests/vm/test_pdu_suite.py::test_bad_header_digest[stock]") == shares.SERIES[0]

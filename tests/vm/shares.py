@@ -4,7 +4,8 @@ each piece on one kernel instead of all of them.
 Each kernel of kernels.conf belongs to a series; a piece of work (a matrix
 row, a libiscsi suite, the stock side of a PDU case) goes to one series,
 and every series gets a share. A kernel of no series there (a one-off
-testbed/run) runs every piece, and so does ``--every-share``.
+testbed/run) runs every piece; ``--every-share`` runs every libiscsi suite
+and every stock PDU case on any kernel (matrix rows go by kernel only).
 """
 
 from __future__ import annotations
