@@ -161,6 +161,7 @@ def main() -> int:
                 rec = point_record(
                     s, rw, bs, m, cost(ta, tb, idle_rate), own_cost(ia, ib, (ii, ij)), counter_delta(ta, tb)
                 )
+                rec["target_prof"] = tb.prof  # the dump made at tb: ta..tb
                 points.append(rec)
                 n = len(points)
                 eta = (time.monotonic() - t_start) / n * (total - n)

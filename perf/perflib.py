@@ -159,10 +159,17 @@ class Session:
 
 
 def sessions(plan: Plan) -> list[Session]:
-    """Repeats outermost and transports interleaved, so drift over the run
-    (host load, page cache) lands on both transports alike."""
+    """Repeats outermost and transports interleaved, their order reversed
+    every other repeat, so drift over the run (host load, page cache) lands
+    on both transports alike, and going first too with an even number of
+    repeats."""
     pts = tuple(itertools.product(plan.rw, plan.bs))
-    return [Session(rep, d, t, pts) for rep in range(plan.repeats) for d in plan.digest for t in plan.transport]
+    return [
+        Session(rep, d, t, pts)
+        for rep in range(plan.repeats)
+        for d in plan.digest
+        for t in (plan.transport if rep % 2 == 0 else plan.transport[::-1])
+    ]
 
 
 # ---- snapshots -------------------------------------------------------------
@@ -195,10 +202,11 @@ class Snap:
     insn: int  # instructions executed by the VM so far (TCG plugin)
     offload_conns: int
     counters: dict[str, int]
+    prof: str = ""  # the plugin's profile dump since the previous snapshot
 
     @classmethod
     def load(cls, d: dict[str, Any]) -> Snap:
-        return cls(d["t"], d["busy"], d["total"], d["insn"], d["offload_conns"], dict(d["counters"]))
+        return cls(d["t"], d["busy"], d["total"], d["insn"], d["offload_conns"], dict(d["counters"]), d.get("prof", ""))
 
 
 @dataclass(frozen=True)

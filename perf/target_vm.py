@@ -17,6 +17,7 @@ must leave the module unloadable, or the run fails.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -55,9 +56,20 @@ def link_up(mac: str, ip: str, mtu: int) -> str:
     raise SystemExit(f"perf: no NIC with MAC {mac}")
 
 
+_snaps = 0
+
+
 def snapshot(ctl: Control, insn_file: Path) -> dict[str, object]:
+    """This VM now. The plugin dumps where its instructions went since the
+    previous snapshot to insn.prof.<prof> (it polls every 10 ms)."""
+    global _snaps
     # the instruction count first: reading the rest costs instructions too
     insn = int(insn_file.read_text().strip() or 0)
+    _snaps += 1
+    label = f"s{_snaps:05d}"
+    # the plugin (on the host) may take the request before the guest closed it
+    with contextlib.suppress(FileNotFoundError):
+        insn_file.with_name(f"insn.prof.req.{label}").touch()
     busy, total = cpu_jiffies(Path("/proc/stat").read_text())
     st = ctl.status()
     counters = dict(st.adapters[0].counters) if st.adapters else {}
@@ -68,6 +80,7 @@ def snapshot(ctl: Control, insn_file: Path) -> dict[str, object]:
         "insn": insn,
         "offload_conns": len(st.connections),
         "counters": counters,
+        "prof": label,
     }
 
 
@@ -117,6 +130,9 @@ def main() -> int:
     topology.create(
         topology.Topology(IQN_OFFLOAD, ("ramdisk",), size, ((plan.target_ip, PORT_OFFLOAD),), True, name_prefix="off")
     )
+    # the kernel's and the modules' symbols as loaded (KASLR), once the
+    # targets have loaded every module they use: perf/profile.py
+    (results / "kallsyms").write_text(Path("/proc/kallsyms").read_text())
     iperf = subprocess.Popen(["iperf3", "-s", "-B", plan.target_ip], stdout=subprocess.DEVNULL)
     try:
         serve(plan, ctl, results / "insn.count")

@@ -33,6 +33,8 @@ def test_sessions_interleave_transports_within_each_repeat() -> None:
     order = [(s.rep, s.digest, s.transport) for s in perflib.sessions(plan)]
     assert order[:4] == [(0, "off", "stock"), (0, "off", "offload"), (0, "on", "stock"), (0, "on", "offload")]
     assert len(order) == plan.repeats * 4
+    # the next repeat starts with the other transport, so neither always goes first
+    assert order[4:8] == [(1, "off", "offload"), (1, "off", "stock"), (1, "on", "offload"), (1, "on", "stock")]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,150 @@
+"""Where a VM's instructions go: the plugin's per-block counts, mapped to
+the guest's kernel symbols and summed into buckets.
+
+perf/plugin/insn_count.c (``prof=PREFIX``) dumps, per request, "address
+count" lines for every kernel translation block that ran since the previous
+dump (address 1 stands for all of user space). The target VM copies its
+/proc/kallsyms (module symbols included, KASLR resolved) next to the dumps.
+Pure code: tests/host/test_perf_profile.py tests it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+USER = 1  # the plugin's slot for every user-space block
+# (bucket, module names, symbol-name pattern); the first that matches wins
+# fmt: off
+RULES: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("cxgbit_ext", frozenset({"cxgbit_ext"}), r"$^"),
+    ("iscsi_target_mod", frozenset({"iscsi_target_mod"}), r"$^"),
+    ("target_core", frozenset({"target_core_mod", "target_core_iblock", "target_core_file", "target_core_pscsi"}),
+     r"$^"),
+    ("crc32c", frozenset({"crc32c_intel", "crc32c_generic", "libcrc32c", "crc32_pclmul"}), r"crc32"),
+    ("copy", frozenset(), r"^(__)?(memcpy|memmove|memset|copy_user|_copy_to_iter|_copy_from_iter|copy_page"
+                          r"|skb_copy|csum_partial_copy|rep_movs|copy_to_user|copy_from_user|clear_page)"),
+    ("checksum", frozenset(), r"^(__)?(csum|do_csum|ip_compute_csum)"),
+    ("virtio/net device", frozenset({"virtio_net", "virtio_ring", "virtio_pci", "virtio"}),
+     r"^(virtnet|virtqueue|vring|vp_|virtio)"),
+    ("TCP/IP + skb", frozenset(), r"^(__)?(tcp|ip|ipv4|ipv6|inet|sk_|sock|skb|kfree_skb|consume_skb|alloc_skb"
+                                  r"|napi|net_|netif|dev_|release_sock|lock_sock|neigh|dst_|fib|rt_)"),
+    ("scheduler", frozenset(), r"^(__)?(schedule|pick_next|enqueue|dequeue|try_to_wake_up|ttwu|finish_task_switch"
+                               r"|update_curr|update_load|select_task_rq|switch_to|switch_mm|context_switch)"),
+    ("idle", frozenset(), r"(idle|mwait|safe_halt)"),
+)
+# fmt: on
+BUCKETS = ("user space", *(r[0] for r in RULES), "other kernel")
+
+
+@dataclass(frozen=True)
+class Symbols:
+    addrs: list[int]
+    names: list[str]
+    modules: list[str]
+
+    def lookup(self, addr: int) -> tuple[str, str]:
+        """(symbol, module) of the text symbol ``addr`` falls in."""
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        if i < 0:
+            return "?", ""
+        return self.names[i], self.modules[i]
+
+
+def load_kallsyms(text: str) -> Symbols:
+    """Text symbols of a /proc/kallsyms read as root."""
+    rows = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 3 or f[1] not in ("t", "T", "w", "W"):
+            continue
+        addr = int(f[0], 16)
+        if not addr:
+            continue
+        mod = f[3].strip("[]") if len(f) > 3 else ""
+        rows.append((addr, f[2], mod))
+    rows.sort()
+    return Symbols([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+
+_COMPILED = tuple((name, mods, re.compile(pat)) for name, mods, pat in RULES)
+
+
+def bucket_of(symbol: str, module: str) -> str:
+    for name, mods, pat in _COMPILED:
+        if module in mods or pat.search(symbol):
+            return name
+    return "other kernel"
+
+
+def parse_dump(text: str) -> Iterable[tuple[int, int]]:
+    for line in text.splitlines():
+        a, _, c = line.partition(" ")
+        if c:
+            yield int(a, 16), int(c)
+
+
+def buckets(dump: str, syms: Symbols) -> dict[str, int]:
+    """Instructions per bucket in one dump."""
+    out = dict.fromkeys(BUCKETS, 0)
+    cache: dict[int, str] = {}
+    for addr, n in parse_dump(dump):
+        if addr == USER:
+            out["user space"] += n
+            continue
+        b = cache.get(addr)
+        if b is None:
+            b = cache[addr] = bucket_of(*syms.lookup(addr))
+        out[b] += n
+    return out
+
+
+def per_io(points: list[dict[str, Any]], dumps: Path) -> int:
+    """Add ``target_buckets_per_io`` to each point whose window has a dump
+    in ``dumps`` (with the target's kallsyms there); how many got one."""
+    syms_file = dumps / "kallsyms"
+    if not syms_file.exists():
+        return 0
+    syms = load_kallsyms(syms_file.read_text())
+    done = 0
+    for rec in points:
+        f = dumps / f"insn.prof.{rec.get('target_prof', '')}"
+        if rec.get("target_prof") and f.exists() and rec.get("ios"):
+            b = buckets(f.read_text(), syms)
+            rec["target_buckets_per_io"] = {k: v / rec["ios"] for k, v in b.items()}
+            done += 1
+    return done
+
+
+def markdown(points: list[dict[str, Any]]) -> str:
+    """k instructions per I/O per bucket, stock and offload side by side,
+    mean over the repeats (window totals: the idle rate is not taken out)."""
+    rows: dict[tuple[str, str, int, str], list[dict[str, float]]] = {}
+    for p in points:
+        if "target_buckets_per_io" in p:
+            rows.setdefault((p["digest"], p["rw"], p["bs_bytes"], p["transport"]), []).append(
+                p["target_buckets_per_io"]
+            )
+    if not rows:
+        return ""
+    used = [b for b in BUCKETS if any(r[b] >= 50 for rs in rows.values() for r in rs)]
+    head = "| digest | rw | bs | transport | " + " | ".join(used) + " | total |"
+    lines = [
+        "## Where the target's instructions go (k instructions per I/O, by kernel symbol)",
+        "",
+        "The TCG plugin's per-block counts over each point's window, mapped to the target VM's kallsyms "
+        "(perf/profile.py); mean over repeats; the idle rate is not taken out here, so totals exceed "
+        "the insn/IO figures above by the idle share. Buckets under 50 instructions per I/O everywhere are left out.",
+        "",
+        head,
+        "|" + "---|" * (len(used) + 5),
+    ]
+    for (digest, rw, bs, transport), rs in sorted(rows.items()):
+        mean = {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS}
+        cells = " | ".join(f"{mean[b] / 1e3:.1f}" for b in used)
+        lines.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {cells} | {sum(mean.values()) / 1e3:.1f} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,67 @@
+"""perf/profile.py: a plugin dump mapped to kallsyms and bucketed."""
+
+from __future__ import annotations
+
+from perf import profile
+
+KALLSYMS = """\
+ffffffff81000000 T _stext
+ffffffff81001000 T tcp_sendmsg_locked
+ffffffff81002000 t __schedule
+ffffffff81003000 T memcpy
+ffffffff81004000 D some_data
+ffffffff81005000 T default_idle
+ffffffff81006000 T vfs_read
+ffffffffc0800000 t cxe_rx_data_cb\t[cxgbit_ext]
+ffffffffc0801000 t iscsit_handle_scsi_cmd\t[iscsi_target_mod]
+ffffffffc0802000 t crc32c_pcl_intel_update\t[crc32c_intel]
+"""
+
+
+def test_dump_is_bucketed_by_symbol_and_module() -> None:
+    syms = profile.load_kallsyms(KALLSYMS)
+    dump = "\n".join([
+        "1 500",                    # user space
+        "ffffffff81001010 100",     # tcp_sendmsg_locked
+        "ffffffff81002004 7",       # __schedule
+        "ffffffff81003000 40",      # memcpy
+        "ffffffff81004010 3",       # after the data symbol: still memcpy's text
+        "ffffffff81005001 9",       # default_idle
+        "ffffffff81006000 11",      # vfs_read: other kernel
+        "ffffffffc0800010 20",      # cxgbit_ext
+        "ffffffffc0801010 30",      # iscsi_target_mod
+        "ffffffffc0802040 60",      # crc32c_intel
+    ])  # fmt: skip
+    b = profile.buckets(dump, syms)
+    assert b["user space"] == 500
+    assert b["TCP/IP + skb"] == 100
+    assert b["scheduler"] == 7
+    assert b["copy"] == 43
+    assert b["idle"] == 9
+    assert b["other kernel"] == 11
+    assert b["cxgbit_ext"] == 20 and b["iscsi_target_mod"] == 30 and b["crc32c"] == 60
+    assert sum(b.values()) == 780
+    assert set(b) == set(profile.BUCKETS)
+
+
+def test_address_below_every_symbol_is_unknown_not_an_error() -> None:
+    syms = profile.load_kallsyms(KALLSYMS)
+    assert syms.lookup(0xFFFF800000000000) == ("?", "")
+    assert profile.buckets("ffff800000000000 5", syms)["other kernel"] == 5
+
+
+def test_points_get_buckets_per_io_and_a_table(tmp_path) -> None:
+    (tmp_path / "kallsyms").write_text(KALLSYMS)
+    (tmp_path / "insn.prof.s00002").write_text("ffffffff81001010 200000\nffffffffc0800010 100000\n")
+    points = [
+        {"digest": "off", "rw": "randread", "bs_bytes": 4096, "transport": "offload", "ios": 100.0,
+         "target_prof": "s00002"},
+        {"digest": "off", "rw": "randread", "bs_bytes": 4096, "transport": "stock", "ios": 100.0,
+         "target_prof": "s00004"},  # no such dump: left alone
+    ]  # fmt: skip
+    assert profile.per_io(points, tmp_path) == 1
+    assert points[0]["target_buckets_per_io"]["TCP/IP + skb"] == 2000
+    assert points[0]["target_buckets_per_io"]["cxgbit_ext"] == 1000
+    assert "target_buckets_per_io" not in points[1]
+    md = profile.markdown(points)
+    assert "| off | randread | 4K | offload | " in md and "| 3.0 |" in md
