@@ -19,7 +19,6 @@ owner), then with gateway 2's TPGs disabled (both images through gateway
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -39,13 +38,15 @@ from perf.perflib import cpu_jiffies  # noqa: E402
 from testbed import fio  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 from testbed.scaleout_guest import (  # noqa: E402
-    MULTIPATH_CONF,
     Rendezvous,
+    initiator_run,
     log,
     logout_all,
     maps,
     network,
+    run_role,
     sh,
+    start_multipath,
     start_tcmu_runner,
     wait_for,
 )
@@ -253,7 +254,7 @@ def initiator(plan: dict[str, Any]) -> int:
     gw_ips = [g["ip"] for g in plan["gateways"]]
     gws = Gateways(rdv, len(gw_ips))
     result: dict[str, Any] = {"rows": []}
-    try:
+    with initiator_run(rdv, result):
         for n in range(1, len(gw_ips) + 1):
             rdv.wait(f"ready-gw{n}", 600)
         iscsiadm.start_iscsid()
@@ -261,11 +262,7 @@ def initiator(plan: dict[str, Any]) -> int:
             for ip in gw_ips:
                 iscsiadm.discover(f"{ip}:3260")
                 iscsiadm.set_node(d["iqn"], f"{ip}:3260", "node.session.timeo.replacement_timeout", "5")
-        Path("/etc/multipath.conf").write_text(MULTIPATH_CONF)
-        sh("modprobe", "dm_multipath")
-        sh("modprobe", "scsi_dh_alua")
-        subprocess.run(["/lib/systemd/systemd-udevd", "--daemon"], check=True)
-        subprocess.run(["multipathd"], check=True)
+        start_multipath()
         owners = {d["image"]: d["owner"] for d in plan["disks"]}
         for transport in plan["transports"]:
             gws.all(transport)
@@ -295,34 +292,8 @@ def initiator(plan: dict[str, Any]) -> int:
             check_transport(gws, transport, one)
             result["rows"] += measure(plan, gws, devs, transport, one)
             logout_all()
-        result["ok"] = True
-    except Exception as e:  # every failure is reported, then the run fails
-        result["ok"] = False
-        result["error"] = f"{type(e).__name__}: {e}"
-        log(f"FAILED: {result['error']}")
-        for cmd in (["multipath", "-ll"], ["iscsiadm", "-m", "session", "-P", "1"]):
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            log(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
-    finally:
-        rdv.put("result.json", json.dumps(result, indent=2))
-        try:
-            logout_all()
-        finally:
-            rdv.put("done")
-    return 0 if result.get("ok") else 1
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("role", choices=("gateway", "initiator"))
-    ap.add_argument("index", type=int, nargs="?")
-    ap.add_argument("--plan", type=Path, required=True)
-    a = ap.parse_args()
-    plan = json.loads(a.plan.read_text())
-    if a.role == "gateway":
-        return gateway(plan, a.index)
-    return initiator(plan)
+    return 0 if result["ok"] else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_role(gateway, initiator))

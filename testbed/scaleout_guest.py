@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -191,11 +193,60 @@ def start_tcmu_runner() -> subprocess.Popen[bytes]:
     return runner
 
 
+def start_multipath() -> None:
+    """multipath-tools with ceph-iscsi's settings, fed paths by udev (the
+    paths of sessions already logged in too)."""
+    Path("/etc/multipath.conf").write_text(MULTIPATH_CONF)
+    sh("modprobe", "dm_multipath")
+    sh("modprobe", "scsi_dh_alua")
+    # multipath-tools learn of paths and make /dev/mapper nodes through udev
+    subprocess.run(["/lib/systemd/systemd-udevd", "--daemon"], check=True)
+    sh("udevadm", "trigger", "--action=add", "--subsystem-match=block")
+    sh("udevadm", "settle", "--timeout=60")
+    subprocess.run(["multipathd"], check=True)
+
+
+@contextmanager
+def initiator_run(rdv: Rendezvous, result: dict[str, Any]) -> Iterator[None]:
+    """The initiator's body: ``result["ok"]`` once it ends, or the error and
+    the multipath and session state when it raises; result.json, logout
+    and "done" (which ends the gateways) in any case."""
+    try:
+        yield
+        result["ok"] = True
+    except Exception as e:  # every failure is reported, then the run fails
+        result["ok"] = False
+        result["error"] = f"{type(e).__name__}: {e}"
+        log(f"FAILED: {result['error']}")
+        for cmd in (["multipath", "-ll"], ["multipathd", "show", "paths"], ["iscsiadm", "-m", "session", "-P", "1"]):
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            log(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+    finally:
+        rdv.put("result.json", json.dumps(result, indent=2))
+        try:
+            logout_all()
+        finally:
+            rdv.put("done")
+
+
+def run_role(gateway: Callable[[dict[str, Any], int], int], initiator: Callable[[dict[str, Any]], int]) -> int:
+    """``SCRIPT gateway N --plan P`` or ``SCRIPT initiator --plan P``."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("role", choices=("gateway", "initiator"))
+    ap.add_argument("index", type=int, nargs="?")
+    ap.add_argument("--plan", type=Path, required=True)
+    a = ap.parse_args()
+    plan = json.loads(a.plan.read_text())
+    if a.role == "gateway":
+        return gateway(plan, a.index)
+    return initiator(plan)
+
+
 def initiator(plan: dict[str, Any]) -> int:
     rdv = Rendezvous(Path(plan["rendezvous"]))
     network(plan, plan["initiator"]["mac"], plan["initiator"]["ip"])
     result: dict[str, Any] = {}
-    try:
+    with initiator_run(rdv, result):
         for i in range(len(plan["gateways"])):
             rdv.wait(f"ready-gw{i + 1}", 600)
         iscsiadm.start_iscsid()
@@ -205,14 +256,7 @@ def initiator(plan: dict[str, Any]) -> int:
             # fail a dead path within seconds, not open-iscsi's 120 s
             iscsiadm.set_node(plan["iqn"], portal, "node.session.timeo.replacement_timeout", "5")
             iscsiadm.login(plan["iqn"], portal)
-        Path("/etc/multipath.conf").write_text(MULTIPATH_CONF)
-        sh("modprobe", "dm_multipath")
-        sh("modprobe", "scsi_dh_alua")
-        # multipath-tools learn of paths and make /dev/mapper nodes through udev
-        subprocess.run(["/lib/systemd/systemd-udevd", "--daemon"], check=True)
-        sh("udevadm", "trigger", "--action=add", "--subsystem-match=block")
-        sh("udevadm", "settle", "--timeout=60")
-        subprocess.run(["multipathd"], check=True)
+        start_multipath()
         wait_for(lambda: len(paths()) == 2, "multipath: both paths of one map", 60)
         sds = paths()
         # a survivor waits out a dead owner's watch (30 s) before it may
@@ -238,21 +282,7 @@ def initiator(plan: dict[str, Any]) -> int:
             result["failovers"].append(failover_under_fio(plan, rdv, dm, how))
         # the owner serves again: a last pass goes through it
         _ok(_verify(dm, loops=1), "fio verify after failback")
-        result["ok"] = True
-    except Exception as e:  # every failure is reported, then the run fails
-        result["ok"] = False
-        result["error"] = f"{type(e).__name__}: {e}"
-        log(f"FAILED: {result['error']}")
-        for cmd in (["multipath", "-ll"], ["multipathd", "show", "paths"], ["iscsiadm", "-m", "session", "-P", "1"]):
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            log(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
-    finally:
-        rdv.put("result.json", json.dumps(result, indent=2))
-        try:
-            logout_all()
-        finally:
-            rdv.put("done")
-    return 0 if result.get("ok") else 1
+    return 0 if result["ok"] else 1
 
 
 def maps() -> dict[str, list[str]]:
@@ -385,17 +415,5 @@ def _verify(dev: str, loops: int = 4) -> object:
         return e
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("role", choices=("gateway", "initiator"))
-    ap.add_argument("index", type=int, nargs="?")
-    ap.add_argument("--plan", type=Path, required=True)
-    a = ap.parse_args()
-    plan = json.loads(a.plan.read_text())
-    if a.role == "gateway":
-        return gateway(plan, a.index)
-    return initiator(plan)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_role(gateway, initiator))
