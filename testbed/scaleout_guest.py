@@ -303,12 +303,54 @@ def maps() -> dict[str, list[str]]:
 def logout_all() -> None:
     """Remove the maps, then log out, as an admin takes LUNs away: a map
     that queues I/O with no path left (no_path_retry queue) would block
-    every opener of its device, udev's workers first."""
+    every opener of its device, udev's workers first. A map is removed
+    only once nobody holds it open, and an opener may still be waiting on
+    a command a failing gateway never answered: logging out fails those,
+    so the maps are flushed again after the logout until they are gone."""
     for wwid in maps():
         sh("dmsetup", "message", wwid, "0", "fail_if_no_path", check=False)
-    sh("multipath", "-F", check=False)
+    sh("udevadm", "settle", "--timeout=60", check=False)
+    try:
+        wait_for(flushed, "multipath maps flushed before logout", 60)
+    except TimeoutError:
+        log(f"maps still held before logout:\n{holders()}")
     iscsiadm.logout()
-    wait_for(lambda: not maps(), "multipath maps gone after logout", 120)
+    try:
+        wait_for(flushed, "multipath maps gone after logout", 120)
+    except TimeoutError:
+        log(holders())
+        raise
+
+
+def flushed() -> bool:
+    """``multipath -F`` (every map nobody holds open); True once none is left."""
+    subprocess.run(["multipath", "-F"], capture_output=True, timeout=120)
+    if maps():
+        time.sleep(2)
+        return False
+    return True
+
+
+def sh_all(*cmd: str) -> str:
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return f"{p.stdout}{p.stderr}(exit {p.returncode})"
+
+
+def holders() -> str:
+    """What keeps a map: its open count, and every task in D state or
+    holding a dm or sd device open, with its kernel stack."""
+    out = [f"$ dmsetup info\n{sh_all('dmsetup', 'info')}", f"$ multipath -ll\n{sh_all('multipath', '-ll')}"]
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            state = next(x for x in (proc / "status").read_text().splitlines() if x.startswith("State:"))
+            fds = [os.readlink(f) for f in (proc / "fd").iterdir()]
+            devs = [f for f in fds if re.match(r"/dev/(dm-|sd|mapper/)", f)]
+            if "D (disk sleep)" in state or devs:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                out.append(f"pid {proc.name} [{cmd}] {state} fds {devs}\n{(proc / 'stack').read_text()}")
+        except (OSError, StopIteration):
+            continue
+    return "\n".join(out)
 
 
 def paths() -> list[str]:
