@@ -24,7 +24,6 @@ from cxgbit_ext import persist, portals
 from cxgbit_ext.control import (
     BUILTIN,
     OFFLOADS,
-    TOGGLES,
     Adapter,
     Control,
     CxgbitExtError,
@@ -208,7 +207,8 @@ class UIAdapter(UINode):
         The "global" group contains all global CLI preferences.
         The "offload" group holds this adapter's offload switches (ddp, iso;
         true or false), for the connections it accepts from now on; every
-        value is checked before the first one is set.
+        value is checked before the first one is set, and the ones set are
+        put back if the kernel refuses a later one.
 
         Run with no parameter nor group to list all available groups, or
         with just a group name to list all available parameters within that
@@ -220,23 +220,23 @@ class UIAdapter(UINode):
         ========
         get
         """
-        if group == "offload" and parameter:
-            values = {}
-            for param, text in parameter.items():
-                if param not in self.list_group_params(group):
-                    raise ExecutionError(
-                        f"Unknown parameter {param} in group 'offload' (parameters: {', '.join(TOGGLES)}); "
-                        "nothing was changed."
-                    )
-                try:
-                    values[param] = self.ui_type_bool(text)
-                except ValueError as e:
-                    raise ExecutionError(f"Not setting {param}! {e} Nothing was changed.") from e
+        if group != "offload" or not parameter:
+            ConfigNode.ui_command_set(self, group, **parameter)
+            return
+        self.assert_root()
+        values = {}
+        for param, text in parameter.items():
             try:
-                control().check_toggles(self.name, values)
-            except CxgbitExtError as e:
-                raise ExecutionError(str(e)) from e
-        ConfigNode.ui_command_set(self, group, **parameter)
+                values[param] = self.ui_type_bool(text)
+            except ValueError as e:
+                raise ExecutionError(f"Not setting {param}! {e} Nothing was changed.") from e
+        try:
+            control().set_toggles(self.name, values)
+        except CxgbitExtError as e:
+            raise ExecutionError(str(e)) from e
+        now = self._adapter().toggles
+        for param in values:
+            self.shell.con.display(f"Parameter {param} is now '{self.ui_type_bool(now[param], reverse=True)}'.")
 
     def ui_command_bind(self, netdev: str) -> None:
         """

@@ -5,6 +5,7 @@ tree; tests/vm/test_admin.py does the same against the real module.
 
 from __future__ import annotations
 
+import errno
 import io
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def test_create_set_get_delete(kernel: FakeKernel, sh: Shell) -> None:
         ("/adapters/soft0 set offload ddp=maybe", "Not setting ddp! Syntax error, 'maybe' is not true|false."),
         # the first value is good, the second is not: neither is set
         ("/adapters/soft0 set offload ddp=false iso=maybe", "Not setting iso!"),
-        ("/adapters/soft0 set offload ddp=false crc=false", "Unknown parameter crc in group 'offload'"),
+        ("/adapters/soft0 set offload ddp=false crc=false", "adapter soft0: no setting 'crc'; settings: ddp, iso"),
     ],
 )
 def test_refused_with_the_reason_and_nothing_changed(kernel: FakeKernel, sh: Shell, line: str, message: str) -> None:
@@ -85,6 +86,17 @@ def test_refused_with_the_reason_and_nothing_changed(kernel: FakeKernel, sh: She
     with pytest.raises(ExecutionError) as e:
         sh.run(line)
     assert message in str(e.value)
+    assert snapshot(kernel.root) == before
+
+
+def test_set_offload_is_undone_when_the_kernel_refuses_a_switch(kernel: FakeKernel, sh: Shell) -> None:
+    """Both values are good, the kernel refuses the second write: the first
+    is put back, as 'cxgbit-ext' does it."""
+    kernel.refuse["adapters/soft0/iso"] = errno.EIO
+    before = snapshot(kernel.root)
+    with pytest.raises(ExecutionError) as e:
+        sh.run("/adapters/soft0 set offload ddp=false iso=false")
+    assert "cannot set iso to 0" in str(e.value) and "nothing was changed" in str(e.value), e.value
     assert snapshot(kernel.root) == before
 
 
