@@ -206,19 +206,12 @@ class Control:
     def loaded(self) -> bool:
         return self.root.is_dir()
 
-    def _toggle(self, rel: str, toggle: str) -> bool:
-        path = self.root / rel / toggle
-        text = path.read_text().strip()
-        if text not in ("0", "1"):
-            raise CxgbitExtError(f"{path} reads {text!r}, not 0 or 1: is this cxgbit-ext older than the module?")
-        return text == "1"
-
     def _read_adapter(self, d: Path) -> Adapter:
         rel = f"adapters/{d.name}"
         counters = {k: int(v) for k, v in (ln.split() for ln in self._read(f"{rel}/counters").splitlines() if ln)}
-        caps = tuple(self._read(f"{rel}/caps").split()) if (d / "caps").exists() else ()
+        on = {t: self._read(f"{rel}/{t}").strip() == "1" for t in TOGGLES}  # the module shows 0 or 1
         return Adapter(d.name, self._read(f"{rel}/type").strip(), self._read(f"{rel}/netdev").strip(), counters,
-                       caps, ddp=self._toggle(rel, "ddp"), iso=self._toggle(rel, "iso"))  # fmt: skip
+                       tuple(self._read(f"{rel}/caps").split()), ddp=on["ddp"], iso=on["iso"])  # fmt: skip
 
     def adapters(self) -> list[Adapter]:
         self._need_loaded()
