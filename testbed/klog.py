@@ -43,7 +43,7 @@ _BAD = re.compile("|".join(f"(?:{p})" for p in BAD_PATTERNS))
 # tears a session down on an iscsi_ctrl workqueue (WQ_MEM_RECLAIM), and
 # scsi_remove_target -> device_del -> pm_runtime_remove flushes the SCSI
 # target's runtime-PM work on pm_wq (not WQ_MEM_RECLAIM) when a logout races
-# it. check_flush_dependency() WARNs once per boot (seen on 6.1 and 6.12).
+# it. check_flush_dependency() WARNs once per boot (6.1 and 6.12 both).
 # Only a "cut here" block whose workqueue line says exactly that is set aside,
 # and every one is reported as such (known_initiator_warns).
 _INITIATOR_FLUSH = re.compile(

@@ -101,12 +101,12 @@ class Limits:
     # A Text PDU whose TTT is not 0xffffffff continues the task of its ITT.
     # Stock LIO takes over whatever task has that ITT, a SCSI command too
     # (iscsit_setup_text_cmd rewrites its opcode, state and data direction),
-    # and frees it twice: a use-after-free (seen on Debian's 6.1). False keeps
+    # and frees it twice: a use-after-free in Debian's 6.1. False keeps
     # every Text PDU's TTT reserved, so a run against stock LIO can go on.
     text_continuation: bool = True
     # A data segment on a SCSI Command without the W bit (immediate data on a
     # READ). Stock LIO runs the command, then runs it again when it has taken
-    # the "immediate data" in: a use-after-free (seen on Debian's 6.1, a NULL
+    # the "immediate data" in: a use-after-free (Debian's 6.1: a NULL
     # dereference in target_alua_state_check). False strips the data segment
     # of such a command, so a run against stock LIO can go on.
     data_without_w: bool = True

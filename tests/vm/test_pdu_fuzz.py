@@ -32,12 +32,11 @@ three kinds of PDU left out: on Debian's 6.1 it still falls over within
 about 1,200 PDUs of framing (seed 12345: a WARN in iscsit_release_cmd from
 target_complete_ok_work, a WRITE_PENDING command released while
 iscsit_release_commands_from_conn still has it on its list). The mutations
-of meaning (``--fuzz-semantic``: CmdSN, ITT, flags, fields, TMFs) found two
-more ways into that race, now refused on the offloaded path before LIO sees
-them (a SCSI Command outside the CmdSN window, a Data-Out past its task's
-transfer length); since then seeds 777 and 1 pass on the offloaded path
-(Debian 6.1), but they are not yet in make test: they have been run on
-too few seeds and not on 6.12.
+of meaning (``--fuzz-semantic``: CmdSN, ITT, flags, fields, TMFs) reach that
+race two more ways, which the offloaded path refuses before LIO sees them (a
+SCSI Command outside the CmdSN window, a Data-Out past its task's transfer
+length). They stay out of make test until they have passed on more seeds
+than 777 and 1 (offloaded, Debian 6.1) and on 6.12.
 """
 
 from __future__ import annotations

@@ -925,8 +925,8 @@ def test_ignored_write_then_connection_dropped(path: str) -> None:
     drops the connection, 20 times. Stock LIO (6.1) puts the ignored WRITE
     in TRANSPORT_WRITE_PENDING, drops a reference and leaves it listed; a
     close that comes before its TX thread removes it completes the command
-    and frees it twice (found by the seeded fuzz: WARN in iscsit_release_cmd,
-    then a use-after-free), so the stock path is not sent it. The offloaded
+    and frees it twice (a WARN in iscsit_release_cmd, then a
+    use-after-free), so the stock path is not sent it. The offloaded
     path skips such a command before LIO sees it."""
     if path == "stock":
         record("stock: ignored_write_then_dropped: not sent (a LIO race that frees a command twice on 6.1)")
@@ -967,9 +967,9 @@ def test_immediate_data_above_first_burst(path: str) -> None:
 
 def test_data_segment_on_a_read(path: str) -> None:
     """A READ(10) whose PDU carries a data segment: immediate data is write
-    data (RFC 7143 3.2.4.2), a command without the W bit has none. Found by
-    the seeded fuzz: stock LIO on Debian's 6.1 runs the READ, then runs it
-    again for its "immediate data", and oopses (a NULL dereference in
+    data (RFC 7143 3.2.4.2), a command without the W bit has none. Stock
+    LIO on Debian's 6.1 runs the READ, then runs it again for its
+    "immediate data", and oopses (a NULL dereference in
     target_alua_state_check after "read_data_left is zero!"), so the stock
     path is not sent it; the offloaded path refuses it."""
     if path == "stock":
@@ -1188,7 +1188,7 @@ def test_text_continuation_of_a_scsi_task_offloaded(dual_target: None) -> None:
     naming an outstanding WRITE (waiting for its Data-Out) it is refused and
     the connection dropped, the WRITE untouched. Offloaded path only: stock
     LIO's iscsit_setup_text_cmd takes the SCSI task over and frees it twice
-    (seen on 6.1 with the seeded fuzz), which would bring the guest down."""
+    (Debian's 6.1), which would bring the guest down."""
     c = connect("offload", Params(immediate_data=False, initial_r2t=True))
     moved = Moved("offload")
     itt = c.next_itt()
