@@ -12,10 +12,22 @@ from typing import Any
 import pytest
 
 CAPS = "hcrc dcrc ddp iso rxagg"
-COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied")
+# An adapter's counters file: every counter, in the module's order
+# (cxe_stat_names), whether it has moved or not.
+COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "hdigest_errors",
+            "ddigest_errors", "ddp_tag_errors", "drops", "bursts", "burst_pdus", "rx_waits", "handed_back")  # fmt: skip
 
 
-def make_tree(tmp_path: Path, *, version: str, netdev: str, counters: str, portals: str, connections: str) -> Path:
+def counters_file(counts: dict[str, int]) -> str:
+    """The counters file of an adapter that has counted ``counts`` (the rest 0)."""
+    unknown = set(counts) - set(COUNTERS)
+    assert not unknown, f"the module has no counter {unknown}"
+    return "".join(f"{c} {counts.get(c, 0)}\n" for c in COUNTERS)
+
+
+def make_tree(
+    tmp_path: Path, *, version: str, netdev: str, portals: str, connections: str, counters: dict[str, int] | None = None
+) -> Path:
     """A copy of /sys/kernel/config/cxgbit_ext as the module lays it out,
     with one software adapter soft0 (the host cannot load the module)."""
     root = tmp_path / "cxgbit_ext"
@@ -24,7 +36,7 @@ def make_tree(tmp_path: Path, *, version: str, netdev: str, counters: str, porta
     (soft0 / "type").write_text("soft\n")
     (soft0 / "netdev").write_text(netdev + "\n")
     (soft0 / "caps").write_text(CAPS + "\n")
-    (soft0 / "counters").write_text(counters)
+    (soft0 / "counters").write_text(counters_file(counters or {}))
     (soft0 / "ddp").write_text("1\n")
     (soft0 / "iso").write_text("1\n")
     (root / "version").write_text(version + "\n")
@@ -99,9 +111,9 @@ class FakeKernel:
         if not self.NAME.fullmatch(path.name):
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(path))
         self._mkdir(path)
-        for name, text in (("type", "soft"), ("netdev", ""), ("caps", CAPS), ("ddp", "1"), ("iso", "1"),
-                           ("counters", "\n".join(f"{c} 0" for c in COUNTERS))):  # fmt: skip
-            self._write_text(path / name, text + "\n")
+        for name, text in (("type", "soft\n"), ("netdev", "\n"), ("caps", CAPS + "\n"), ("ddp", "1\n"),
+                           ("iso", "1\n"), ("counters", counters_file({}))):  # fmt: skip
+            self._write_text(path / name, text)
 
     def rmdir(self, path: Path) -> None:
         self._fail(path, "rmdir")

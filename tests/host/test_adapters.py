@@ -23,7 +23,7 @@ ALL = ["hcrc", "dcrc", "ddp", "iso", "rxagg"]
 @pytest.fixture
 def kernel(tmp_path: Path, kernel_for, netns) -> FakeKernel:
     return kernel_for(make_tree(
-        tmp_path, version="0.3.0", netdev="tgt0", counters="connections 0\n", portals="", connections="",
+        tmp_path, version="0.3.0", netdev="tgt0", portals="", connections="",
     ))  # fmt: skip
 
 

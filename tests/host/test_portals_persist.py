@@ -23,7 +23,6 @@ from .conftest import FakeKernel, make_tree, snapshot
 def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
     return kernel_for(make_tree(
         tmp_path, version="0.2.0", netdev="tgt0",
-        counters="connections 0\npdus_rx 0\npdus_tx 0\nbytes_placed 0\n",
         portals="198.18.0.1:3260\n198.18.1.1:3260\n0.0.0.0:3261\n10.9.9.9:3260\n[2001:2::1]:3263\n[::]:3260\n",
         connections="",
     ))  # fmt: skip

@@ -39,7 +39,7 @@ class Shell:
 
 @pytest.fixture
 def kernel(tmp_path: Path, kernel_for, netns, monkeypatch: pytest.MonkeyPatch) -> FakeKernel:
-    k = kernel_for(make_tree(tmp_path, version="0.3.0", netdev="tgt0", counters="connections 0\n", portals="",
+    k = kernel_for(make_tree(tmp_path, version="0.3.0", netdev="tgt0", portals="",
                              connections=""))  # fmt: skip
     monkeypatch.setattr(ui, "control", lambda: Control(k.root))
     monkeypatch.setattr(ui, "netdevs", lambda: set(netns))
