@@ -5,11 +5,17 @@
  * PDUs and never copies write data into command pages itself; it calls
  * these. The software adapter (soft.c) implements them with the kernel's
  * TCP stack on any netdev; a hardware adapter implements the same ops.
+ *
+ * A backend (struct cxe_backend) is one implementation of the contract:
+ * its name, what it can do, and its ops. Adapters are instances of a
+ * backend. The PDU layer and the control interface know backends only
+ * through the registry (cxgbit_ext.h), never by name.
  */
 #ifndef CXE_ADAPTER_H
 #define CXE_ADAPTER_H
 
 #include <linux/types.h>
+#include <linux/bits.h>
 
 struct cxe_np;
 struct cxe_conn;
@@ -102,6 +108,32 @@ struct cxe_adapter_ops {
 	bool (*ddp_check)(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
 			  u32 len, bool final);
 	void (*ddp_release)(struct cxe_conn *c, struct cxe_task *task);
+};
+
+/*
+ * Offloads a backend can perform, in the order and the words the control
+ * interface shows them (adapters/<name>/caps): CRC32C header and data
+ * digests, direct data placement of write data, Data-In segmentation (a
+ * burst handed down once), receive aggregation (several PDUs per wake-up).
+ */
+enum cxe_cap {
+	CXE_CAP_HCRC,
+	CXE_CAP_DCRC,
+	CXE_CAP_DDP,
+	CXE_CAP_ISO,
+	CXE_CAP_RXAGG,
+	CXE_CAP_MAX,
+};
+
+/* What the registry lets other parts ask a backend for (cxe_backend_find) */
+#define CXE_BACKEND_MKDIR	BIT(0)	/* adapters made with mkdir, soft0 */
+#define CXE_BACKEND_PORTALS	BIT(1)	/* one listener per portal serves all its adapters */
+
+struct cxe_backend {
+	const char		*name;	/* adapters/<name>/type */
+	unsigned long		caps;	/* BIT(enum cxe_cap) */
+	unsigned long		flags;	/* CXE_BACKEND_* */
+	const struct cxe_adapter_ops *ops;
 };
 
 #endif /* CXE_ADAPTER_H */

@@ -157,14 +157,9 @@ struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk)
 	return a;
 }
 
-void cxe_adapter_put(struct cxe_adapter *a)
-{
-	config_item_put(&a->group.cg_item);
-}
-
 static ssize_t cxe_adapter_type_show(struct config_item *item, char *page)
 {
-	return sysfs_emit(page, "soft\n");
+	return sysfs_emit(page, "%s\n", to_adapter(item)->backend->name);
 }
 
 static ssize_t cxe_adapter_netdev_show(struct config_item *item, char *page)
@@ -306,16 +301,31 @@ static ssize_t cxe_adapter_netdev_store(struct config_item *item,
 	return ret ? ret : count;
 }
 
+/* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
+static const char *const cxe_cap_names[CXE_CAP_MAX] = {
+	[CXE_CAP_HCRC]	= "hcrc",
+	[CXE_CAP_DCRC]	= "dcrc",
+	[CXE_CAP_DDP]	= "ddp",
+	[CXE_CAP_ISO]	= "iso",
+	[CXE_CAP_RXAGG]	= "rxagg",
+};
+
 /*
- * What a software adapter can do for the PDU layer, in the names the tools
- * show: CRC32C header and data digests, direct data placement of Data-Out
- * (and immediate/unsolicited data), Data-In segmentation (a burst handed
- * down once), and receive aggregation (several PDUs per wake-up). ddp and
- * iso can be switched off (the toggles); digests follow the negotiation.
+ * What the adapter's backend can do for the PDU layer, space separated in
+ * enum cxe_cap's order. ddp and iso can be switched off (the toggles);
+ * digests follow the negotiation.
  */
 static ssize_t cxe_adapter_caps_show(struct config_item *item, char *page)
 {
-	return sysfs_emit(page, "hcrc dcrc ddp iso rxagg\n");
+	unsigned long caps = to_adapter(item)->backend->caps;
+	ssize_t len = 0;
+	int i;
+
+	for (i = 0; i < CXE_CAP_MAX; i++)
+		if (caps & BIT(i))
+			len += sysfs_emit_at(page, len, "%s%s", len ? " " : "",
+					     cxe_cap_names[i]);
+	return len + sysfs_emit_at(page, len, "\n");
 }
 
 static ssize_t cxe_toggle_store(struct cxe_adapter *a, bool *toggle,
@@ -424,11 +434,17 @@ static bool cxe_adapter_name_ok(const char *name)
 	return true;
 }
 
-/* A software adapter serving no netdev, with every offload on, listed. */
+/*
+ * An adapter of the backend whose adapters are made by name (the software
+ * one), serving no netdev, with every offload on, listed.
+ */
 static struct cxe_adapter *cxe_adapter_new(const char *name)
 {
+	const struct cxe_backend *b = cxe_backend_find(CXE_BACKEND_MKDIR);
 	struct cxe_adapter *a;
 
+	if (!b)
+		return ERR_PTR(-ENODEV);
 	if (!cxe_adapter_name_ok(name)) {
 		pr_err("adapter name '%s': 1..%d characters of A-Z a-z 0-9 _ -\n",
 		       name, IFNAMSIZ - 1);
@@ -443,7 +459,7 @@ static struct cxe_adapter *cxe_adapter_new(const char *name)
 		return ERR_PTR(-ENOMEM);
 	}
 	strscpy(a->name, name, sizeof(a->name));
-	a->ops = &cxe_soft_ops;
+	a->backend = b;
 	a->ddp = true;
 	a->iso = true;
 	config_group_init_type_name(&a->group, a->name, &cxe_adapter_type);

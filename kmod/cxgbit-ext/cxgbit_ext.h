@@ -2,9 +2,9 @@
 /*
  * cxgbit-ext: iSCSI PDU-offload transport for the LIO target.
  *
- * Shared declarations of the module's parts: main.c (entry), transport.c
- * (the PDU layer LIO talks to), soft.c (the software adapter) and
- * configfs.c (control interface).
+ * Shared declarations of the module's parts: main.c (entry), backend.c
+ * (the backend registry), transport.c (the PDU layer LIO talks to), soft.c
+ * (the software adapter) and configfs.c (control interface).
  */
 #ifndef CXGBIT_EXT_H
 #define CXGBIT_EXT_H
@@ -63,7 +63,7 @@ struct cxe_adapter {
 	struct config_group	group;
 	struct list_head	node;		/* cxe_adapters */
 	char			name[IFNAMSIZ];
-	const struct cxe_adapter_ops *ops;
+	const struct cxe_backend *backend;	/* what it is an instance of */
 	/*
 	 * cxe_adapters_lock: the netdev served, by identity (ifindex within
 	 * net; 0: "*" = all or "" = none), and its name as it is now
@@ -110,31 +110,53 @@ static inline void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
 	cxe_stat_add(c->adapter, s, v);
 }
 
+/* The ops of the backend a connection's adapter is an instance of */
+static inline const struct cxe_adapter_ops *cxe_ops(const struct cxe_conn *c)
+{
+	return c->adapter->backend->ops;
+}
+
+/*
+ * An adapter's reference count is its configfs item's (see struct
+ * cxe_adapter): dropping one needs nothing of the control interface.
+ */
+static inline void cxe_adapter_put(struct cxe_adapter *a)
+{
+	config_item_put(&a->group.cg_item);
+}
+
 /*
  * One offloaded network portal: what LIO's np "cxgbit" attribute created.
  * The adapter listens for it on its own socket; SYNs for the portal that
  * arrive on the adapter's netdevs are steered to that socket.
  */
 struct cxe_np {
-	struct list_head	node;		/* cxe_nps, RCU */
+	struct list_head	node;		/* the PDU layer's portals */
+	struct list_head	soft_node;	/* the software adapter's, RCU */
 	struct iscsi_np		*np;
-	const struct cxe_adapter_ops *ops;	/* the backend that listens */
+	const struct cxe_backend *backend;	/* the backend that listens */
 	struct net		*net;
 	struct sockaddr_storage	addr;
 	struct socket		*listener;
 };
+
+/*
+ * backend.c: the backend registry. Backends register at module load,
+ * before the control interface and the transport appear, and unregister
+ * after both are gone, so lookups take no lock.
+ */
+int cxe_backend_register(const struct cxe_backend *b);
+void cxe_backend_unregister(const struct cxe_backend *b);
+const struct cxe_backend *cxe_backend_find(unsigned long flags);
 
 /* configfs.c: the control interface, which also keeps the adapters */
 int cxe_configfs_init(void);
 void cxe_configfs_exit(void);
 bool cxe_adapter_steer(const struct net_device *dev, bool syn);
 struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk);
-void cxe_adapter_put(struct cxe_adapter *a);
 
-/* soft.c */
-extern const struct cxe_adapter_ops cxe_soft_ops;
-extern struct list_head cxe_nps;
-extern spinlock_t cxe_nps_lock;
+/* The backends; main.c registers them (soft.c) */
+extern const struct cxe_backend cxe_soft_backend;
 
 /* transport.c */
 extern struct iscsit_transport cxe_transport;

@@ -57,22 +57,31 @@ static int __init cxe_init(void)
 	ret = register_module_notifier(&cxe_module_nb);
 	if (ret)
 		return ret;
+	/* the backends first: the control interface makes soft0 of one */
+	ret = cxe_backend_register(&cxe_soft_backend);
+	if (ret)
+		goto err_notifier;
 	ret = cxe_configfs_init();
-	if (ret) {
-		unregister_module_notifier(&cxe_module_nb);
-		return ret;
-	}
+	if (ret)
+		goto err_backend;
 
 	iscsit_register_transport(&cxe_transport);
 	pr_info("version %s: transport %s registered\n", CXE_VERSION,
 		cxe_transport.name);
 	return 0;
+
+err_backend:
+	cxe_backend_unregister(&cxe_soft_backend);
+err_notifier:
+	unregister_module_notifier(&cxe_module_nb);
+	return ret;
 }
 
 static void __exit cxe_exit(void)
 {
 	iscsit_unregister_transport(&cxe_transport);
 	cxe_configfs_exit();
+	cxe_backend_unregister(&cxe_soft_backend);
 	unregister_module_notifier(&cxe_module_nb);
 	pr_info("unloaded\n");
 }

@@ -57,8 +57,9 @@
 #include "pdu/cxe_rx.h"
 #include "pdu/cxe_seg.h"
 
-LIST_HEAD(cxe_nps);
-DEFINE_SPINLOCK(cxe_nps_lock);
+/* the offloaded portals the steering hook looks SYNs up in */
+static LIST_HEAD(cxe_nps);
+static DEFINE_SPINLOCK(cxe_nps_lock);
 
 /* What steering needs of a packet, IPv4 or IPv6 */
 struct cxe_pkt {
@@ -153,7 +154,7 @@ static unsigned int cxe_steer(struct sk_buff *skb,
 		return NF_ACCEPT;
 
 	rcu_read_lock();
-	list_for_each_entry_rcu(cnp, &cxe_nps, node) {
+	list_for_each_entry_rcu(cnp, &cxe_nps, soft_node) {
 		struct sock *sk = cnp->listener->sk;
 
 		if (!net_eq(cnp->net, state->net) || !cxe_np_matches(cnp, p))
@@ -331,7 +332,7 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 		return ret;
 	}
 	spin_lock(&cxe_nps_lock);
-	list_add_tail_rcu(&cnp->node, &cxe_nps);
+	list_add_tail_rcu(&cnp->soft_node, &cxe_nps);
 	spin_unlock(&cxe_nps_lock);
 	return 0;
 }
@@ -339,7 +340,7 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 static void cxe_soft_unlisten(struct cxe_np *cnp)
 {
 	spin_lock(&cxe_nps_lock);
-	list_del_rcu(&cnp->node);
+	list_del_rcu(&cnp->soft_node);
 	spin_unlock(&cxe_nps_lock);
 	cxe_hook_put(cnp->net);
 	synchronize_net();
@@ -1266,7 +1267,7 @@ static void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner)
 	spin_unlock_bh(&sc->ddp_lock);
 }
 
-const struct cxe_adapter_ops cxe_soft_ops = {
+static const struct cxe_adapter_ops cxe_soft_ops = {
 	.listen		= cxe_soft_listen,
 	.unlisten	= cxe_soft_unlisten,
 	.accept		= cxe_soft_accept,
@@ -1281,4 +1282,16 @@ const struct cxe_adapter_ops cxe_soft_ops = {
 	.ddp_reserve	= cxe_soft_ddp_reserve,
 	.ddp_check	= cxe_soft_ddp_check,
 	.ddp_release	= cxe_soft_ddp_release,
+};
+
+/*
+ * Software adapters are made by name (soft0 at load, more with mkdir) and
+ * share one listener per portal; steering picks the adapter by netdev.
+ */
+const struct cxe_backend cxe_soft_backend = {
+	.name	= "soft",
+	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
+		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
+	.flags	= CXE_BACKEND_MKDIR | CXE_BACKEND_PORTALS,
+	.ops	= &cxe_soft_ops,
 };

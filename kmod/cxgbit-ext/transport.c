@@ -16,6 +16,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/kthread.h>
+#include <linux/mutex.h>
 #include <linux/net.h>
 #include <net/sock.h>
 #include <scsi/iscsi_proto.h>
@@ -31,6 +32,9 @@
 
 static LIST_HEAD(cxe_conns);
 static DEFINE_SPINLOCK(cxe_conns_lock);
+/* the offloaded portals LIO has set up, in that order (the portals file) */
+static LIST_HEAD(cxe_portals);
+static DEFINE_MUTEX(cxe_portals_lock);
 
 const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_SYN_STEERED]	= "syn_steered",
@@ -60,15 +64,26 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	if (!cnp)
 		return -ENOMEM;
 	cnp->np = np;
-	/* every software adapter serves the portal through one listener */
-	cnp->ops = &cxe_soft_ops;
+	/*
+	 * One backend listens for a portal, for all of its adapters (the
+	 * software one does, through one socket). A portal served by several
+	 * backends at once needs accept to take connections from each.
+	 */
+	cnp->backend = cxe_backend_find(CXE_BACKEND_PORTALS);
+	if (!cnp->backend) {
+		kfree(cnp);
+		return -ENODEV;
+	}
 	memcpy(&cnp->addr, addr, sizeof(cnp->addr));
 
-	ret = cnp->ops->listen(cnp);
+	ret = cnp->backend->ops->listen(cnp);
 	if (ret) {
 		kfree(cnp);
 		return ret;
 	}
+	mutex_lock(&cxe_portals_lock);
+	list_add_tail(&cnp->node, &cxe_portals);
+	mutex_unlock(&cxe_portals_lock);
 	np->np_context = cnp;
 	/* LIO matches portals (and answers SendTargets) by np_sockaddr */
 	memcpy(&np->np_sockaddr, addr, sizeof(np->np_sockaddr));
@@ -90,7 +105,7 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	 * Sets c->adapter (with a reference) and its toggles. Interrupted by
 	 * LIO's SIGINT when the portal thread resets or stops.
 	 */
-	ret = cnp->ops->accept(cnp, c);
+	ret = cnp->backend->ops->accept(cnp, c);
 	if (ret) {
 		kfree(c);
 		return ret;
@@ -114,7 +129,10 @@ static void cxe_free_np(struct iscsi_np *np)
 {
 	struct cxe_np *cnp = np->np_context;
 
-	cnp->ops->unlisten(cnp);
+	mutex_lock(&cxe_portals_lock);
+	list_del(&cnp->node);
+	mutex_unlock(&cxe_portals_lock);
+	cnp->backend->ops->unlisten(cnp);
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;
 	kfree(cnp);	/* unlisten waited for the steering hook's readers */
@@ -125,11 +143,11 @@ ssize_t cxe_np_show_all(char *buf)
 	struct cxe_np *cnp;
 	ssize_t len = 0;
 
-	rcu_read_lock();
-	list_for_each_entry_rcu(cnp, &cxe_nps, node)
+	mutex_lock(&cxe_portals_lock);
+	list_for_each_entry(cnp, &cxe_portals, node)
 		len += scnprintf(buf + len, PAGE_SIZE - len, "%pISpc\n",
 				 &cnp->addr);
-	rcu_read_unlock();
+	mutex_unlock(&cxe_portals_lock);
 	return len;
 }
 
@@ -193,7 +211,7 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	list_del(&c->node);
 	spin_unlock(&cxe_conns_lock);
 	conn->context = NULL;
-	c->adapter->ops->conn_release(c);
+	cxe_ops(c)->conn_release(c);
 	cxe_adapter_put(c->adapter);
 	kfree(c);
 }
@@ -203,7 +221,7 @@ static int cxe_recv_buf(struct cxe_conn *c, void *buf, u32 len, u32 dlen, bool *
 {
 	struct cxe_data dst = { .buf = buf, .len = len };
 
-	return c->adapter->ops->recv_data(c, &dst, dlen, bad);
+	return cxe_ops(c)->recv_data(c, &dst, dlen, bad);
 }
 
 /* Receive a data segment straight into the command's pages at off. */
@@ -217,7 +235,7 @@ static int cxe_recv_place(struct cxe_conn *c, struct iscsit_cmd *cmd, u32 off,
 		.len = len,
 	};
 
-	return c->adapter->ops->recv_data(c, &dst, dlen, bad);
+	return cxe_ops(c)->recv_data(c, &dst, dlen, bad);
 }
 
 /* Drop a data segment nobody takes (keeps the stream in step). */
@@ -270,10 +288,10 @@ static bool cxe_hand_back(struct cxe_conn *c, const char *why)
 {
 	struct iscsit_conn *conn = c->conn;
 
-	if (c->answered || !c->adapter->ops->hand_back || !conn->sock)
+	if (c->answered || !cxe_ops(c)->hand_back || !conn->sock)
 		return false;
 	cxe_login_callbacks_off(conn);
-	if (c->adapter->ops->hand_back(c))
+	if (cxe_ops(c)->hand_back(c))
 		return false;
 	conn->sock = NULL;	/* the stock portal's now */
 	cxe_cstat(c, CXE_STAT_HANDED_BACK, 1);
@@ -291,7 +309,7 @@ static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 	u32 dlen;
 	int ret;
 
-	ret = c->adapter->ops->recv_hdr(c, hdr);
+	ret = cxe_ops(c)->recv_hdr(c, hdr);
 	if (ret)
 		return -1;
 	if (cxe_bhs_ahs_len(hdr)) {
@@ -345,8 +363,8 @@ static int cxe_login_params(struct cxe_conn *c)
 		       &c->peer);
 		return -1;
 	}
-	c->adapter->ops->set_params(c, !strcmp(hd->value, CRC32C),
-				    !strcmp(dd->value, CRC32C), max_dlen);
+	cxe_ops(c)->set_params(c, !strcmp(hd->value, CRC32C),
+			       !strcmp(dd->value, CRC32C), max_dlen);
 	return 0;
 }
 
@@ -361,7 +379,7 @@ static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	    cxe_hand_back(c, "no TPG of this target behind the offloaded portal"))
 		return 0;	/* LIO is failing the login: it forgets the connection */
 	c->answered = true;
-	if (c->adapter->ops->send_pdu(c, login->rsp, &src))
+	if (cxe_ops(c)->send_pdu(c, login->rsp, &src))
 		return -1;
 	/*
 	 * The last Login response went out without digests; from here on
@@ -427,7 +445,7 @@ static int cxe_send_datain_bursts(struct cxe_conn *c, struct iscsit_cmd *cmd,
 		}
 		iscsit_build_datain_pdu(cmd, conn, &datain,
 					(struct iscsi_data_rsp *)tmpl, status);
-		n = c->adapter->ops->send_burst(c, &b);
+		n = cxe_ops(c)->send_burst(c, &b);
 		if (n < 0)
 			return n;
 		datasn += n;
@@ -460,7 +478,7 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 			.offset = datain->offset,
 			.len = datain->length,
 		};
-	ret = c->adapter->ops->send_pdu(c, cmd->pdu, &src);
+	ret = cxe_ops(c)->send_pdu(c, cmd->pdu, &src);
 	if (ret)
 		pr_debug("xmit to %pISpc failed: %d\n", &c->peer, ret);
 	return ret;
@@ -473,9 +491,11 @@ static void cxe_get_r2t_ttt(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 {
 	struct cxe_conn *c = conn->context;
 
-	r2t->targ_xfer_tag = c->adapter->ops->ddp_reserve(c, iscsit_priv_cmd(cmd),
-		be32_to_cpu((__force __be32)cmd->init_task_tag),
-		r2t->offset, r2t->xfer_len);
+	u32 itt = be32_to_cpu((__force __be32)cmd->init_task_tag);
+
+	r2t->targ_xfer_tag = cxe_ops(c)->ddp_reserve(c, iscsit_priv_cmd(cmd),
+						     itt, r2t->offset,
+						     r2t->xfer_len);
 }
 
 static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
@@ -483,7 +503,7 @@ static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 	struct cxe_conn *c = conn->context;
 
 	if (c)
-		c->adapter->ops->ddp_release(c, iscsit_priv_cmd(cmd));
+		cxe_ops(c)->ddp_release(c, iscsit_priv_cmd(cmd));
 }
 
 /* ---- receive ------------------------------------------------------------- */
@@ -574,7 +594,7 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	if (!dlen)
 		return 0;
 	if (d->ttt != cpu_to_be32(ISCSI_RESERVED_TAG) &&
-	    !c->adapter->ops->ddp_check(c, be32_to_cpu(d->ttt),
+	    !cxe_ops(c)->ddp_check(c, be32_to_cpu(d->ttt),
 					be32_to_cpu((__force __be32)d->itt), off,
 					dlen, d->flags & ISCSI_FLAG_CMD_FINAL)) {
 		cxe_cstat(c, CXE_STAT_DDP_TAG_ERR, 1);
@@ -586,7 +606,7 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	/* dlen is within MaxXmitDataSegmentLength: cxe_get_rx_pdu checked it */
 	cmd = iscsit_find_cmd_from_itt_or_dump(c->conn, d->itt, dlen);
 	if (!cmd)
-		return c->adapter->ops->data_taken(c);	/* LIO read it */
+		return cxe_ops(c)->data_taken(c);	/* LIO read it */
 	/*
 	 * Data past the task's transfer length: LIO would answer with
 	 * iscsit_reject_cmd() (see cxe_refuse_task_pdu()). The checks LIO
@@ -606,7 +626,7 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	if (rc < 0)
 		return rc;
 	if (!taken)
-		return c->adapter->ops->data_taken(c);	/* refused, payload read by LIO */
+		return cxe_ops(c)->data_taken(c);	/* refused, payload read by LIO */
 	rc = cxe_recv_place(c, cmd, off, min(cmd->se_cmd.data_length, dlen),
 			    dlen, &bad);
 	if (rc)
@@ -827,7 +847,7 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 
 	while (!kthread_should_stop()) {
 		iscsit_thread_check_cpumask(conn, current, 0);
-		ret = c->adapter->ops->recv_hdr(c, hdr);
+		ret = cxe_ops(c)->recv_hdr(c, hdr);
 		if (ret == -EBADMSG) {
 			/* ERL 0: the lengths cannot be trusted, nor the stream */
 			atomic_long_inc(&conn->sess->conn_digest_errors);

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgbit-ext backend registry: the implementations of the adapter
+ * contract (adapter.h) this module carries. The PDU layer and the control
+ * interface ask it for a backend by what they need of one (the flags of
+ * struct cxe_backend), never by a backend's name or ops table, so that a
+ * new backend is one more cxe_backend_register() call at load.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/errno.h>
+
+#include "cxgbit_ext.h"
+
+#define CXE_MAX_BACKENDS	4
+
+/*
+ * Written only at module load and unload, while nothing else of the
+ * module runs (see cxgbit_ext.h): read without a lock.
+ */
+static const struct cxe_backend *cxe_backends[CXE_MAX_BACKENDS];
+
+int cxe_backend_register(const struct cxe_backend *b)
+{
+	int i;
+
+	if (!b->name || !b->ops) {
+		pr_err("backend without a name or ops: not registered\n");
+		return -EINVAL;
+	}
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
+		if (!cxe_backends[i]) {
+			cxe_backends[i] = b;
+			return 0;
+		}
+	}
+	pr_err("backend %s: all %d backend slots in use\n", b->name,
+	       CXE_MAX_BACKENDS);
+	return -ENOSPC;
+}
+
+void cxe_backend_unregister(const struct cxe_backend *b)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++)
+		if (cxe_backends[i] == b)
+			cxe_backends[i] = NULL;
+}
+
+/* The first backend registered that has every one of flags; NULL if none */
+const struct cxe_backend *cxe_backend_find(unsigned long flags)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++)
+		if (cxe_backends[i] &&
+		    (cxe_backends[i]->flags & flags) == flags)
+			return cxe_backends[i];
+	return NULL;
+}
