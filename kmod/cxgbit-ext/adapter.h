@@ -16,6 +16,7 @@
 
 #include <linux/types.h>
 #include <linux/bits.h>
+#include <linux/limits.h>
 
 struct cxe_np;
 struct cxe_conn;
@@ -97,14 +98,16 @@ struct cxe_adapter_ops {
 	int (*send_burst)(struct cxe_conn *c, const struct cxe_burst *b);
 
 	/*
-	 * DDP: a tag (the R2T's TTT) for [off, off + len) of task's buffer;
+	 * DDP: a tag (the R2T's TTT) for [off, off + len) of task's buffer
+	 * (with place false, when the connection's ddp toggle is off or the
+	 * window is outside the backend's limits: a TTT that places nothing);
 	 * check that a Data-Out may be placed by it (the tag completes with
 	 * the window's last byte); release the task's tags still live. The
 	 * adapter counts a task's live tags in task->ddp_live, so that a task
 	 * without any (reads, NOPs, completed writes) is released at no cost.
 	 */
 	u32 (*ddp_reserve)(struct cxe_conn *c, struct cxe_task *task, u32 itt,
-			   u32 off, u32 len);
+			   u32 off, u32 len, bool place);
 	bool (*ddp_check)(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
 			  u32 len, bool final);
 	void (*ddp_release)(struct cxe_conn *c, struct cxe_task *task);
@@ -125,6 +128,25 @@ enum cxe_cap {
 	CXE_CAP_MAX,
 };
 
+/*
+ * What a backend's hardware cannot go beyond. The PDU layer keeps to them
+ * in one place (transport.c, "the backend's limits"): it clamps what it
+ * declares and what it sends, and asks for segmentation and placement only
+ * within them. CXE_NO_LIMIT (and 0 or 1 for the DDP pair) where the
+ * backend has none: the software adapter's, so nothing is clamped there.
+ */
+#define CXE_NO_LIMIT	U32_MAX
+
+struct cxe_limits {
+	u32	max_recv_dlen;	/* largest data segment it receives */
+	u32	max_send_dlen;	/* largest data segment it sends */
+	u32	max_iso_burst;	/* most bytes one send_burst segments */
+	u32	ddp_min_len;	/* shortest R2T window worth a DDP tag */
+	u32	ddp_align;	/* placed SGL entries start (and all but the
+				 * window's last end) on a multiple of this
+				 */
+};
+
 /* What the registry lets other parts ask a backend for (cxe_backend_find) */
 #define CXE_BACKEND_MKDIR	BIT(0)	/* adapters made with mkdir, soft0 */
 #define CXE_BACKEND_PORTALS	BIT(1)	/* one listener per portal serves all its adapters */
@@ -133,6 +155,7 @@ struct cxe_backend {
 	const char		*name;	/* adapters/<name>/type */
 	unsigned long		caps;	/* BIT(enum cxe_cap) */
 	unsigned long		flags;	/* CXE_BACKEND_* */
+	struct cxe_limits	limits;
 	const struct cxe_adapter_ops *ops;
 };
 

@@ -1192,13 +1192,13 @@ static int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 /* ---- DDP tags -------------------------------------------------------------- */
 
 static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
-				u32 itt, u32 off, u32 len)
+				u32 itt, u32 off, u32 len, bool place)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 i;
 
 	spin_lock_bh(&sc->ddp_lock);
-	for (i = 0; c->ddp && i < CXE_DDP_SLOTS; i++) {
+	for (i = 0; place && i < CXE_DDP_SLOTS; i++) {
 		struct cxe_ddp_slot *s = &sc->ddp[i];
 
 		if (s->owner)
@@ -1216,7 +1216,7 @@ static u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
 	sc->noddp_gen = cxe_ddp_next_gen(sc->noddp_gen, CXE_NODDP_IDX);
 	i = cxe_ddp_tag(CXE_NODDP_IDX, sc->noddp_gen);
 	spin_unlock_bh(&sc->ddp_lock);
-	if (c->ddp)
+	if (place)
 		pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n", &c->peer, CXE_DDP_SLOTS);
 	return i;
 }
@@ -1293,5 +1293,13 @@ const struct cxe_backend cxe_soft_backend = {
 	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
 		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
 	.flags	= CXE_BACKEND_MKDIR | CXE_BACKEND_PORTALS,
+	/* the kernel's TCP carries whatever iSCSI negotiates */
+	.limits	= {
+		.max_recv_dlen	= CXE_NO_LIMIT,
+		.max_send_dlen	= CXE_NO_LIMIT,
+		.max_iso_burst	= CXE_NO_LIMIT,
+		.ddp_min_len	= 0,
+		.ddp_align	= 1,
+	},
 	.ops	= &cxe_soft_ops,
 };

@@ -18,6 +18,7 @@
 #include <linux/kthread.h>
 #include <linux/mutex.h>
 #include <linux/net.h>
+#include <linux/scatterlist.h>
 #include <net/sock.h>
 #include <scsi/iscsi_proto.h>
 #include <target/target_core_base.h>
@@ -26,6 +27,7 @@
 #include <target/iscsi/iscsi_transport.h>
 
 #include "iscsi_target_parameters.h"
+#include "iscsi_target_login.h"
 
 #include "cxgbit_ext.h"
 #include "pdu/cxe_bhs.h"
@@ -248,6 +250,105 @@ static int cxe_discard(struct cxe_conn *c, u32 dlen)
 	return cxe_recv_buf(c, NULL, 0, dlen, &bad);
 }
 
+/* ---- the backend's limits ------------------------------------------------ */
+
+/*
+ * What the adapter's hardware cannot go beyond (struct cxe_limits), kept
+ * here and nowhere else in the PDU layer:
+ * - receive: the MaxRecvDataSegmentLength we declare (LIO's key for it is
+ *   MaxXmitDataSegmentLength) is clamped before the negotiation starts,
+ *   so the initiator is told the value the adapter can take, and the RX
+ *   checks and set_params() see it;
+ * - send: the initiator's MaxRecvDataSegmentLength is lowered once the
+ *   login is complete (a target may always send less than the initiator
+ *   takes): LIO builds Data-In and other PDUs of at most that, and bursts
+ *   are cut at it;
+ * - segmentation: a burst goes to send_burst only when a whole
+ *   MaxBurstLength sequence fits one (its last PDU carries F);
+ * - placement: an R2T window gets a placing DDP tag only when it is long
+ *   enough and its pages are aligned as the hardware needs.
+ * The two clamps of negotiated values are logged with why; a burst or a
+ * window outside the limits quietly takes the per-PDU send or the untagged
+ * receive path. A backend without a limit reports CXE_NO_LIMIT and nothing
+ * here changes what LIO negotiated.
+ */
+static const struct cxe_limits *cxe_limits(const struct cxe_conn *c)
+{
+	return &c->adapter->backend->limits;
+}
+
+static int cxe_validate_params(struct iscsit_conn *conn)
+{
+	struct cxe_conn *c = conn->context;
+	u32 lim = cxe_limits(c)->max_recv_dlen;
+	struct iscsi_param *mx;
+	u32 v;
+
+	if (lim == CXE_NO_LIMIT)
+		return 0;
+	mx = iscsi_find_param_from_key(MAXXMITDATASEGMENTLENGTH, conn->param_list);
+	if (!mx || kstrtou32(mx->value, 0, &v))
+		return -1;
+	if (v <= lim)
+		return 0;
+	pr_info("%pISpc: MaxRecvDataSegmentLength we declare clamped %u -> %u: adapter %s receives no more\n",
+		&c->peer, v, lim, c->adapter->name);
+	return iscsi_change_param_sprintf(conn, "MaxXmitDataSegmentLength=%u", lim);
+}
+
+/* After the last Login response: what we send, at most what the adapter sends */
+static void cxe_limit_send(struct cxe_conn *c)
+{
+	struct iscsi_conn_ops *ops = c->conn->conn_ops;
+	u32 lim = cxe_limits(c)->max_send_dlen;
+
+	if (ops->MaxRecvDataSegmentLength <= lim)
+		return;
+	pr_info("%pISpc: data segments we send clamped %u -> %u: adapter %s sends no more\n",
+		&c->peer, ops->MaxRecvDataSegmentLength, lim, c->adapter->name);
+	ops->MaxRecvDataSegmentLength = lim;
+}
+
+/* May a whole Data-In sequence of up to mbl bytes go to one send_burst? */
+static bool cxe_iso_fits(const struct cxe_conn *c, u32 mbl)
+{
+	return mbl <= cxe_limits(c)->max_iso_burst;
+}
+
+/* Are the pages [off, off + len) of sgl aligned as the adapter places? */
+static bool cxe_sgl_aligned(struct scatterlist *sgl, u32 nents, u32 off,
+			    u32 len, u32 align)
+{
+	struct scatterlist *sg;
+	u64 start = 0, end = (u64)off + len;
+	int i;
+
+	for_each_sg(sgl, sg, nents, i) {
+		u64 next = start + sg->length;
+
+		if (next > off && start < end &&
+		    (sg->offset % align || (next < end && sg->length % align)))
+			return false;
+		if (next >= end)
+			return true;
+		start = next;
+	}
+	return false;
+}
+
+/* May Data-Out for this R2T window be placed straight into the pages? */
+static bool cxe_ddp_fits(const struct cxe_conn *c, struct iscsit_cmd *cmd,
+			 u32 off, u32 len)
+{
+	const struct cxe_limits *l = cxe_limits(c);
+
+	if (len < l->ddp_min_len)
+		return false;
+	return l->ddp_align <= 1 ||
+	       cxe_sgl_aligned(cmd->se_cmd.t_data_sg, cmd->se_cmd.t_data_nents,
+			       off, len, l->ddp_align);
+}
+
 /* ---- login --------------------------------------------------------------- */
 
 /*
@@ -365,6 +466,7 @@ static int cxe_login_params(struct cxe_conn *c)
 	}
 	cxe_ops(c)->set_params(c, !strcmp(hd->value, CRC32C),
 			       !strcmp(dd->value, CRC32C), max_dlen);
+	cxe_limit_send(c);
 	return 0;
 }
 
@@ -390,12 +492,6 @@ static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	 */
 	if (login->login_complete && !login->login_failed)
 		return cxe_login_params(c);
-	return 0;
-}
-
-/* The software adapter takes every value LIO negotiates. */
-static int cxe_validate_params(struct iscsit_conn *conn)
-{
 	return 0;
 }
 
@@ -469,7 +565,8 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 	/* the planner's model: ERL 0, PDUs and sequences in order */
 	if (datain && c->iso && !datain->offset && !dr->recovery && !dr->dr_complete &&
 	    cmd->se_cmd.data_length > datain->length && !so->ErrorRecoveryLevel &&
-	    so->DataSequenceInOrder && so->DataPDUInOrder)
+	    so->DataSequenceInOrder && so->DataPDUInOrder &&
+	    cxe_iso_fits(c, so->MaxBurstLength))
 		return cxe_send_datain_bursts(c, cmd, dr, datain->length);
 	if (datain)
 		src = (struct cxe_data) {
@@ -493,9 +590,11 @@ static void cxe_get_r2t_ttt(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 
 	u32 itt = be32_to_cpu((__force __be32)cmd->init_task_tag);
 
+	bool place = c->ddp && cxe_ddp_fits(c, cmd, r2t->offset, r2t->xfer_len);
+
 	r2t->targ_xfer_tag = cxe_ops(c)->ddp_reserve(c, iscsit_priv_cmd(cmd),
 						     itt, r2t->offset,
-						     r2t->xfer_len);
+						     r2t->xfer_len, place);
 }
 
 static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
