@@ -58,14 +58,20 @@ struct cxe_adapter_ops {
 	/* Portals: listen for the portal on this adapter's netdevs. */
 	int (*listen)(struct cxe_np *cnp);
 	void (*unlisten)(struct cxe_np *cnp);
-	/* Block for the next connection (-ERESTARTSYS on a signal). */
+	/*
+	 * Block for the next connection (-ERESTARTSYS on a signal). c is
+	 * zeroed, conn_size bytes (CXE_CONN_SIZE), c->conn set; accept sets
+	 * c->adapter (with a reference), the toggles and addresses. On an
+	 * error it leaves nothing to release: c is freed as it is.
+	 */
 	int (*accept)(struct cxe_np *cnp, struct cxe_conn *c);
 	/*
 	 * Until the first send, the first Login request stays unread on the
 	 * connection (recv_hdr/recv_data deliver it all the same). hand_back
 	 * gives the connection in that state to the host's own listener for
-	 * its address (LIO's stock iSCSI/TCP portal); 0 when it did, and the
-	 * PDU layer then forgets the connection. Optional.
+	 * its address (LIO's stock iSCSI/TCP portal), taking back from LIO
+	 * whatever it lent it (a socket); 0 when it did, and the PDU layer
+	 * then forgets the connection. Optional.
 	 */
 	int (*hand_back)(struct cxe_conn *c);
 	void (*conn_release)(struct cxe_conn *c);
@@ -88,7 +94,8 @@ struct cxe_adapter_ops {
 	/*
 	 * LIO read the data segment of the PDU just received from the
 	 * socket itself (a Data-Out it refused: iscsit_dump_data_payload);
-	 * a socket-based adapter skips it. Nonzero: the stream is lost.
+	 * a socket-based adapter, one that lent LIO its socket as
+	 * conn->sock, skips it. Nonzero: the stream is lost.
 	 */
 	int (*data_taken)(struct cxe_conn *c);
 
@@ -155,6 +162,7 @@ struct cxe_backend {
 	const char		*name;	/* adapters/<name>/type */
 	unsigned long		caps;	/* BIT(enum cxe_cap) */
 	unsigned long		flags;	/* CXE_BACKEND_* */
+	size_t			conn_size; /* CXE_CONN_SIZE(its struct, member) */
 	struct cxe_limits	limits;
 	const struct cxe_adapter_ops *ops;
 };

@@ -25,8 +25,9 @@ int cxe_backend_register(const struct cxe_backend *b)
 {
 	int i;
 
-	if (!b->name || !b->ops) {
-		pr_err("backend without a name or ops: not registered\n");
+	if (!b->name || !b->ops || b->conn_size < sizeof(struct cxe_conn)) {
+		pr_err("backend %s: no name, ops or connection size: not registered\n",
+		       b->name ?: "?");
 		return -EINVAL;
 	}
 	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {

@@ -9,7 +9,9 @@
 #ifndef CXGBIT_EXT_H
 #define CXGBIT_EXT_H
 
+#include <linux/build_bug.h>
 #include <linux/configfs.h>
+#include <linux/stddef.h>
 #include <linux/list.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
@@ -25,7 +27,6 @@
 struct iscsi_np;
 struct iscsit_conn;
 struct iscsit_cmd;
-struct socket;
 struct sock;
 struct scatterlist;
 
@@ -92,7 +93,6 @@ struct cxe_conn {
 	struct list_head	node;		/* cxe_conns */
 	struct iscsit_conn	*conn;
 	struct cxe_adapter	*adapter;
-	struct socket		*sock;		/* set by a socket-based adapter */
 	struct sockaddr_storage	peer;
 	struct sockaddr_storage	local;
 	bool			hdigest;
@@ -100,9 +100,17 @@ struct cxe_conn {
 	bool			ddp;		/* the adapter's toggles at accept */
 	bool			iso;
 	bool			answered;	/* a Login response went out */
-	void			*priv;		/* the adapter's own state */
 	atomic64_t		stats[CXE_STAT_MAX];
 };
+
+/*
+ * A backend keeps its own per-connection state in a struct that begins
+ * with the shared one and gets to it with container_of(); the PDU layer
+ * allocates (zeroed) and frees conn_size bytes. This states the size and
+ * that the shared part comes first.
+ */
+#define CXE_CONN_SIZE(type, member) \
+	(sizeof(type) + BUILD_BUG_ON_ZERO(offsetof(type, member)))
 
 static inline void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
 {
@@ -127,17 +135,16 @@ static inline void cxe_adapter_put(struct cxe_adapter *a)
 
 /*
  * One offloaded network portal: what LIO's np "cxgbit" attribute created.
- * The adapter listens for it on its own socket; SYNs for the portal that
- * arrive on the adapter's netdevs are steered to that socket.
+ * The backend listens for it in its own way (the software adapter on a
+ * socket of its own, hardware on its ports) and keeps what that takes in
+ * priv, from listen to unlisten.
  */
 struct cxe_np {
 	struct list_head	node;		/* the PDU layer's portals */
-	struct list_head	soft_node;	/* the software adapter's, RCU */
 	struct iscsi_np		*np;
 	const struct cxe_backend *backend;	/* the backend that listens */
-	struct net		*net;
 	struct sockaddr_storage	addr;
-	struct socket		*listener;
+	void			*priv;		/* the backend's */
 };
 
 /*

@@ -57,6 +57,17 @@
 #include "pdu/cxe_rx.h"
 #include "pdu/cxe_seg.h"
 
+/*
+ * An offloaded portal as this adapter serves it (cnp->priv): the socket
+ * every software adapter's connections for the portal are accepted on.
+ */
+struct cxe_soft_np {
+	struct list_head	node;		/* cxe_nps, RCU */
+	struct cxe_np		*cnp;
+	struct net		*net;
+	struct socket		*listener;
+};
+
 /* the offloaded portals the steering hook looks SYNs up in */
 static LIST_HEAD(cxe_nps);
 static DEFINE_SPINLOCK(cxe_nps_lock);
@@ -148,16 +159,16 @@ static unsigned int cxe_steer(struct sk_buff *skb,
 			      const struct cxe_pkt *p)
 {
 	const struct tcphdr *th = p->th;
-	struct cxe_np *cnp;
+	struct cxe_soft_np *snp;
 
 	if (th->rst || th->fin || th->syn == th->ack)
 		return NF_ACCEPT;
 
 	rcu_read_lock();
-	list_for_each_entry_rcu(cnp, &cxe_nps, soft_node) {
-		struct sock *sk = cnp->listener->sk;
+	list_for_each_entry_rcu(snp, &cxe_nps, node) {
+		struct sock *sk = snp->listener->sk;
 
-		if (!net_eq(cnp->net, state->net) || !cxe_np_matches(cnp, p))
+		if (!net_eq(snp->net, state->net) || !cxe_np_matches(snp->cnp, p))
 			continue;
 		/*
 		 * A bare ACK is ours only when it may complete a handshake
@@ -296,6 +307,7 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 {
 	sa_family_t family = cnp->addr.ss_family;
 	struct sockaddr_storage ss;
+	struct cxe_soft_np *snp;
 	struct socket *sock;
 	int ret, len;
 
@@ -310,42 +322,52 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 		pr_err("portal %pISpc: not an IPv4 or IPv6 address\n", &cnp->addr);
 		return -EAFNOSUPPORT;
 	}
+	snp = kzalloc(sizeof(*snp), GFP_KERNEL);
+	if (!snp)
+		return -ENOMEM;
 	/* a user-style socket: it pins the portal's network namespace */
 	ret = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (ret)
-		return ret;
+		goto err_free;
 	/* [::]'s is dual-stack, as LIO's own: it takes IPv4 SYNs too */
 	sock_set_reuseaddr(sock->sk);
 	ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
 	if (!ret)
 		ret = kernel_listen(sock, 256);
-	if (ret) {
-		sock_release(sock);
-		return ret;
-	}
-	cnp->listener = sock;
-	cnp->net = sock_net(sock->sk);
-	ret = cxe_hook_get(cnp->net);
-	if (ret) {
-		sock_release(sock);
-		cnp->listener = NULL;
-		return ret;
-	}
+	if (ret)
+		goto err_sock;
+	snp->cnp = cnp;
+	snp->listener = sock;
+	snp->net = sock_net(sock->sk);
+	ret = cxe_hook_get(snp->net);
+	if (ret)
+		goto err_sock;
+	cnp->priv = snp;
 	spin_lock(&cxe_nps_lock);
-	list_add_tail_rcu(&cnp->soft_node, &cxe_nps);
+	list_add_tail_rcu(&snp->node, &cxe_nps);
 	spin_unlock(&cxe_nps_lock);
 	return 0;
+
+err_sock:
+	sock_release(sock);
+err_free:
+	kfree(snp);
+	return ret;
 }
 
 static void cxe_soft_unlisten(struct cxe_np *cnp)
 {
+	struct cxe_soft_np *snp = cnp->priv;
+
 	spin_lock(&cxe_nps_lock);
-	list_del_rcu(&cnp->soft_node);
+	list_del_rcu(&snp->node);
 	spin_unlock(&cxe_nps_lock);
-	cxe_hook_put(cnp->net);
+	cxe_hook_put(snp->net);
+	/* the steering hook's readers are done with snp (and cnp) after */
 	synchronize_net();
-	sock_release(cnp->listener);
-	cnp->listener = NULL;
+	sock_release(snp->listener);
+	cnp->priv = NULL;
+	kfree(snp);
 }
 
 /* ---- connections ----------------------------------------------------------- */
@@ -362,8 +384,14 @@ struct cxe_ddp_slot {
 	u32		len;
 };
 
+/*
+ * A connection as the software adapter keeps it: the shared part first
+ * (the PDU layer allocates conn_size bytes, see struct cxe_backend), the
+ * socket and its stream state after it.
+ */
 struct cxe_soft_conn {
-	struct socket		*sock;
+	struct cxe_conn		c;
+	struct socket		*sock;		/* LIO's too: conn->sock */
 	spinlock_t		ddp_lock;	/* ddp[], noddp_gen */
 	struct cxe_ddp_slot	*ddp;		/* CXE_DDP_SLOTS */
 	u32			noddp_gen;	/* TTTs of R2Ts without a slot */
@@ -395,7 +423,14 @@ struct cxe_soft_conn {
 
 static struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 {
-	return c->priv;
+	return container_of(c, struct cxe_soft_conn, c);
+}
+
+static struct socket *cxe_soft_listener(const struct cxe_np *cnp)
+{
+	const struct cxe_soft_np *snp = cnp->priv;
+
+	return snp->listener;
 }
 
 /*
@@ -410,7 +445,7 @@ static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
 	int ret;
 
 	for (;;) {
-		ret = kernel_accept(cnp->listener, sockp, 0);
+		ret = kernel_accept(cxe_soft_listener(cnp), sockp, 0);
 		if (ret < 0)
 			return ret;
 		*ap = cxe_adapter_get_for_sk((*sockp)->sk);
@@ -422,9 +457,13 @@ static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
 	}
 }
 
+/*
+ * On success the socket is lent to LIO's login code as conn->sock (LIO
+ * hooks its callbacks during login and releases it with the connection).
+ */
 static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 {
-	struct cxe_soft_conn *sc;
+	struct cxe_soft_conn *sc = cxe_soft(c);
 	struct cxe_adapter *a;
 	struct socket *sock;
 	int ret;
@@ -434,15 +473,12 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 		return ret;
 	c->ddp = READ_ONCE(a->ddp);
 	c->iso = READ_ONCE(a->iso);
-	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
-	if (sc)
-		sc->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*sc->ddp), GFP_KERNEL);
-	if (sc && sc->ddp && !c->ddp)
+	sc->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*sc->ddp), GFP_KERNEL);
+	if (sc->ddp && !c->ddp)
 		sc->bounce = (u8 *)__get_free_page(GFP_KERNEL);
-	if (!sc || !sc->ddp || (!c->ddp && !sc->bounce)) {
-		if (sc)
-			kvfree(sc->ddp);
-		kfree(sc);
+	if (!sc->ddp || (!c->ddp && !sc->bounce)) {
+		kvfree(sc->ddp);
+		sc->ddp = NULL;
 		sock_release(sock);
 		cxe_adapter_put(a);
 		return -ENOMEM;
@@ -457,9 +493,29 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	tcp_sock_set_nodelay(sock->sk);
 	kernel_getpeername(sock, (struct sockaddr *)&c->peer);
 	kernel_getsockname(sock, (struct sockaddr *)&c->local);
-	c->sock = sock;
-	c->priv = sc;
+	c->conn->sock = sock;
 	return 0;
+}
+
+/*
+ * LIO's login hooks the socket's callbacks to its conn (its
+ * iscsi_target_set_sock_callbacks) and restores them only on paths that
+ * keep the socket; the stock portal would save ours as the originals and
+ * its reader would never be woken.
+ */
+static void cxe_login_callbacks_off(struct iscsit_conn *conn)
+{
+	struct sock *sk = conn->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_user_data == conn) {
+		sk->sk_user_data = NULL;
+		sk->sk_data_ready = conn->orig_data_ready;
+		sk->sk_state_change = conn->orig_state_change;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+	sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
 }
 
 /*
@@ -474,10 +530,15 @@ static int cxe_soft_hand_back(struct cxe_conn *c)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	struct socket *sock = sc->sock;
-	struct sock *sk = sock->sk, *lsk;
+	struct sock *sk, *lsk;
 	struct request_sock *req;
-	struct net *net = sock_net(sk);
+	struct net *net;
 
+	if (!c->conn->sock)
+		return -ENOTCONN;	/* LIO let the socket go */
+	sk = sock->sk;
+	net = sock_net(sk);
+	cxe_login_callbacks_off(c->conn);
 	if (!sc->held)
 		return -EINVAL;	/* part of the stream is consumed */
 	rcu_read_lock();
@@ -530,25 +591,27 @@ static int cxe_soft_hand_back(struct cxe_conn *c)
 
 	sock_release(sock);
 	sc->sock = NULL;
-	c->sock = NULL;
+	c->conn->sock = NULL;	/* the stock portal's now */
 	kfree(sc->held_buf);
 	sc->held_buf = NULL;
 	sc->held = false;
 	return 0;
 }
 
-/* The socket itself belongs to LIO (conn->sock), which releases it. */
+/*
+ * The socket itself belongs to LIO (conn->sock), which releases it; the
+ * PDU layer frees the connection struct.
+ */
 static void cxe_soft_conn_release(struct cxe_conn *c)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 
-	if (!sc)
-		return;
 	kvfree(sc->ddp);
+	sc->ddp = NULL;
 	free_page((unsigned long)sc->bounce);
+	sc->bounce = NULL;
 	kfree(sc->held_buf);
-	kfree(sc);
-	c->priv = NULL;
+	sc->held_buf = NULL;
 }
 
 static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
@@ -577,7 +640,7 @@ static int cxe_send(struct cxe_conn *c, const void *buf, size_t len, bool more)
 	int ret;
 
 	while (iov.iov_len) {
-		ret = kernel_sendmsg(c->sock, &msg, &iov, 1, iov.iov_len);
+		ret = kernel_sendmsg(cxe_soft(c)->sock, &msg, &iov, 1, iov.iov_len);
 		if (ret <= 0)
 			return ret ? ret : -ECONNRESET;
 		iov.iov_base += ret;
@@ -602,14 +665,14 @@ static int cxe_send_page(struct cxe_conn *c, struct page *pg, u32 off, u32 n,
 		return cxe_send(c, mapped, n, more);
 	while (n) {
 #ifdef CXE_HAVE_KERNEL_SENDPAGE	/* see the Makefile */
-		ret = kernel_sendpage(c->sock, pg, off, n, flags);
+		ret = kernel_sendpage(cxe_soft(c)->sock, pg, off, n, flags);
 #else
 		struct msghdr msg = { .msg_flags = flags | MSG_SPLICE_PAGES };
 		struct bio_vec bv;
 
 		bvec_set_page(&bv, pg, n, off);
 		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bv, 1, n);
-		ret = sock_sendmsg(c->sock, &msg);
+		ret = sock_sendmsg(cxe_soft(c)->sock, &msg);
 #endif
 		if (ret <= 0)
 			return ret ? ret : -ECONNRESET;
@@ -871,7 +934,7 @@ static int cxe_peek(struct cxe_conn *c, void *buf, u32 len)
 {
 	struct msghdr msg = { .msg_flags = MSG_PEEK | MSG_DONTWAIT };
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
-	struct sock *sk = c->sock->sk;
+	struct sock *sk = cxe_soft(c)->sock->sk;
 	long timeo = sock_rcvtimeo(sk, false);
 	int ret;
 
@@ -894,7 +957,7 @@ static int cxe_peek(struct cxe_conn *c, void *buf, u32 len)
 	release_sock(sk);
 	if (ret)
 		return ret;
-	ret = kernel_recvmsg(c->sock, &msg, &iov, 1, len, msg.msg_flags);
+	ret = kernel_recvmsg(cxe_soft(c)->sock, &msg, &iov, 1, len, msg.msg_flags);
 	if (ret < 0)
 		return ret;
 	return ret == len ? 0 : -ECONNRESET;
@@ -953,7 +1016,7 @@ static int cxe_held_release(struct cxe_conn *c)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	read_descriptor_t desc = { .count = sc->held_len };
-	struct sock *sk = c->sock->sk;
+	struct sock *sk = cxe_soft(c)->sock->sk;
 
 	sc->held = false;
 	if (!sc->held_buf)
@@ -976,7 +1039,7 @@ static int cxe_held_release(struct cxe_conn *c)
  */
 static int cxe_rx_pull(struct cxe_conn *c)
 {
-	struct sock *sk = c->sock->sk;
+	struct sock *sk = cxe_soft(c)->sock->sk;
 	long timeo = sock_rcvtimeo(sk, false);
 	int ret = 0;
 
@@ -1087,7 +1150,7 @@ static int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 static int cxe_soft_data_taken(struct cxe_conn *c)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
-	u32 taken = READ_ONCE(tcp_sk(c->sock->sk)->copied_seq) - sc->hdr_seq;
+	u32 taken = READ_ONCE(tcp_sk(cxe_soft(c)->sock->sk)->copied_seq) - sc->hdr_seq;
 	u32 wire = cxe_rx_data_wire_len(&sc->rx);
 
 	if (taken != wire || !cxe_rx_skip_data(&sc->rx)) {
@@ -1255,8 +1318,8 @@ static void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner)
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 i;
 
-	if (!sc)
-		return;
+	if (!sc->ddp)
+		return;	/* the connection is released */
 	/* a task with no live tag (a read, a completed write) scans nothing */
 	spin_lock_bh(&sc->ddp_lock);
 	for (i = 0; owner->ddp_live && i < CXE_DDP_SLOTS; i++)
@@ -1293,6 +1356,7 @@ const struct cxe_backend cxe_soft_backend = {
 	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
 		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
 	.flags	= CXE_BACKEND_MKDIR | CXE_BACKEND_PORTALS,
+	.conn_size = CXE_CONN_SIZE(struct cxe_soft_conn, c),
 	/* the kernel's TCP carries whatever iSCSI negotiates */
 	.limits	= {
 		.max_recv_dlen	= CXE_NO_LIMIT,

@@ -99,7 +99,8 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	struct cxe_conn *c;
 	int ret;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	/* the shared part first, the backend's own after it (conn_size) */
+	c = kzalloc(cnp->backend->conn_size, GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
 	c->conn = conn;
@@ -112,8 +113,6 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 		kfree(c);
 		return ret;
 	}
-	/* a socket-based adapter lends LIO's login code its socket */
-	conn->sock = c->sock;
 	conn->context = c;
 	conn->login_family = c->peer.ss_family;
 	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));
@@ -364,37 +363,10 @@ static bool cxe_ddp_fits(const struct cxe_conn *c, struct iscsit_cmd *cmd,
  *   portal finds the target's TPG, or answers the same refusal.
  * LIO's own TPG lookup decides, so the rule follows its configuration.
  */
-static void cxe_login_callbacks_off(struct iscsit_conn *conn)
-{
-	struct sock *sk = conn->sock->sk;
-
-	/*
-	 * LIO's login hooks the socket's callbacks to this conn (its
-	 * iscsi_target_set_sock_callbacks) and restores them only on paths
-	 * that keep the socket; the stock portal would save ours as the
-	 * originals and its reader would never be woken.
-	 */
-	write_lock_bh(&sk->sk_callback_lock);
-	if (sk->sk_user_data == conn) {
-		sk->sk_user_data = NULL;
-		sk->sk_data_ready = conn->orig_data_ready;
-		sk->sk_state_change = conn->orig_state_change;
-	}
-	write_unlock_bh(&sk->sk_callback_lock);
-	sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
-	sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
-}
-
 static bool cxe_hand_back(struct cxe_conn *c, const char *why)
 {
-	struct iscsit_conn *conn = c->conn;
-
-	if (c->answered || !cxe_ops(c)->hand_back || !conn->sock)
+	if (c->answered || !cxe_ops(c)->hand_back || cxe_ops(c)->hand_back(c))
 		return false;
-	cxe_login_callbacks_off(conn);
-	if (cxe_ops(c)->hand_back(c))
-		return false;
-	conn->sock = NULL;	/* the stock portal's now */
 	cxe_cstat(c, CXE_STAT_HANDED_BACK, 1);
 	pr_info("connection %pISpc -> %pISpc: %s: handed to the stock portal\n",
 		&c->peer, &c->local, why);
