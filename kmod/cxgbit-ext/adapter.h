@@ -3,8 +3,9 @@
  * cxgbit-ext adapter contract: what the PDU layer (transport.c) asks of an
  * adapter. The PDU layer never computes a digest, never cuts a burst into
  * PDUs and never copies write data into command pages itself; it calls
- * these. The software adapter (soft.c) implements them with the kernel's
- * TCP stack on any netdev; a hardware adapter implements the same ops.
+ * these. The software adapter (adapters/soft/) implements them with the
+ * kernel's TCP stack on any netdev; a hardware adapter implements the same
+ * ops.
  *
  * A backend (struct cxe_backend) is one implementation of the contract:
  * its name, what it can do, and its ops. Adapters are instances of a

@@ -3,8 +3,9 @@
  * cxgbit-ext: iSCSI PDU-offload transport for the LIO target.
  *
  * Shared declarations of the module's parts: main.c (entry), backend.c
- * (the backend registry), transport.c (the PDU layer LIO talks to), soft.c
- * (the software adapter) and configfs.c (control interface).
+ * (the backend registry), transport.c (the PDU layer LIO talks to),
+ * adapters/soft/ (the software adapter) and configfs.c (control
+ * interface).
  */
 #ifndef CXGBIT_EXT_H
 #define CXGBIT_EXT_H
@@ -162,7 +163,7 @@ void cxe_configfs_exit(void);
 bool cxe_adapter_steer(const struct net_device *dev, bool syn);
 struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk);
 
-/* The backends; main.c registers them (soft.c) */
+/* The backends; main.c registers them (adapters/soft/cm.c) */
 extern const struct cxe_backend cxe_soft_backend;
 
 /* transport.c */

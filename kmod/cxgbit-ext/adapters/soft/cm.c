@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgbit-ext software adapter: connection management. Listening and SYN
+ * steering, accept, hand-back to the stock portal, connection release;
+ * the ops table and the backend's description.
+ *
+ * LIO's stock iSCSI/TCP listener already owns ip:port when offload is
+ * enabled on a portal, and a second socket cannot listen there. The
+ * adapter does what a hardware adapter does on its own ports: it takes
+ * the new connections that arrive on *its* netdevs and leaves the rest to
+ * the stock listener. Its listening socket is bound to an ephemeral port
+ * of the portal's address; a netfilter PRE_ROUTING hook hands each SYN for
+ * the portal that came in on an owned netdev to that socket, the way
+ * xt_TPROXY does (skb->sk = listener). The TCP stack then builds the
+ * request and child sockets on the portal's own address and port, so the
+ * initiator sees nothing different. Established packets find their
+ * socket by the usual lookup; only SYNs are steered (and the ACK that
+ * completes a SYN-cookie handshake), and only those the host's own stack
+ * would have answered: addressed to this host after any DNAT (never
+ * forwarded traffic), and on a 4-tuple that no socket owns.
+ *
+ * On an accepted connection the adapter does what hardware would: it
+ * checks and makes digests, receives write data straight into the
+ * command's pages and cuts Data-In bursts into PDUs (io.c), and keeps the
+ * DDP tag table (ddp.c).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/net.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/tcp.h>
+#include <linux/mutex.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6.h>
+#include <net/sock.h>
+#include <net/ip.h>
+#include <net/tcp.h>
+#include <net/inet_hashtables.h>
+#include <net/inet_timewait_sock.h>
+#include <net/route.h>
+#include <net/ipv6.h>
+#include <net/addrconf.h>
+#include <net/inet6_hashtables.h>
+#include <net/request_sock.h>
+#include <net/inet_connection_sock.h>
+#include <target/iscsi/iscsi_target_core.h>
+
+#include "soft.h"
+
+/*
+ * An offloaded portal as this adapter serves it (cnp->priv): the socket
+ * every software adapter's connections for the portal are accepted on.
+ */
+struct cxe_soft_np {
+	struct list_head	node;		/* cxe_nps, RCU */
+	struct cxe_np		*cnp;
+	struct net		*net;
+	struct socket		*listener;
+};
+
+/* the offloaded portals the steering hook looks SYNs up in */
+static LIST_HEAD(cxe_nps);
+static DEFINE_SPINLOCK(cxe_nps_lock);
+
+/* What steering needs of a packet, IPv4 or IPv6 */
+struct cxe_pkt {
+	sa_family_t		family;
+	const struct tcphdr	*th;
+	union {
+		__be32		v4;
+		struct in6_addr	v6;
+	} saddr, daddr;
+};
+
+static bool cxe_np_matches(const struct cxe_np *cnp, const struct cxe_pkt *p)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cnp->addr;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)&cnp->addr;
+
+	if (cnp->addr.ss_family == AF_INET6 && p->family == AF_INET)
+		/* [::] is dual-stack in LIO (no IPV6_V6ONLY): IPv4 too */
+		return sin6->sin6_port == p->th->dest &&
+		       ipv6_addr_any(&sin6->sin6_addr);
+	if (cnp->addr.ss_family != p->family)
+		return false;
+	if (p->family == AF_INET)
+		return sin->sin_port == p->th->dest &&
+		       (sin->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			sin->sin_addr.s_addr == p->daddr.v4);
+	return sin6->sin6_port == p->th->dest &&
+	       (ipv6_addr_any(&sin6->sin6_addr) ||
+		ipv6_addr_equal(&sin6->sin6_addr, &p->daddr.v6));
+}
+
+/* Addressed to this host (a wildcard portal matches forwarded packets too)? */
+static bool cxe_pkt_local(const struct nf_hook_state *state,
+			  const struct cxe_pkt *p)
+{
+	if (p->family == AF_INET)
+		return inet_addr_type_dev_table(state->net, state->in,
+						p->daddr.v4) == RTN_LOCAL;
+	return ipv6_chk_addr(state->net, &p->daddr.v6, NULL, 0);
+}
+
+/*
+ * Does a socket own the packet's 4-tuple already? An established
+ * connection answers a SYN itself (RFC 5961 challenge ACK), a request
+ * socket retransmits its SYN-ACK: neither is a new connection, and handing
+ * the SYN to the listener would start a second one on a live tuple. A
+ * TIME_WAIT socket gives way to the listener, as nf_tproxy's does
+ * (nf_tproxy_handle_time_wait4): the SYN starts a new connection there.
+ */
+static bool cxe_tuple_owned(const struct nf_hook_state *state,
+			    const struct cxe_pkt *p)
+{
+	struct net *net = state->net;
+	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
+	const struct tcphdr *th = p->th;
+	struct sock *sk;
+
+	if (p->family == AF_INET)
+		sk = inet_lookup_established(net, hinfo, p->saddr.v4, th->source,
+					     p->daddr.v4, th->dest,
+					     state->in->ifindex);
+	else
+		sk = __inet6_lookup_established(net, hinfo, &p->saddr.v6,
+						th->source, &p->daddr.v6,
+						ntohs(th->dest),
+						state->in->ifindex, 0);
+	if (!sk)
+		return false;
+	if (sk->sk_state == TCP_TIME_WAIT) {
+		inet_twsk_deschedule_put(inet_twsk(sk));
+		return false;
+	}
+	sock_gen_put(sk);
+	return true;
+}
+
+/* May the listener have answered a SYN with a cookie lately? */
+static bool cxe_cookies_sent(struct net *net, const struct sock *sk)
+{
+	return READ_ONCE(net->ipv4.sysctl_tcp_syncookies) == 2 ||
+	       !tcp_synq_no_recent_overflow(sk);
+}
+
+static unsigned int cxe_steer(struct sk_buff *skb,
+			      const struct nf_hook_state *state,
+			      const struct cxe_pkt *p)
+{
+	const struct tcphdr *th = p->th;
+	struct cxe_soft_np *snp;
+
+	if (th->rst || th->fin || th->syn == th->ack)
+		return NF_ACCEPT;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(snp, &cxe_nps, node) {
+		struct sock *sk = snp->listener->sk;
+
+		if (!net_eq(snp->net, state->net) || !cxe_np_matches(snp->cnp, p))
+			continue;
+		/*
+		 * A bare ACK is ours only when it may complete a handshake
+		 * the listener answered with a SYN cookie (no request socket
+		 * to find it by): the listener checks the cookie.
+		 */
+		if (th->ack && !cxe_cookies_sent(state->net, sk))
+			break;
+		/* ours only: for this host, on a tuple nobody owns */
+		if (!cxe_pkt_local(state, p) || cxe_tuple_owned(state, p))
+			break;
+		/* the portal is offloaded; is the netdev served (and counted)? */
+		if (!cxe_adapter_steer(state->in, th->syn) ||
+		    !refcount_inc_not_zero(&sk->sk_refcnt))
+			break;
+		/* as nf_tproxy_assign_sock(): the stack delivers to sk */
+		skb_orphan(skb);
+		skb->sk = sk;
+		skb->destructor = sock_edemux;
+		break;
+	}
+	rcu_read_unlock();
+	return NF_ACCEPT;
+}
+
+static unsigned int cxe_steer4(void *priv, struct sk_buff *skb,
+			       const struct nf_hook_state *state)
+{
+	const struct iphdr *iph = ip_hdr(skb);
+	struct cxe_pkt p = { .family = AF_INET };
+	struct tcphdr _th;
+
+	if (iph->protocol != IPPROTO_TCP || skb->sk || ip_is_fragment(iph))
+		return NF_ACCEPT;
+	p.th = skb_header_pointer(skb, ip_hdrlen(skb), sizeof(_th), &_th);
+	if (!p.th)
+		return NF_ACCEPT;
+	p.saddr.v4 = iph->saddr;
+	p.daddr.v4 = iph->daddr;
+	return cxe_steer(skb, state, &p);
+}
+
+static unsigned int cxe_steer6(void *priv, struct sk_buff *skb,
+			       const struct nf_hook_state *state)
+{
+	const struct ipv6hdr *ip6h = ipv6_hdr(skb);
+	struct cxe_pkt p = { .family = AF_INET6 };
+	u8 nexthdr = ip6h->nexthdr;
+	struct tcphdr _th;
+	__be16 frag_off;
+	int thoff;
+
+	if (skb->sk)
+		return NF_ACCEPT;
+	thoff = ipv6_skip_exthdr(skb, sizeof(*ip6h), &nexthdr, &frag_off);
+	if (thoff < 0 || nexthdr != IPPROTO_TCP || (frag_off & htons(~0x7)))
+		return NF_ACCEPT;
+	p.th = skb_header_pointer(skb, thoff, sizeof(_th), &_th);
+	if (!p.th)
+		return NF_ACCEPT;
+	p.saddr.v6 = ip6h->saddr;
+	p.daddr.v6 = ip6h->daddr;
+	return cxe_steer(skb, state, &p);
+}
+
+/* One PRE_ROUTING hook per network namespace with offloaded portals */
+struct cxe_hook {
+	struct list_head	node;
+	struct net		*net;
+	unsigned int		users;
+	struct nf_hook_ops	ops[2];	/* IPv4, IPv6 */
+};
+
+static LIST_HEAD(cxe_hooks);
+static DEFINE_MUTEX(cxe_hooks_mutex);
+
+static int cxe_hook_get(struct net *net)
+{
+	struct cxe_hook *h;
+	int ret;
+
+	mutex_lock(&cxe_hooks_mutex);
+	list_for_each_entry(h, &cxe_hooks, node) {
+		if (net_eq(h->net, net)) {
+			h->users++;
+			mutex_unlock(&cxe_hooks_mutex);
+			return 0;
+		}
+	}
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h) {
+		mutex_unlock(&cxe_hooks_mutex);
+		return -ENOMEM;
+	}
+	h->net = net;
+	h->users = 1;
+	/* after DNAT: a SYN NAT sends elsewhere is not ours */
+	h->ops[0].hook = cxe_steer4;
+	h->ops[0].pf = NFPROTO_IPV4;
+	h->ops[0].hooknum = NF_INET_PRE_ROUTING;
+	h->ops[0].priority = NF_IP_PRI_NAT_DST + 1;
+	h->ops[1].hook = cxe_steer6;
+	h->ops[1].pf = NFPROTO_IPV6;
+	h->ops[1].hooknum = NF_INET_PRE_ROUTING;
+	h->ops[1].priority = NF_IP6_PRI_NAT_DST + 1;
+	ret = nf_register_net_hooks(net, h->ops, ARRAY_SIZE(h->ops));
+	if (ret) {
+		kfree(h);
+		mutex_unlock(&cxe_hooks_mutex);
+		return ret;
+	}
+	list_add(&h->node, &cxe_hooks);
+	mutex_unlock(&cxe_hooks_mutex);
+	return 0;
+}
+
+static void cxe_hook_put(struct net *net)
+{
+	struct cxe_hook *h;
+
+	mutex_lock(&cxe_hooks_mutex);
+	list_for_each_entry(h, &cxe_hooks, node) {
+		if (!net_eq(h->net, net))
+			continue;
+		if (--h->users == 0) {
+			nf_unregister_net_hooks(net, h->ops, ARRAY_SIZE(h->ops));
+			list_del(&h->node);
+			kfree(h);
+		}
+		break;
+	}
+	mutex_unlock(&cxe_hooks_mutex);
+}
+
+static int cxe_soft_listen(struct cxe_np *cnp)
+{
+	sa_family_t family = cnp->addr.ss_family;
+	struct sockaddr_storage ss;
+	struct cxe_soft_np *snp;
+	struct socket *sock;
+	int ret, len;
+
+	memcpy(&ss, &cnp->addr, sizeof(ss));
+	if (family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+		len = sizeof(struct sockaddr_in);
+	} else if (family == AF_INET6) {
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+		len = sizeof(struct sockaddr_in6);
+	} else {
+		pr_err("portal %pISpc: not an IPv4 or IPv6 address\n", &cnp->addr);
+		return -EAFNOSUPPORT;
+	}
+	snp = kzalloc(sizeof(*snp), GFP_KERNEL);
+	if (!snp)
+		return -ENOMEM;
+	/* a user-style socket: it pins the portal's network namespace */
+	ret = sock_create(family, SOCK_STREAM, IPPROTO_TCP, &sock);
+	if (ret)
+		goto err_free;
+	/* [::]'s is dual-stack, as LIO's own: it takes IPv4 SYNs too */
+	sock_set_reuseaddr(sock->sk);
+	ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
+	if (!ret)
+		ret = kernel_listen(sock, 256);
+	if (ret)
+		goto err_sock;
+	snp->cnp = cnp;
+	snp->listener = sock;
+	snp->net = sock_net(sock->sk);
+	ret = cxe_hook_get(snp->net);
+	if (ret)
+		goto err_sock;
+	cnp->priv = snp;
+	spin_lock(&cxe_nps_lock);
+	list_add_tail_rcu(&snp->node, &cxe_nps);
+	spin_unlock(&cxe_nps_lock);
+	return 0;
+
+err_sock:
+	sock_release(sock);
+err_free:
+	kfree(snp);
+	return ret;
+}
+
+static void cxe_soft_unlisten(struct cxe_np *cnp)
+{
+	struct cxe_soft_np *snp = cnp->priv;
+
+	spin_lock(&cxe_nps_lock);
+	list_del_rcu(&snp->node);
+	spin_unlock(&cxe_nps_lock);
+	cxe_hook_put(snp->net);
+	/* the steering hook's readers are done with snp (and cnp) after */
+	synchronize_net();
+	sock_release(snp->listener);
+	cnp->priv = NULL;
+	kfree(snp);
+}
+
+/* ---- connections ----------------------------------------------------------- */
+
+static struct socket *cxe_soft_listener(const struct cxe_np *cnp)
+{
+	const struct cxe_soft_np *snp = cnp->priv;
+
+	return snp->listener;
+}
+
+/*
+ * The next connection, and the adapter serving the netdev it came in on
+ * (the SYN was steered here because one did; if it has been unbound or
+ * removed since, the connection is closed and the initiator retries, to
+ * the stock listener).
+ */
+static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
+			       struct cxe_adapter **ap)
+{
+	int ret;
+
+	for (;;) {
+		ret = kernel_accept(cxe_soft_listener(cnp), sockp, 0);
+		if (ret < 0)
+			return ret;
+		*ap = cxe_adapter_get_for_sk((*sockp)->sk);
+		if (*ap)
+			return 0;
+		pr_warn_ratelimited("portal %pISpc: no adapter serves the netdev of a new connection any more: closed\n",
+				    &cnp->addr);
+		sock_release(*sockp);
+	}
+}
+
+/*
+ * On success the socket is lent to LIO's login code as conn->sock (LIO
+ * hooks its callbacks during login and releases it with the connection).
+ */
+static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	struct cxe_adapter *a;
+	struct socket *sock;
+	int ret;
+
+	ret = cxe_soft_accept_one(cnp, &sock, &a);
+	if (ret)
+		return ret;
+	c->ddp = READ_ONCE(a->ddp);
+	c->iso = READ_ONCE(a->iso);
+	sc->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*sc->ddp), GFP_KERNEL);
+	if (sc->ddp && !c->ddp)
+		sc->bounce = (u8 *)__get_free_page(GFP_KERNEL);
+	if (!sc->ddp || (!c->ddp && !sc->bounce)) {
+		kvfree(sc->ddp);
+		sc->ddp = NULL;
+		sock_release(sock);
+		cxe_adapter_put(a);
+		return -ENOMEM;
+	}
+	c->adapter = a;
+	sc->sock = sock;
+	sc->held = true;
+	spin_lock_init(&sc->ddp_lock);
+	/* login: no digests, LIO's limit on a login PDU's text */
+	cxe_rx_init(&sc->rx, MAX_KEY_VALUE_PAIRS);
+	sc->rx.login = true;
+	tcp_sock_set_nodelay(sock->sk);
+	kernel_getpeername(sock, (struct sockaddr *)&c->peer);
+	kernel_getsockname(sock, (struct sockaddr *)&c->local);
+	c->conn->sock = sock;
+	return 0;
+}
+
+/*
+ * LIO's login hooks the socket's callbacks to its conn (its
+ * iscsi_target_set_sock_callbacks) and restores them only on paths that
+ * keep the socket; the stock portal would save ours as the originals and
+ * its reader would never be woken.
+ */
+static void cxe_login_callbacks_off(struct iscsit_conn *conn)
+{
+	struct sock *sk = conn->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_user_data == conn) {
+		sk->sk_user_data = NULL;
+		sk->sk_data_ready = conn->orig_data_ready;
+		sk->sk_state_change = conn->orig_state_change;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+	sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
+}
+
+/*
+ * Give a connection whose first Login request is still unread to the
+ * listener the host's own stack would have chosen for it (LIO's stock
+ * iSCSI/TCP portal for the same address): queued on that listener as a
+ * new connection, as a TCP handshake completing there would queue it.
+ * The stock portal then reads the request and answers it as it would have
+ * without offload. The socket struct is freed; the sock goes on.
+ */
+static int cxe_soft_hand_back(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	struct socket *sock = sc->sock;
+	struct sock *sk, *lsk;
+	struct request_sock *req;
+	struct net *net;
+
+	if (!c->conn->sock)
+		return -ENOTCONN;	/* LIO let the socket go */
+	sk = sock->sk;
+	net = sock_net(sk);
+	cxe_login_callbacks_off(c->conn);
+	if (!sc->held)
+		return -EINVAL;	/* part of the stream is consumed */
+	rcu_read_lock();
+	/* IPv4, or IPv4 through a dual-stack IPv6 listener (v4-mapped) */
+	if (sk->sk_family == AF_INET || ipv6_addr_v4mapped(&sk->sk_v6_daddr))
+		lsk = __inet_lookup_listener(net, net->ipv4.tcp_death_row.hashinfo,
+					     NULL, 0, inet_sk(sk)->inet_daddr,
+					     inet_sk(sk)->inet_dport,
+					     inet_sk(sk)->inet_rcv_saddr,
+					     inet_sk(sk)->inet_num, 0, 0);
+	else
+		lsk = inet6_lookup_listener(net, net->ipv4.tcp_death_row.hashinfo,
+					    NULL, 0, &sk->sk_v6_daddr,
+					    inet_sk(sk)->inet_dport,
+					    &sk->sk_v6_rcv_saddr,
+					    inet_sk(sk)->inet_num, 0, 0);
+	if (lsk && !refcount_inc_not_zero(&lsk->sk_refcnt))
+		lsk = NULL;
+	rcu_read_unlock();
+	if (!lsk)
+		return -ENOENT;
+	req = inet_reqsk_alloc(lsk->sk_prot->rsk_prot, lsk, true);
+	if (!req) {
+		sock_put(lsk);
+		return -ENOMEM;
+	}
+	tcp_rsk(req)->tfo_listener = false;
+	refcount_set(&req->rsk_refcnt, 1);	/* the accept queue's */
+
+	lock_sock(lsk);
+	if (lsk->sk_state != TCP_LISTEN) {
+		release_sock(lsk);
+		reqsk_put(req);
+		sock_put(lsk);
+		return -ENOTCONN;
+	}
+	/* the inverse of sock_graft(): sk belongs to no socket struct */
+	write_lock_bh(&sk->sk_callback_lock);
+	RCU_INIT_POINTER(sk->sk_wq, NULL);
+	sk_set_socket(sk, NULL);
+	write_unlock_bh(&sk->sk_callback_lock);
+	sock->sk = NULL;
+	/* as TCP queues a child: the queue's lock is taken in softirqs too */
+	local_bh_disable();
+	inet_csk_reqsk_queue_add(lsk, req, sk);	/* cannot fail: listening, locked */
+	lsk->sk_data_ready(lsk);
+	local_bh_enable();
+	release_sock(lsk);
+	sock_put(lsk);
+
+	sock_release(sock);
+	sc->sock = NULL;
+	c->conn->sock = NULL;	/* the stock portal's now */
+	kfree(sc->held_buf);
+	sc->held_buf = NULL;
+	sc->held = false;
+	return 0;
+}
+
+/*
+ * The socket itself belongs to LIO (conn->sock), which releases it; the
+ * PDU layer frees the connection struct.
+ */
+static void cxe_soft_conn_release(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+
+	kvfree(sc->ddp);
+	sc->ddp = NULL;
+	free_page((unsigned long)sc->bounce);
+	sc->bounce = NULL;
+	kfree(sc->held_buf);
+	sc->held_buf = NULL;
+}
+
+static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
+				u32 max_recv_dlen)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+
+	/*
+	 * Between PDUs: after login the parser paused at the end of the last
+	 * login PDU and nothing has been read since.
+	 */
+	c->hdigest = hdigest;
+	c->ddigest = ddigest;
+	sc->rx.hdigest = hdigest;
+	sc->rx.ddigest = ddigest;
+	sc->rx.max_dlen = max_recv_dlen;
+	sc->rx.login = false;
+}
+
+static const struct cxe_adapter_ops cxe_soft_ops = {
+	.listen		= cxe_soft_listen,
+	.unlisten	= cxe_soft_unlisten,
+	.accept		= cxe_soft_accept,
+	.hand_back	= cxe_soft_hand_back,
+	.conn_release	= cxe_soft_conn_release,
+	.set_params	= cxe_soft_set_params,
+	.recv_hdr	= cxe_soft_recv_hdr,
+	.recv_data	= cxe_soft_recv_data,
+	.data_taken	= cxe_soft_data_taken,
+	.send_pdu	= cxe_soft_send_pdu,
+	.send_burst	= cxe_soft_send_burst,
+	.ddp_reserve	= cxe_soft_ddp_reserve,
+	.ddp_check	= cxe_soft_ddp_check,
+	.ddp_release	= cxe_soft_ddp_release,
+};
+
+/*
+ * Software adapters are made by name (soft0 at load, more with mkdir) and
+ * share one listener per portal; steering picks the adapter by netdev.
+ */
+const struct cxe_backend cxe_soft_backend = {
+	.name	= "soft",
+	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
+		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
+	.flags	= CXE_BACKEND_MKDIR | CXE_BACKEND_PORTALS,
+	.conn_size = CXE_CONN_SIZE(struct cxe_soft_conn, c),
+	/* the kernel's TCP carries whatever iSCSI negotiates */
+	.limits	= {
+		.max_recv_dlen	= CXE_NO_LIMIT,
+		.max_send_dlen	= CXE_NO_LIMIT,
+		.max_iso_burst	= CXE_NO_LIMIT,
+		.ddp_min_len	= 0,
+		.ddp_align	= 1,
+	},
+	.ops	= &cxe_soft_ops,
+};

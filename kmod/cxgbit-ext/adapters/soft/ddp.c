@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgbit-ext software adapter: direct data placement. The tag table that
+ * R2Ts' TTTs index (reserve, check each Data-Out against its window,
+ * release), and the copy of received write data into the command's pages
+ * (or through a bounce page when the ddp toggle is off). The tag maths is
+ * in pdu/cxe_ddp.c.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
+#include <linux/spinlock.h>
+
+#include "soft.h"
+
+/* ---- placement ------------------------------------------------------------- */
+
+/*
+ * Copy len bytes to byte pos of dst's scatterlist. A PDU's data segment
+ * arrives in order, so the walk goes on from where the last piece of the
+ * same PDU ended: placing a segment is linear in its length, where
+ * sg_pcopy_from_buffer() walks from the start of the list for each piece.
+ */
+int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+		   u32 pos, const u8 *buf, u32 len)
+{
+	struct scatterlist *sg = sc->place_sg;
+	u32 start = sc->place_start, left = sc->place_left;
+
+	if (!sg || sc->place_sgl != dst->sgl || pos < start) {
+		sc->place_sgl = dst->sgl;
+		sg = dst->sgl;
+		start = 0;
+		left = dst->nents;
+	}
+	while (len) {
+		u32 in, n;
+
+		while (left && pos >= start + sg->length) {
+			start += sg->length;
+			sg = --left ? sg_next(sg) : NULL;
+		}
+		if (!left)
+			return -EINVAL;
+		in = sg->offset + pos - start;
+		n = min3(len, start + sg->length - pos,
+			 (u32)PAGE_SIZE - offset_in_page(in));
+		memcpy_to_page(nth_page(sg_page(sg), in >> PAGE_SHIFT),
+			       offset_in_page(in), buf, n);
+		pos += n;
+		buf += n;
+		len -= n;
+	}
+	sc->place_sg = sg;
+	sc->place_start = start;
+	sc->place_left = left;
+	return 0;
+}
+
+/* DDP off: through the bounce page, as an adapter without placement does */
+int cxe_soft_bounce(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+		    u32 off, const u8 *buf, u32 len)
+{
+	u32 n;
+	int ret;
+
+	for (; len; off += n, buf += n, len -= n) {
+		n = min_t(u32, len, PAGE_SIZE);
+		memcpy(sc->bounce, buf, n);
+		ret = cxe_soft_place(sc, dst, dst->offset + off, sc->bounce, n);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ---- DDP tags -------------------------------------------------------------- */
+
+u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
+			 u32 itt, u32 off, u32 len, bool place)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 i;
+
+	spin_lock_bh(&sc->ddp_lock);
+	for (i = 0; place && i < CXE_DDP_SLOTS; i++) {
+		struct cxe_ddp_slot *s = &sc->ddp[i];
+
+		if (s->owner)
+			continue;
+		s->owner = owner;
+		s->itt = itt;
+		s->gen = cxe_ddp_next_gen(s->gen, i);
+		s->offset = off;
+		s->len = len;
+		owner->ddp_live++;
+		spin_unlock_bh(&sc->ddp_lock);
+		return cxe_ddp_tag(i, s->gen);
+	}
+	/* no placement for this R2T: a distinct TTT LIO alone checks */
+	sc->noddp_gen = cxe_ddp_next_gen(sc->noddp_gen, CXE_NODDP_IDX);
+	i = cxe_ddp_tag(CXE_NODDP_IDX, sc->noddp_gen);
+	spin_unlock_bh(&sc->ddp_lock);
+	if (place)
+		pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n", &c->peer, CXE_DDP_SLOTS);
+	return i;
+}
+
+/*
+ * May a Data-Out be placed by its TTT? Only by a live slot of this ITT, of
+ * the tag's generation, inside the R2T's window; the slot is freed when
+ * the R2T's last byte arrives. False means a stale or forged TTT.
+ */
+bool cxe_soft_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
+			u32 len, bool final)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 i = cxe_ddp_tag_idx(ttt);
+	struct cxe_ddp_slot *s;
+	bool ok;
+
+	if (i == CXE_NODDP_IDX)
+		return true;
+	if (i >= CXE_DDP_SLOTS)
+		return false;
+	spin_lock_bh(&sc->ddp_lock);
+	s = &sc->ddp[i];
+	ok = s->owner && s->itt == itt && s->gen == cxe_ddp_tag_gen(ttt) &&
+	     cxe_ddp_in_window(s->offset, s->len, off, len);
+	if (ok && final && off + len == s->offset + s->len) {
+		s->owner->ddp_live--;
+		s->owner = NULL;
+	}
+	spin_unlock_bh(&sc->ddp_lock);
+	return ok;
+}
+
+void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 i;
+
+	if (!sc->ddp)
+		return;	/* the connection is released */
+	/* a task with no live tag (a read, a completed write) scans nothing */
+	spin_lock_bh(&sc->ddp_lock);
+	for (i = 0; owner->ddp_live && i < CXE_DDP_SLOTS; i++)
+		if (sc->ddp[i].owner == owner) {
+			sc->ddp[i].owner = NULL;
+			owner->ddp_live--;
+		}
+	spin_unlock_bh(&sc->ddp_lock);
+}

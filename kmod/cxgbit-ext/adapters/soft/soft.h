@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cxgbit-ext software adapter: what its parts share. cm.c (listening,
+ * steering, accept, hand-back, the ops table), io.c (the socket stream:
+ * receive, transmit, digests, segmentation) and ddp.c (tag table and
+ * placement). Nothing here is part of the adapter contract (adapter.h):
+ * the PDU layer sees only struct cxe_conn and the ops.
+ */
+#ifndef CXE_SOFT_H
+#define CXE_SOFT_H
+
+#include <linux/spinlock.h>
+
+#include "cxgbit_ext.h"
+#include "pdu/cxe_ddp.h"
+#include "pdu/cxe_rx.h"
+
+struct socket;
+struct scatterlist;
+
+#define CXE_DDP_SLOTS	1024	/* live R2T tags per connection */
+/* TTT of an R2T that got no DDP slot: its data is checked by LIO alone */
+#define CXE_NODDP_IDX	(CXE_DDP_MAX_TAGS - 1)
+
+struct cxe_ddp_slot {
+	struct cxe_task	*owner;
+	u32		itt;
+	u32		gen;
+	u32		offset;
+	u32		len;
+};
+
+/*
+ * A connection as the software adapter keeps it: the shared part first
+ * (the PDU layer allocates conn_size bytes, see struct cxe_backend), the
+ * socket and its stream state after it.
+ */
+struct cxe_soft_conn {
+	struct cxe_conn		c;
+	struct socket		*sock;		/* LIO's too: conn->sock */
+	spinlock_t		ddp_lock;	/* ddp[], noddp_gen */
+	struct cxe_ddp_slot	*ddp;		/* CXE_DDP_SLOTS */
+	u32			noddp_gen;	/* TTTs of R2Ts without a slot */
+	u8			*bounce;	/* a page, when ddp is off */
+	/* receive: the parser and what its callbacks fill */
+	struct cxe_rx		rx;
+	u8			*hdr;		/* recv_hdr's buffer */
+	const struct cxe_data	*dst;		/* recv_data's destination */
+	/* where the last piece of this PDU's data went (cxe_soft_place()) */
+	struct scatterlist	*place_sgl;	/* the list walked */
+	struct scatterlist	*place_sg;
+	u32			place_start;	/* place_sg's first byte in dst */
+	u32			place_left;	/* entries from place_sg on */
+	int			dstatus;	/* digest status of the PDU */
+	bool			pdu_done;
+	bool			got_hdr;
+	u32			hdr_seq;	/* copied_seq after the last pull */
+	/*
+	 * The first Login request, read with MSG_PEEK and fed to the parser
+	 * from here: it stays in the socket until the first send, so that
+	 * a connection LIO has no target for here can still be handed,
+	 * unread, to the stock listener (cxe_soft_hand_back).
+	 */
+	bool			held;
+	u8			*held_buf;
+	u32			held_len;
+	u32			held_off;
+};
+
+static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
+{
+	return container_of(c, struct cxe_soft_conn, c);
+}
+
+/* io.c */
+int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr);
+int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
+		       u32 dlen, bool *bad);
+int cxe_soft_data_taken(struct cxe_conn *c);
+int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
+		      const struct cxe_data *src);
+int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
+
+/* ddp.c */
+int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+		   u32 pos, const u8 *buf, u32 len);
+int cxe_soft_bounce(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+		    u32 off, const u8 *buf, u32 len);
+u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
+			 u32 itt, u32 off, u32 len, bool place);
+bool cxe_soft_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
+			u32 len, bool final);
+void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner);
+
+#endif /* CXE_SOFT_H */
