@@ -75,6 +75,10 @@ struct cxe_adapter_ops {
 	 * then forgets the connection. Optional.
 	 */
 	int (*hand_back)(struct cxe_conn *c);
+	/*
+	 * The connection is gone: every tag it still has is fenced (see
+	 * "Fencing" below) before this returns, and c is freed after.
+	 */
 	void (*conn_release)(struct cxe_conn *c);
 	/* Full feature phase: digests and our MaxRecvDataSegmentLength. */
 	void (*set_params)(struct cxe_conn *c, bool hdigest, bool ddigest,
@@ -112,7 +116,27 @@ struct cxe_adapter_ops {
 	 * check that a Data-Out may be placed by it (the tag completes with
 	 * the window's last byte); release the task's tags still live. The
 	 * adapter counts a task's live tags in task->ddp_live, so that a task
-	 * without any (reads, NOPs, completed writes) is released at no cost.
+	 * without any (reads, NOPs, completed writes) is released at no cost:
+	 * ddp_release is called only when task->ddp_live is not 0.
+	 *
+	 * Fencing. Hardware may write into a task's pages for as long as one
+	 * of its tags is valid on the chip, whatever LIO thinks of the task;
+	 * and LIO frees the pages right after it releases the task (unmap_cmd,
+	 * also for a task aborted before all its data arrived). So:
+	 * - ddp_release returns only once no tag of the task can place another
+	 *   byte, with task->ddp_live 0. A tag the adapter cannot invalidate
+	 *   there and then (placement in flight: part of a burst placed, an
+	 *   invalidation the chip has not acknowledged) is fenced by aborting
+	 *   the connection, and ddp_release waits until the hardware has
+	 *   stopped placing for it, as mainline cxgbit aborts the connection
+	 *   when it unmaps a command whose data did not all arrive.
+	 * - conn_release fences every tag of the connection in the same way.
+	 * The PDU layer checks the first (cxe_unmap_cmd()) and aborts the
+	 * connection itself, loudly, when an adapter breaks it: that stops
+	 * further placement but cannot take back a write already under way,
+	 * which is why the fence is the adapter's. An adapter that places
+	 * synchronously, in the thread that receives the PDU (the software
+	 * one), fences a tag by clearing it under the lock ddp_check takes.
 	 */
 	u32 (*ddp_reserve)(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 			   u32 off, u32 len, bool place);

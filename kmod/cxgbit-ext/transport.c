@@ -569,12 +569,28 @@ static void cxe_get_r2t_ttt(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 						     r2t->xfer_len, place);
 }
 
+/*
+ * LIO frees the task's pages after this: the fencing rule (adapter.h) says
+ * no tag of it may place a byte once ddp_release returns. An adapter that
+ * returns with a tag still live has broken it; abort the connection so that
+ * no further PDU is placed, and say so (a write already in flight cannot be
+ * stopped from here). Without a connection (released already) the tags
+ * were fenced by conn_release.
+ */
 static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 {
 	struct cxe_conn *c = conn->context;
+	struct cxe_task *task = iscsit_priv_cmd(cmd);
 
-	if (c)
-		cxe_ops(c)->ddp_release(c, iscsit_priv_cmd(cmd));
+	if (!c || !task->ddp_live)
+		return;
+	cxe_ops(c)->ddp_release(c, task);
+	if (WARN_ONCE(task->ddp_live,
+		      "%pISpc: adapter %s released ITT 0x%08x with %u DDP tags live: aborting the connection\n",
+		      &c->peer, c->adapter->name,
+		      be32_to_cpu((__force __be32)cmd->init_task_tag),
+		      task->ddp_live))
+		iscsit_cause_connection_reinstatement(conn, 0);
 }
 
 /* ---- receive ------------------------------------------------------------- */

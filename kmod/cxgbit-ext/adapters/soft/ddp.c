@@ -141,14 +141,23 @@ void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner)
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 i;
 
-	if (!sc->ddp)
-		return;	/* the connection is released */
-	/* a task with no live tag (a read, a completed write) scans nothing */
+	/*
+	 * The fence (adapter.h): placement happens only in the RX thread,
+	 * after ddp_check found the slot live under ddp_lock; a slot cleared
+	 * here places nothing more. Tags counted in ddp_live but not in this
+	 * table were a released connection's (a task that moved to this one
+	 * at ERL 2): they died with that table.
+	 */
+	if (!sc->ddp) {
+		owner->ddp_live = 0;	/* the connection is released */
+		return;
+	}
 	spin_lock_bh(&sc->ddp_lock);
 	for (i = 0; owner->ddp_live && i < CXE_DDP_SLOTS; i++)
 		if (sc->ddp[i].owner == owner) {
 			sc->ddp[i].owner = NULL;
 			owner->ddp_live--;
 		}
+	owner->ddp_live = 0;
 	spin_unlock_bh(&sc->ddp_lock);
 }
