@@ -559,9 +559,7 @@ static void cxe_get_r2t_ttt(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 			    struct iscsi_r2t *r2t)
 {
 	struct cxe_conn *c = conn->context;
-
 	u32 itt = be32_to_cpu((__force __be32)cmd->init_task_tag);
-
 	bool place = c->ddp && cxe_ddp_fits(c, cmd, r2t->offset, r2t->xfer_len);
 
 	r2t->targ_xfer_tag = cxe_ops(c)->ddp_reserve(c, iscsit_priv_cmd(cmd),
