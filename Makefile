@@ -35,7 +35,7 @@ lint:
 
 host-test: lint check-kmod
 	$(PY) -m pytest -q tests/host
-	$(MAKE) -C tests/host/c check
+	$(MAKE) -C tests/host/c check REQUIRE_GOLDEN=1
 	$(MAKE) -C tests/host/c fuzz SECONDS=$(FUZZ_SECONDS)
 
 vm-test: modules
