@@ -5,6 +5,10 @@
  *   version      module version (read-only)
  *   transport    name of the LIO transport this module registers (read-only)
  *   portals      offloaded portals LIO has set up, one "ip:port" per line
+ *   portal_state the same portals, each followed by where its logins go,
+ *                by the rule that steers them (cxe_portal_state_show):
+ *                  ip:port on [netdev=adapter ...] [*=adapter|-]
+ *                  ip:port off unbound|no_netdev|unserved [netdev]
  *   connections  offloaded connections, one per line: peer, local, adapter,
  *                digests, offloads, counters (a binary attribute: not
  *                limited to a page, 1024 connections take ~200 KiB)
@@ -36,8 +40,10 @@
 #include <linux/string.h>
 #include <linux/ctype.h>
 #include <linux/sizes.h>
+#include <linux/inetdevice.h>
 #include <net/sock.h>
 #include <net/net_namespace.h>
+#include <net/addrconf.h>
 #include <linux/rwsem.h>
 
 #include "cxgbit_ext.h"
@@ -54,7 +60,12 @@ static ssize_t cxe_root_transport_show(struct config_item *item, char *page)
 
 static ssize_t cxe_root_portals_show(struct config_item *item, char *page)
 {
-	return cxe_np_show_all(page);
+	return cxe_np_show_all(page, false);
+}
+
+static ssize_t cxe_root_portal_state_show(struct config_item *item, char *page)
+{
+	return cxe_np_show_all(page, true);
 }
 
 /* configfs asks for the size first (buf NULL), then fills a buffer of it */
@@ -67,12 +78,14 @@ static ssize_t cxe_root_connections_read(struct config_item *item, void *buf,
 CONFIGFS_ATTR_RO(cxe_root_, version);
 CONFIGFS_ATTR_RO(cxe_root_, transport);
 CONFIGFS_ATTR_RO(cxe_root_, portals);
+CONFIGFS_ATTR_RO(cxe_root_, portal_state);
 CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
 static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_version,
 	&cxe_root_attr_transport,
 	&cxe_root_attr_portals,
+	&cxe_root_attr_portal_state,
 	NULL,
 };
 
@@ -155,6 +168,82 @@ struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk)
 	}
 	rcu_read_unlock();
 	return a;
+}
+
+/* The portal's address, or NULL for a wildcard one (0.0.0.0, [::]) */
+static const void *cxe_portal_ip(const struct cxe_np *cnp)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cnp->addr;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)&cnp->addr;
+
+	if (cnp->addr.ss_family == AF_INET)
+		return sin->sin_addr.s_addr == htonl(INADDR_ANY) ? NULL : &sin->sin_addr;
+	return ipv6_addr_any(&sin6->sin6_addr) ? NULL : &sin6->sin6_addr;
+}
+
+/* The netdev a portal's address is on, in its namespace; RCU held. */
+static struct net_device *cxe_portal_netdev(const struct cxe_np *cnp,
+					    const void *ip)
+{
+	if (cnp->addr.ss_family == AF_INET)
+		return __ip_dev_find(cnp->net, *(const __be32 *)ip, false);
+	return ipv6_dev_find(cnp->net, ip, NULL);
+}
+
+/*
+ * Where a portal's logins go, after its address in the portal_state file:
+ * the adapter that steering (cxe_adapter_find, by the netdev a SYN comes
+ * in on) gives each netdev of the portal's namespace they may arrive on.
+ * A specific address: the netdev it is on, " on netdev=adapter", else
+ * " off unserved netdev" (no adapter serves it) or " off no_netdev" (the
+ * address is on none). A wildcard address: " on", "netdev=adapter" for
+ * each netdev an adapter is bound to by name, then "*=adapter" for every
+ * other netdev (now or later), "*=-" when those go to stock TCP; else
+ * " off unserved". Before all of that, " off unbound": no adapter serves
+ * any netdev. Appended to page from offset at, as sysfs_emit_at does.
+ */
+ssize_t cxe_portal_state_show(const struct cxe_np *cnp, char *page, ssize_t at)
+{
+	const void *ip = cxe_portal_ip(cnp);
+	struct cxe_adapter *a, *rest;
+	struct net_device *dev;
+	ssize_t len = 0;
+	bool bound = false;
+
+	rcu_read_lock();
+	spin_lock_bh(&cxe_adapters_lock);
+	list_for_each_entry(a, &cxe_adapters, node)
+		bound |= a->netdev[0] != '\0';
+	if (!bound) {
+		len = sysfs_emit_at(page, at, " off unbound");
+	} else if (ip) {
+		dev = cxe_portal_netdev(cnp, ip);
+		a = dev ? cxe_adapter_find(cnp->net, dev->ifindex) : NULL;
+		if (a)
+			len = sysfs_emit_at(page, at, " on %s=%s", dev->name, a->name);
+		else if (dev)
+			len = sysfs_emit_at(page, at, " off unserved %s", dev->name);
+		else
+			len = sysfs_emit_at(page, at, " off no_netdev");
+	} else {
+		/* ifindex 0 is no netdev's: what one bound to no adapter gets */
+		rest = cxe_adapter_find(cnp->net, 0);
+		for_each_netdev_rcu(cnp->net, dev) {
+			a = cxe_adapter_find(cnp->net, dev->ifindex);
+			if (!a || !cxe_adapter_bound_to(a, cnp->net, dev->ifindex))
+				continue;
+			len += sysfs_emit_at(page, at + len, "%s %s=%s",
+					     len ? "" : " on", dev->name, a->name);
+		}
+		if (rest || len)
+			len += sysfs_emit_at(page, at + len, "%s *=%s", len ? "" : " on",
+					     rest ? rest->name : "-");
+		else
+			len = sysfs_emit_at(page, at, " off unserved");
+	}
+	spin_unlock_bh(&cxe_adapters_lock);
+	rcu_read_unlock();
+	return len;
 }
 
 static ssize_t cxe_adapter_type_show(struct config_item *item, char *page)

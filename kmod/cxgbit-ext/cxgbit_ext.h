@@ -145,6 +145,7 @@ struct cxe_np {
 	struct iscsi_np		*np;
 	const struct cxe_backend *backend;	/* the backend that listens */
 	struct sockaddr_storage	addr;
+	struct net		*net;		/* its netdevs take its logins */
 	void			*priv;		/* the backend's */
 };
 
@@ -162,13 +163,14 @@ int cxe_configfs_init(void);
 void cxe_configfs_exit(void);
 bool cxe_adapter_steer(const struct net_device *dev, bool syn);
 struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk);
+ssize_t cxe_portal_state_show(const struct cxe_np *cnp, char *page, ssize_t at);
 
 /* The backends; main.c registers them (adapters/soft/cm.c) */
 extern const struct cxe_backend cxe_soft_backend;
 
 /* transport.c */
 extern struct iscsit_transport cxe_transport;
-ssize_t cxe_np_show_all(char *buf);
+ssize_t cxe_np_show_all(char *page, bool state);
 ssize_t cxe_conn_show_all(char *buf, size_t size);
 
 #endif /* CXGBIT_EXT_H */

@@ -18,6 +18,7 @@
 #include <linux/kthread.h>
 #include <linux/mutex.h>
 #include <linux/net.h>
+#include <linux/nsproxy.h>
 #include <linux/scatterlist.h>
 #include <net/sock.h>
 #include <scsi/iscsi_proto.h>
@@ -77,9 +78,12 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 		return -ENODEV;
 	}
 	memcpy(&cnp->addr, addr, sizeof(cnp->addr));
+	/* LIO sets a portal up in the namespace of the process enabling it */
+	cnp->net = get_net(current->nsproxy->net_ns);
 
 	ret = cnp->backend->ops->listen(cnp);
 	if (ret) {
+		put_net(cnp->net);
 		kfree(cnp);
 		return ret;
 	}
@@ -136,18 +140,33 @@ static void cxe_free_np(struct iscsi_np *np)
 	cnp->backend->ops->unlisten(cnp);
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;
+	put_net(cnp->net);
 	kfree(cnp);	/* unlisten waited for the steering hook's readers */
 }
 
-ssize_t cxe_np_show_all(char *buf)
+/*
+ * The portals file, one "ip:port" per portal, or with state the
+ * portal_state file: each followed by where its logins go (configfs.c).
+ * Whole lines only: a portal whose line does not fit in the page is left
+ * out, with those after it.
+ */
+ssize_t cxe_np_show_all(char *page, bool state)
 {
 	struct cxe_np *cnp;
-	ssize_t len = 0;
+	ssize_t len = 0, start;
 
 	mutex_lock(&cxe_portals_lock);
-	list_for_each_entry(cnp, &cxe_portals, node)
-		len += scnprintf(buf + len, PAGE_SIZE - len, "%pISpc\n",
-				 &cnp->addr);
+	list_for_each_entry(cnp, &cxe_portals, node) {
+		start = len;
+		len += sysfs_emit_at(page, len, "%pISpc", &cnp->addr);
+		if (state)
+			len += cxe_portal_state_show(cnp, page, len);
+		if (!sysfs_emit_at(page, len, "\n")) {
+			len = start;
+			break;
+		}
+		len++;
+	}
 	mutex_unlock(&cxe_portals_lock);
 	return len;
 }
