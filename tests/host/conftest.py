@@ -29,7 +29,9 @@ def make_tree(
     tmp_path: Path, *, version: str, netdev: str, portals: str, connections: str, counters: dict[str, int] | None = None
 ) -> Path:
     """A copy of /sys/kernel/config/cxgbit_ext as the module lays it out,
-    with one software adapter soft0 (the host cannot load the module)."""
+    with one software adapter soft0 (the host cannot load the module).
+    ``portals`` is what the module's portal_state file says, its portals
+    file the first word of each line."""
     root = tmp_path / "cxgbit_ext"
     soft0 = root / "adapters" / "soft0"
     soft0.mkdir(parents=True)
@@ -41,9 +43,15 @@ def make_tree(
     (soft0 / "iso").write_text("1\n")
     (root / "version").write_text(version + "\n")
     (root / "transport").write_text("cxgbit_ext\n")
-    (root / "portals").write_text(portals)
+    write_portals(root, portals, Path.write_text)
     (root / "connections").write_text(connections)
     return root
+
+
+def write_portals(root: Path, state: str, write: Callable[[Path, str], int]) -> None:
+    """The module's portals and portal_state files, as the module shows ``state``."""
+    write(root / "portal_state", state)
+    write(root / "portals", "".join(f"{ln.split()[0]}\n" for ln in state.splitlines() if ln.strip()))
 
 
 class FakeKernel:
@@ -93,6 +101,12 @@ class FakeKernel:
         path = self.root / "adapters" / adapter / "counters"
         lines = [ln.split() for ln in path.read_text().splitlines()]
         self._write_text(path, "".join(f"{k} {int(v) + n if k == counter else v}\n" for k, v in lines))
+
+    def report(self, state: str) -> None:
+        """What the module's portal_state file now says (the module decides
+        where logins go; tests say what it decided, they do not re-derive it:
+        tests/vm checks the module's own lines)."""
+        write_portals(self.root, state, self._write_text)
 
     def ours(self, path: Path) -> bool:
         """An adapter directory of this tree."""

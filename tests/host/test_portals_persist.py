@@ -1,7 +1,9 @@
 """Why a portal is or is not offloaded; save/restore all-or-nothing.
 
-Over a copy of the module's configfs layout (the host cannot load it); the
-VM suite runs the same code against the real module and LIO.
+Over a copy of the module's configfs layout (the host cannot load it): the
+module decides where a portal's logins go and says so in portal_state, the
+tests say what it said; tests/vm checks the module's own lines and the
+logins that follow them.
 """
 
 from __future__ import annotations
@@ -14,26 +16,29 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import cli, persist, portals
-from cxgbit_ext.control import FORMAT, Control, CxgbitExtError
+from cxgbit_ext.control import FORMAT, Control, CxgbitExtError, PortalReport
 
 from .conftest import FakeKernel, make_tree, snapshot
+
+# What the module says with soft0 bound to tgt0, for portals set up in the
+# target host's namespace (lo, tgt0 198.18.0.1 2001:2::1, tgt1 198.18.1.1)
+PORTAL_STATE = """198.18.0.1:3260 on tgt0=soft0
+198.18.1.1:3260 off unserved tgt1
+0.0.0.0:3261 on tgt0=soft0 *=-
+10.9.9.9:3260 off no_netdev
+[2001:2::1]:3263 on tgt0=soft0
+[::]:3260 on tgt0=soft0 *=-
+"""
 
 
 @pytest.fixture
 def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
-    return kernel_for(make_tree(
-        tmp_path, version="0.2.0", netdev="tgt0",
-        portals="198.18.0.1:3260\n198.18.1.1:3260\n0.0.0.0:3261\n10.9.9.9:3260\n[2001:2::1]:3263\n[::]:3260\n",
-        connections="",
-    ))  # fmt: skip
+    return kernel_for(make_tree(tmp_path, version="0.2.0", netdev="tgt0", portals=PORTAL_STATE, connections=""))
 
 
 @pytest.fixture
 def tree(kernel: FakeKernel) -> Path:
     return kernel.root
-
-
-ADDRS = {"198.18.0.1": "tgt0", "198.18.1.1": "tgt1", "127.0.0.1": "lo", "2001:2::1": "tgt0", "2001:2:0:1::1": "tgt1"}
 
 
 @pytest.mark.parametrize(
@@ -44,48 +49,73 @@ ADDRS = {"198.18.0.1": "tgt0", "198.18.1.1": "tgt1", "127.0.0.1": "lo", "2001:2:
         ("198.18.0.1", 3260, False, "offload: off — not enabled on this portal (enable_offload true)"),
         ("198.18.1.1", 3260, True, "offload: off — 198.18.1.1 is on tgt1, which no adapter serves (soft0 serves tgt0)"),
         ("198.18.0.1", 3999, True, "offload: off — cxgbit_ext holds no listener for it (see dmesg)"),
-        ("10.9.9.9", 3260, True, "offload: off — 10.9.9.9 is on no netdev of this network namespace"),
+        ("10.9.9.9", 3260, True, "offload: off — 10.9.9.9 is on no netdev of its network namespace"),
         # rtslib names IPv6 portals with brackets, as LIO's np directories
         ("[2001:2::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso+rxagg"),
+        ("[2001:2:0::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso+rxagg"),
         ("[::]", 3260, True, "offload: soft0 hcrc+dcrc+ddp+iso+rxagg on tgt0"),
         ("[2001:2:0:1::1]", 3263, True, "offload: off — cxgbit_ext holds no listener for it (see dmesg)"),
     ],
 )
 def test_portal_state_and_reason(tree: Path, ip: str, port: int, requested: bool, summary: str) -> None:
-    assert portals.state(Control(tree), ip, port, requested, ADDRS).summary() == summary
+    assert portals.state(Control(tree), ip, port, requested).summary() == summary
 
 
-def test_portal_state_module_missing_and_no_adapter(tree: Path, tmp_path: Path) -> None:
-    s = portals.state(Control(tmp_path / "absent"), "198.18.0.1", 3260, True, ADDRS)
+def test_portal_reports_parse_the_module_lines(tree: Path) -> None:
+    reports = Control(tree).portal_reports()
+    assert [f"{r.ip} {r.port}" for r in reports] == [
+        "198.18.0.1 3260", "198.18.1.1 3260", "0.0.0.0 3261", "10.9.9.9 3260", "2001:2::1 3263", ":: 3260",
+    ]  # fmt: skip
+    assert reports[0] == PortalReport("198.18.0.1", 3260, on=True, netdevs={"tgt0": "soft0"})
+    assert reports[1] == PortalReport("198.18.1.1", 3260, on=False, netdevs={}, why="unserved", netdev="tgt1")
+    assert reports[2] == PortalReport("0.0.0.0", 3261, on=True, netdevs={"tgt0": "soft0"}, rest="")
+    assert Control(tree).portals() == [ln.split()[0] for ln in PORTAL_STATE.splitlines()]
+
+
+def test_portal_state_module_missing_and_no_adapter(kernel: FakeKernel, tree: Path, tmp_path: Path) -> None:
+    s = portals.state(Control(tmp_path / "absent"), "198.18.0.1", 3260, True)
     assert not s.offloaded and "module is not loaded" in s.reason
     (tree / "adapters/soft0/netdev").write_text("\n")
-    s = portals.state(Control(tree), "198.18.0.1", 3260, True, ADDRS)
-    assert s.reason == "no adapter serves a netdev (cxgbit-ext bind soft0 <netdev>)"
+    kernel.report("198.18.0.1:3260 off unbound\n0.0.0.0:3261 off unbound\n")
+    for ip, port in (("198.18.0.1", 3260), ("0.0.0.0", 3261)):
+        s = portals.state(Control(tree), ip, port, True)
+        assert s.reason == "no adapter serves a netdev (cxgbit-ext bind soft0 <netdev>)"
 
 
-def test_addr_netdevs_sees_loopback() -> None:
-    assert portals.addr_netdevs().get("127.0.0.1") == "lo"
+def test_wildcard_portal_no_netdev_of_its_namespace_served(kernel: FakeKernel, tree: Path) -> None:
+    """soft0 bound to a netdev of another namespace: the module says so of a wildcard portal."""
+    kernel.report("0.0.0.0:3261 off unserved\n")
+    s = portals.state(Control(tree), "0.0.0.0", 3261, True)
+    assert s.summary() == "offload: off — no adapter serves a netdev of its network namespace (soft0 serves tgt0)"
 
 
-def test_portal_caps_leave_out_what_every_serving_adapter_has_switched_off(tree: Path, netns) -> None:
+def test_portal_caps_leave_out_what_every_serving_adapter_has_switched_off(
+    kernel: FakeKernel, tree: Path, netns
+) -> None:
     ctl = Control(tree)
     ctl.create_adapter("soft1", "tgt1")
     ctl.set_toggle("soft0", "ddp", False)
-    assert portals.state(ctl, "198.18.0.1", 3260, True, ADDRS).summary() == "offload: soft0 hcrc+dcrc+iso+rxagg"
+    kernel.report("198.18.0.1:3260 on tgt0=soft0\n0.0.0.0:3261 on tgt0=soft0 tgt1=soft1 *=-\n")
+    assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+iso+rxagg"
     # a wildcard portal is served by both: ddp is still on for logins over tgt1
-    s = portals.state(ctl, "0.0.0.0", 3261, True, ADDRS)
+    s = portals.state(ctl, "0.0.0.0", 3261, True)
     assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso+rxagg on tgt0, tgt1"
     ctl.set_toggle("soft1", "ddp", False)
-    assert portals.state(ctl, "0.0.0.0", 3261, True, ADDRS).caps == ("hcrc", "dcrc", "iso", "rxagg")
+    assert portals.state(ctl, "0.0.0.0", 3261, True).caps == ("hcrc", "dcrc", "iso", "rxagg")
 
 
-def test_a_netdev_bound_by_name_goes_to_that_adapter_before_one_serving_all(tree: Path, netns) -> None:
+def test_adapters_named_by_the_module_are_the_ones_shown(kernel: FakeKernel, tree: Path, netns) -> None:
+    """soft0 serving every netdev, soft1 bound to tgt1: the module gives tgt1's
+    logins to soft1, every other netdev's to soft0."""
     ctl = Control(tree)
     ctl.set_netdev("soft0", "*")
     ctl.create_adapter("soft1", "tgt1")
     ctl.set_toggle("soft1", "iso", "0")
-    assert portals.state(ctl, "198.18.1.1", 3260, True, ADDRS).summary() == "offload: soft1 hcrc+dcrc+ddp+rxagg"
-    assert portals.state(ctl, "198.18.0.1", 3260, True, ADDRS).summary() == "offload: soft0 hcrc+dcrc+ddp+iso+rxagg"
+    kernel.report("198.18.1.1:3260 on tgt1=soft1\n198.18.0.1:3260 on tgt0=soft0\n0.0.0.0:3261 on tgt1=soft1 *=soft0\n")
+    assert portals.state(ctl, "198.18.1.1", 3260, True).summary() == "offload: soft1 hcrc+dcrc+ddp+rxagg"
+    assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+ddp+iso+rxagg"
+    s = portals.state(ctl, "0.0.0.0", 3261, True)
+    assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso+rxagg on every netdev"
 
 
 def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, netns, capsys: pytest.CaptureFixture[str]) -> None:

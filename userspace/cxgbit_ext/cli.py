@@ -188,9 +188,8 @@ def cmd_restore(ctl: Control, a: argparse.Namespace) -> int:
     problems: list[str] = []
     if a.lio:
         problems += persist.restore_lio(a.lio)
-        addrs = portals.addr_netdevs()
         for ip, port in persist.offload_requested(a.lio):
-            s = portals.state(ctl, ip, port, True, addrs)
+            s = portals.state(ctl, ip, port, True)
             if not s.offloaded:
                 problems.append(f"portal {ip}:{port} asks for offload but is {s.summary()}")
         result["lio"] = str(a.lio)

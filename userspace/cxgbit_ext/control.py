@@ -9,6 +9,7 @@ the kernel refuses one of them.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import re
 import socket
 from collections.abc import Callable, Iterator, Mapping
@@ -77,9 +78,6 @@ class Adapter:
     def serving(self) -> str:
         return {"*": "every netdev", "": "no netdev"}.get(self.netdev, self.netdev)
 
-    def serves(self, dev: str) -> bool:
-        return self.netdev == "*" or (bool(self.netdev) and self.netdev == dev)
-
     @property
     def toggles(self) -> dict[str, bool]:
         return {"ddp": self.ddp, "iso": self.iso}
@@ -126,6 +124,47 @@ class Connection:
             else:
                 out[cap] = "on"
         return out
+
+
+@dataclass(frozen=True)
+class PortalReport:
+    """One line of the module's portal_state file: where the module sends
+    the logins of a portal it holds, by the rule its SYN steering follows."""
+
+    ip: str  # as the module prints it: IPv6 without brackets
+    port: int
+    on: bool  # an adapter takes logins arriving on some netdev
+    # netdev -> adapter: each netdev bound to an adapter by name, or the one
+    # a specific address is on
+    netdevs: dict[str, str]
+    # a wildcard address: the adapter every other netdev's logins go to ("" for
+    # none, stock TCP); None for a specific address
+    rest: str | None = None
+    why: str = ""  # when not on: unbound, unserved, no_netdev
+    netdev: str = ""  # "unserved": the netdev the address is on
+
+    def is_for(self, ip: str, port: int) -> bool:
+        """The line of portal ``ip``:``port`` (rtslib brackets IPv6 addresses)."""
+        return port == self.port and _same_ip(ip.removeprefix("[").removesuffix("]"), self.ip)
+
+
+def _same_ip(a: str, b: str) -> bool:
+    try:
+        return ipaddress.ip_address(a) == ipaddress.ip_address(b)
+    except ValueError:
+        return a == b
+
+
+def _parse_portal_report(line: str) -> PortalReport:
+    addr, state, *words = line.split()
+    ip, port = addr.rsplit(":", 1)
+    ip = ip.removeprefix("[").removesuffix("]")
+    if state != "on":
+        why = words[0] if words else state
+        return PortalReport(ip, int(port), on=False, netdevs={}, why=why, netdev=words[1] if len(words) > 1 else "")
+    where = dict(w.split("=", 1) for w in words)
+    other = where.pop("*", None)
+    return PortalReport(ip, int(port), on=True, netdevs=where, rest="" if other == "-" else other)
 
 
 @dataclass(frozen=True)
@@ -237,6 +276,14 @@ class Control:
     def portals(self) -> list[str]:
         """The offloaded portals LIO has handed to the module, as "ip:port"."""
         return self._read("portals").split()
+
+    def portal_reports(self) -> list[PortalReport]:
+        """The portals the module holds, each with where its logins go (portal_state)."""
+        return [_parse_portal_report(ln) for ln in self._read("portal_state").splitlines() if ln.strip()]
+
+    def portal_report(self, ip: str, port: int) -> PortalReport | None:
+        """The module's report on portal ``ip``:``port``; None when it holds no such portal."""
+        return next((r for r in self.portal_reports() if r.is_for(ip, port)), None)
 
     def connections(self) -> list[Connection]:
         return [_parse_connection(ln) for ln in self._read("connections").splitlines() if ln.strip()]

@@ -2,23 +2,19 @@
 
 LIO's own switch (the np ``cxgbit`` attribute, rtslib ``NetworkPortal.offload``,
 targetcli ``enable_offload``) only says that offload was asked for. Whether a
-login to the portal is served by an adapter depends on more: the module must
-be loaded and hold the portal, and an adapter must serve the netdev the
-portal's address is on. This module answers from the same facts the kernel
-uses, in the network namespace it runs in.
+login to the portal is served by an adapter is the module's to say: for each
+portal it holds, its portal_state file tells which adapters take the logins
+and on which netdevs, or why none does, by the rule its SYN steering follows.
+This module presents that, and says itself only what the module cannot know:
+that the switch is off, or that the module is not loaded.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import json
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from cxgbit_ext.control import Adapter, Control, CxgbitExtError
-
-WILDCARDS = ("0.0.0.0", "::")
+from cxgbit_ext.control import Adapter, Control, CxgbitExtError, PortalReport
 
 
 @dataclass(frozen=True)
@@ -63,60 +59,50 @@ def set_offload(np: Any, on: bool) -> None:
     raise CxgbitExtError(f"{np.ip_address}:{np.port}: offload still on after {MAX_OFFLOAD_CHILDREN} writes of 0")
 
 
-def addr_netdevs() -> dict[str, str]:
-    """Map each local IP address of this namespace to its netdev (``ip -j addr``)."""
-    try:
-        out = subprocess.run(["ip", "-j", "addr", "show"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise CxgbitExtError(f"cannot list addresses with 'ip -j addr': {e}") from e
-    table: dict[str, str] = {}
-    for link in json.loads(out or "[]"):
-        for a in link.get("addr_info", []):
-            table[str(ipaddress.ip_address(a["local"]))] = link["ifname"]
-    return table
-
-
-def state(ctl: Control, ip: str, port: int, requested: bool, addrs: dict[str, str] | None = None) -> PortalState:
+def state(ctl: Control, ip: str, port: int, requested: bool) -> PortalState:
     """The offload state of portal ``ip:port`` whose np switch is ``requested``."""
-    base = {"ip": ip, "port": port, "requested": requested}
+
+    def off(reason: str) -> PortalState:
+        return PortalState(ip, port, requested, offloaded=False, reason=reason)
+
     if not requested:
-        return PortalState(**base, offloaded=False, reason="not enabled on this portal (enable_offload true)")
+        return off("not enabled on this portal (enable_offload true)")
     if not ctl.loaded:
-        return PortalState(
-            **base, offloaded=False,
-            reason="the cxgbit_ext module is not loaded (LIO could not load it: see dmesg; modprobe cxgbit_ext)",
-        )  # fmt: skip
-    held = ctl.portals()
-    if f"{ip}:{port}" not in held and f"[{ip}]:{port}" not in held:
-        return PortalState(**base, offloaded=False, reason="cxgbit_ext holds no listener for it (see dmesg)")
-    serving = [a for a in ctl.adapters() if a.netdev]
-    if not serving:
-        return PortalState(
-            **base, offloaded=False, reason="no adapter serves a netdev (cxgbit-ext bind soft0 <netdev>)"
-        )
-    bare = ip[1:-1] if ip.startswith("[") and ip.endswith("]") else ip  # rtslib brackets IPv6
-    if bare in WILDCARDS:
-        return _on(base, serving, ", ".join(a.serving for a in serving))
-    addrs = addr_netdevs() if addrs is None else addrs
-    dev = addrs.get(str(ipaddress.ip_address(bare)))
-    if dev is None:
-        return PortalState(**base, offloaded=False, reason=f"{ip} is on no netdev of this network namespace")
-    # the module gives a netdev to the adapter bound to it by name, before one bound to "*"
-    owners = [a for a in serving if a.netdev == dev] or [a for a in serving if a.serves(dev)]
-    if not owners:
-        served = "; ".join(f"{a.name} serves {a.serving}" for a in serving)
-        return PortalState(**base, offloaded=False, reason=f"{ip} is on {dev}, which no adapter serves ({served})")
-    return _on(base, owners, "")
-
-
-def _on(base: dict[str, object], adapters: list[Adapter], netdevs: str) -> PortalState:
+        return off("the cxgbit_ext module is not loaded (LIO could not load it: see dmesg; modprobe cxgbit_ext)")
+    report = ctl.portal_report(ip, port)
+    if report is None:
+        return off("cxgbit_ext holds no listener for it (see dmesg)")
+    adapters = ctl.adapters()
+    if not report.on:
+        return off(_why_not(ip, report, adapters))
+    taking = {*report.netdevs.values(), *([report.rest] if report.rest else [])}
+    serving = [a for a in adapters if a.name in taking]
+    # in the module's order of adapters; one removed since the report has no caps to show
+    names = [a.name for a in serving] + sorted(taking - {a.name for a in serving})
     # an offload toggled off on every adapter that serves the portal is not shown
-    active = {c for a in adapters for c in a.active}
-    caps = tuple(c for c in dict.fromkeys(c for a in adapters for c in a.caps) if c in active)
-    return PortalState(
-        **base,  # type: ignore[arg-type]
-        offloaded=True, adapters=tuple(a.name for a in adapters), caps=caps, netdevs=netdevs,
-    )  # fmt: skip
+    active = {c for a in serving for c in a.active}
+    caps = tuple(c for c in dict.fromkeys(c for a in serving for c in a.caps) if c in active)
+    return PortalState(ip, port, requested, offloaded=True, adapters=tuple(names), caps=caps, netdevs=_where(report))
+
+
+def _where(report: PortalReport) -> str:
+    """Which netdevs a wildcard portal is offloaded on ("" for a specific address)."""
+    if report.rest is None:
+        return ""
+    return "every netdev" if report.rest else ", ".join(report.netdevs)
+
+
+def _why_not(ip: str, report: PortalReport, adapters: list[Adapter]) -> str:
+    served = "; ".join(f"{a.name} serves {a.serving}" for a in adapters if a.netdev)
+    if report.why == "unbound":
+        return "no adapter serves a netdev (cxgbit-ext bind soft0 <netdev>)"
+    if report.why == "unserved" and report.netdev:
+        return f"{ip} is on {report.netdev}, which no adapter serves ({served})"
+    if report.why == "unserved":
+        return f"no adapter serves a netdev of its network namespace ({served})"
+    if report.why == "no_netdev":
+        return f"{ip} is on no netdev of its network namespace"
+    return f"cxgbit_ext reports it {report.why} {report.netdev}".rstrip()
 
 
 def lio_portals(ctl: Control) -> list[tuple[str, str, PortalState]]:
@@ -129,10 +115,9 @@ def lio_portals(ctl: Control) -> list[tuple[str, str, PortalState]]:
         targets = list(fabric.targets)
     except RTSLibError:
         return []
-    addrs = addr_netdevs()
     out = []
     for t in targets:
         for tpg in t.tpgs:
             for np in tpg.network_portals:
-                out.append((t.wwn, str(tpg.tag), state(ctl, np.ip_address, np.port, np.offload, addrs)))
+                out.append((t.wwn, str(tpg.tag), state(ctl, np.ip_address, np.port, np.offload)))
     return out
