@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 from configshell_fb import ExecutionError
 
-from cxgbit_ext import cli, persist
-from cxgbit_ext.control import Control
+from cxgbit_ext import cli, persist, portals, topology
+from cxgbit_ext.control import Control, PortalReport
 from iscsi_initiator import iscsiadm
+from iscsi_initiator.session import Connection
 from testbed import fio, topo
 
-from .conftest import CFS, TargetcliShell, insmod, lio_clear
+from .conftest import CFS, PDU_INITIATOR, TargetcliShell, connection_lines, insmod, lio_clear
 
 IQN = "iqn.2026-11.org.cxgbit-ext:admin"
 T0, T1 = topo.LINKS[0], topo.LINKS[1]
@@ -272,3 +273,95 @@ def test_enable_offload_twice_then_off_is_stock(admin: None, tmp_path: Path) -> 
     finally:
         iscsiadm.logout()
         iscsiadm.delete_nodes()
+
+
+STATE_IQN = "iqn.2026-11.org.cxgbit-ext:portal-state"
+NP1_STATE, ANY_STATE = (T1.tgt_ip, 3262), ("0.0.0.0", 3263)
+
+
+def reported(ip: str, port: int) -> PortalReport:
+    report = Control().portal_report(ip, port)
+    assert report is not None, (CFS / "portal_state").read_text()
+    return report
+
+
+def login_goes_to(ip: str, port: int) -> str | None:
+    """Log in to ip:port and write then read a block: the adapter the connection
+    is offloaded on (its line in the connections file), None if it went stock."""
+    c = Connection(ip, port)
+    try:
+        c.login(PDU_INITIATOR, STATE_IQN)
+        data = bytes(range(256)) * 16
+        c.scsi_write(0, data)
+        assert c.scsi_read(0, len(data) // 512) == data
+        peer = f"{c.sock.getsockname()[0]}:{c.sock.getsockname()[1]}"
+        lines = [ln.split() for ln in connection_lines() if ln.split()[0] == peer]
+        assert len(lines) <= 1, lines
+        if not lines:
+            return None
+        assert lines[0][1] == f"{ip}:{port}", lines
+        return dict(w.split("=", 1) for w in lines[0][2:])["adapter"]
+    finally:
+        c.close()
+
+
+def counted(adapter: str) -> int:
+    text = (CFS / f"adapters/{adapter}/counters").read_text()
+    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}["connections"]
+
+
+def test_portal_state_is_the_rule_logins_follow(admin: None) -> None:
+    """The module's portal_state says where a portal's logins go, and they go
+    there: a portal on tgt1's address with soft0 bound to tgt0 is reported
+    unserved and its logins go stock; with an adapter bound to tgt1 it is
+    reported on that adapter and its logins are offloaded there. A wildcard
+    portal is reported per netdev, and logins over each netdev follow. The
+    CLI's reasons are the module's."""
+    (CFS / "adapters/soft0/netdev").write_text(T0.tgt_dev)
+    t = topology.Topology(iqn=STATE_IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=(NP1_STATE, ANY_STATE), offload=True, name_prefix="pst")  # fmt: skip
+    with topo.in_netns():
+        topology.create(t)
+    lines = (CFS / "portal_state").read_text().splitlines()
+    assert sorted(lines) == sorted([f"{T1.tgt_ip}:3262 off unserved {T1.tgt_dev}",
+                                    f"0.0.0.0:3263 on {T0.tgt_dev}=soft0 *=-"]), lines  # fmt: skip
+    s = portals.state(Control(), *NP1_STATE, True)
+    assert s.reason == f"{T1.tgt_ip} is on {T1.tgt_dev}, which no adapter serves (soft0 serves {T0.tgt_dev})"
+    assert (
+        portals.state(Control(), *ANY_STATE, True).summary()
+        == f"offload: soft0 hcrc+dcrc+ddp+iso+rxagg on {T0.tgt_dev}"
+    )
+    soft0 = counted("soft0")
+    assert login_goes_to(*NP1_STATE) is None, "a login the module reports unserved was offloaded"
+    assert login_goes_to(T1.tgt_ip, 3263) is None, "a login over tgt1, reported unserved, was offloaded"
+    assert login_goes_to(T0.tgt_ip, 3263) == "soft0"
+    assert counted("soft0") == soft0 + 1
+
+    # an adapter bound to tgt1: the report and the logins move to it
+    (CFS / "adapters/soft1").mkdir()
+    (CFS / "adapters/soft1/netdev").write_text(T1.tgt_dev)
+    assert reported(*NP1_STATE) == PortalReport(T1.tgt_ip, 3262, on=True, netdevs={T1.tgt_dev: "soft1"})
+    assert reported(*ANY_STATE) == PortalReport(
+        "0.0.0.0", 3263, on=True, netdevs={T0.tgt_dev: "soft0", T1.tgt_dev: "soft1"}, rest=""
+    )
+    assert portals.state(Control(), *NP1_STATE, True).summary() == "offload: soft1 hcrc+dcrc+ddp+iso+rxagg"
+    assert login_goes_to(*NP1_STATE) == "soft1"
+    assert login_goes_to(T1.tgt_ip, 3263) == "soft1"
+    assert counted("soft1") == 2 and counted("soft0") == soft0 + 1
+
+    # soft0 serving every netdev: tgt1 stays soft1's, every other netdev is soft0's
+    (CFS / "adapters/soft0/netdev").write_text("*")
+    assert reported(*ANY_STATE) == PortalReport("0.0.0.0", 3263, on=True, netdevs={T1.tgt_dev: "soft1"}, rest="soft0")
+    assert login_goes_to(T0.tgt_ip, 3263) == "soft0"
+    assert login_goes_to(T1.tgt_ip, 3263) == "soft1"
+
+    # no adapter serves anything: said of every portal, and logins go stock
+    (CFS / "adapters/soft0/netdev").write_text("\n")
+    (CFS / "adapters/soft1/netdev").write_text("\n")
+    lines = (CFS / "portal_state").read_text().splitlines()
+    assert sorted(lines) == sorted([f"{T1.tgt_ip}:3262 off unbound", "0.0.0.0:3263 off unbound"]), lines
+    assert (
+        portals.state(Control(), *ANY_STATE, True).reason
+        == "no adapter serves a netdev (cxgbit-ext bind soft0 <netdev>)"
+    )
+    assert login_goes_to(T0.tgt_ip, 3263) is None
