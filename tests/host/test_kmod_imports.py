@@ -1,10 +1,21 @@
 """What each built module (build/<kver>/cxgbit_ext.ko) takes from its kernel.
 
-The zero-copy send of Data-In pages depends on the kernel, not on the flags
-its headers define: a kernel that exports kernel_sendpage() must be given
-pages through it (its TCP may define MSG_SPLICE_PAGES and still copy such
-pages in sendmsg, as Debian's 6.1 does); a kernel without it splices the
-pages passed to sock_sendmsg() with MSG_SPLICE_PAGES.
+The software adapter sends a PDU, or a whole Data-In burst, as one batch:
+its pages without a copy, all its pieces under one socket lock and in one
+call into TCP, not one call (and one lock) per header, page, pad and digest.
+How depends on the kernel, not on the flags its headers define:
+
+- a kernel that exports tcp_sendpage_locked() (before 6.5) is given pages
+  through it and buffers through tcp_sendmsg_locked(), the socket locked
+  once by the adapter. Its TCP may define MSG_SPLICE_PAGES and still copy
+  such pages in sendmsg (Debian's 6.1), so sock_sendmsg() must not be used
+  for the pages; neither may any call that takes the socket lock itself
+  (sock_sendmsg, kernel_sendmsg, kernel_sendpage), or the lock would again
+  be taken per piece;
+- a later kernel is given the batch as one bio_vec iterator through
+  sock_sendmsg() with MSG_SPLICE_PAGES; the small pieces are copied into
+  page fragments (the stack keeps a reference, so never stack or slab
+  memory), and kernel_sendmsg(), a kvec send per piece, is not used.
 """
 
 from __future__ import annotations
@@ -15,6 +26,10 @@ from pathlib import Path
 import pytest
 
 TOP = Path(__file__).resolve().parents[2]
+
+# calls that lock the socket themselves: one of them per piece is what a
+# batch under one lock replaces
+SELF_LOCKING = {"sock_sendmsg", "kernel_sendmsg", "kernel_sendpage", "tcp_sendmsg", "tcp_sendpage"}
 
 
 def exported(kver: str) -> set[str]:
@@ -27,15 +42,34 @@ def imported(ko: Path) -> set[str]:
     return {ln.split()[-1] for ln in out.splitlines() if ln.strip()}
 
 
-def test_data_in_pages_go_to_tcp_without_a_copy() -> None:
+def built() -> list[Path]:
     kos = sorted(TOP.glob("build/*/cxgbit_ext.ko"))
     if not kos:
         pytest.skip("no module built yet (make modules; make test builds them before the host tests)")
-    for ko in kos:
+    return kos
+
+
+def test_data_in_pages_go_to_tcp_without_a_copy() -> None:
+    for ko in built():
         kver = ko.parent.name
         imports = imported(ko)
-        if "kernel_sendpage" in exported(kver):
-            assert "kernel_sendpage" in imports, f"{kver}: pages are not sent with kernel_sendpage"
+        if "tcp_sendpage_locked" in exported(kver):
+            assert "tcp_sendpage_locked" in imports, f"{kver}: pages are not sent with tcp_sendpage_locked"
             assert "sock_sendmsg" not in imports, f"{kver}: sock_sendmsg would copy the pages on this kernel"
         else:
             assert "sock_sendmsg" in imports, f"{kver}: no sock_sendmsg (MSG_SPLICE_PAGES) for the pages"
+
+
+def test_a_pdu_goes_to_tcp_under_one_socket_lock() -> None:
+    for ko in built():
+        kver = ko.parent.name
+        imports = imported(ko)
+        if "tcp_sendpage_locked" in exported(kver):
+            need = {"lock_sock_nested", "release_sock", "tcp_sendmsg_locked", "tcp_sendpage_locked"}
+            assert need <= imports, f"{kver}: not sent under the adapter's own lock: {sorted(need - imports)}"
+            per_piece = imports & SELF_LOCKING
+            assert not per_piece, f"{kver}: sends that lock the socket per piece: {sorted(per_piece)}"
+        else:
+            assert "kernel_sendmsg" not in imports, f"{kver}: kernel_sendmsg sends (and copies) a piece at a time"
+            frags = {"__page_frag_alloc_align", "page_frag_free", "page_frag_cache_drain"}
+            assert frags <= imports, f"{kver}: small pieces not in page fragments: {sorted(frags - imports)}"

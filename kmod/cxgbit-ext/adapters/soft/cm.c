@@ -551,6 +551,7 @@ static void cxe_soft_conn_release(struct cxe_conn *c)
 	sc->bounce = NULL;
 	kfree(sc->held_buf);
 	sc->held_buf = NULL;
+	cxe_soft_tx_release(sc);
 }
 
 static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,

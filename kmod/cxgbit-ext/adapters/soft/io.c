@@ -12,6 +12,8 @@
 #include <linux/net.h>
 #include <linux/tcp.h>
 #include <linux/highmem.h>
+#include <linux/gfp.h>
+#include <linux/bitmap.h>
 #include <linux/scatterlist.h>
 #include <linux/bvec.h>
 #include <linux/uio.h>
@@ -22,108 +24,6 @@
 #include "soft.h"
 #include "pdu/cxe_bhs.h"
 #include "pdu/cxe_seg.h"
-
-/* ---- socket I/O -------------------------------------------------------------- */
-
-static int cxe_send(struct cxe_conn *c, const void *buf, size_t len, bool more)
-{
-	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0) };
-	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int ret;
-
-	while (iov.iov_len) {
-		ret = kernel_sendmsg(cxe_soft(c)->sock, &msg, &iov, 1, iov.iov_len);
-		if (ret <= 0)
-			return ret ? ret : -ECONNRESET;
-		iov.iov_base += ret;
-		iov.iov_len -= ret;
-	}
-	return 0;
-}
-
-/*
- * Send n bytes of a page without copying them: the socket takes a reference
- * on the page (as stock LIO's sendpage path does), the command keeps its
- * pages until it is freed. A page the network stack may not hold (slab,
- * no reference count) is copied instead.
- */
-static int cxe_send_page(struct cxe_conn *c, struct page *pg, u32 off, u32 n,
-			 u8 *mapped, bool more)
-{
-	int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
-	int ret;
-
-	if (!sendpage_ok(pg))
-		return cxe_send(c, mapped, n, more);
-	while (n) {
-#ifdef CXE_HAVE_KERNEL_SENDPAGE	/* see the Makefile */
-		ret = kernel_sendpage(cxe_soft(c)->sock, pg, off, n, flags);
-#else
-		struct msghdr msg = { .msg_flags = flags | MSG_SPLICE_PAGES };
-		struct bio_vec bv;
-
-		bvec_set_page(&bv, pg, n, off);
-		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bv, 1, n);
-		ret = sock_sendmsg(cxe_soft(c)->sock, &msg);
-#endif
-		if (ret <= 0)
-			return ret ? ret : -ECONNRESET;
-		off += ret;
-		n -= ret;
-	}
-	return 0;
-}
-
-/*
- * Walk [off, off + len) of a scatterlist one page piece at a time: receive
- * and transmit both go straight to the command's pages.
- */
-typedef int (*cxe_sg_fn)(struct cxe_conn *c, struct page *pg, u32 pg_off,
-			 u8 *p, u32 n, u32 *crc, bool more);
-
-static int cxe_sg_walk(struct cxe_conn *c, struct scatterlist *sgl, u32 nents,
-		       u32 off, u32 len, u32 *crc, bool more, cxe_sg_fn fn)
-{
-	struct scatterlist *sg;
-	int i, ret = 0;
-
-	for_each_sg(sgl, sg, nents, i) {
-		u32 sg_off = sg->offset, sg_len = sg->length;
-
-		if (!len)
-			break;
-		if (off >= sg_len) {
-			off -= sg_len;
-			continue;
-		}
-		sg_off += off;
-		sg_len -= off;
-		off = 0;
-		while (sg_len && len && !ret) {
-			struct page *pg = nth_page(sg_page(sg), sg_off >> PAGE_SHIFT);
-			u32 pg_off = offset_in_page(sg_off);
-			u32 n = min3(sg_len, len, (u32)PAGE_SIZE - pg_off);
-			u8 *p = kmap_local_page(pg);
-
-			ret = fn(c, pg, pg_off, p + pg_off, n, crc, more || len > n);
-			kunmap_local(p);
-			sg_off += n;
-			sg_len -= n;
-			len -= n;
-		}
-		if (ret)
-			return ret;
-	}
-	return len ? -EINVAL : 0;
-}
-
-static int cxe_sg_send_fn(struct cxe_conn *c, struct page *pg, u32 pg_off,
-			  u8 *p, u32 n, u32 *crc, bool more)
-{
-	if (crc)
-		*crc = cxe_crc32c(*crc, p, n);
-	return cxe_send_page(c, pg, pg_off, n, p, more);
-}
 
 /* ---- receive ----------------------------------------------------------------- */
 
@@ -496,63 +396,332 @@ int cxe_soft_data_taken(struct cxe_conn *c)
 
 /* ---- transmit ---------------------------------------------------------------- */
 
-static int cxe_soft_send(struct cxe_conn *c, const u8 *bhs,
-			 const struct cxe_data *src, bool more)
+/*
+ * A PDU, or a whole Data-In burst, goes to TCP as one batch of pieces: each
+ * PDU's header (with its digest), its data, then its pad and data digest
+ * as one piece. The command's pages go without a copy, as stock LIO sends
+ * them; the small pieces and the PDU layer's buffers are copied once, as
+ * TCP would copy them. A batch costs one socket lock and one call into TCP,
+ * not one of each per piece. How, the kernel's exports tell (the Makefile):
+ * - tcp_sendpage_locked() exported (before 6.5): the socket is locked once;
+ *   buffers go through tcp_sendmsg_locked(), which copies them, pages
+ *   through tcp_sendpage_locked(), which takes a reference on them. TCP
+ *   sendmsg there copies the pages it is given, whatever the flags say.
+ * - later kernels: the pieces gather in a bio_vec array that one
+ *   sock_sendmsg() with MSG_SPLICE_PAGES hands over. TCP takes a reference
+ *   on every page it is given and may hold it until the bytes are
+ *   acknowledged, so the copied pieces live in page fragments of the
+ *   connection's own cache, never on the stack or in slab memory
+ *   (sendpage_ok()); the batch drops its own reference to each once the
+ *   call has returned.
+ * A batch of more than CXE_TX_PIECES pieces is cut into parts, one call
+ * into TCP each, the socket lock let go between them: the ACKs queued while
+ * it was held are processed then, and a long burst does not keep the
+ * socket to itself. MSG_MORE is on all but the batch's last piece (part),
+ * as it always was between the PDUs of a burst. A connection has one
+ * sender at a time (the login thread, then LIO's TX thread), as its byte
+ * stream needs: the batch state takes no lock.
+ */
+#ifdef CXE_HAVE_TCP_SENDPAGE_LOCKED	/* see the Makefile */
+
+static void cxe_tx_begin(struct cxe_soft_conn *sc)
 {
-	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN];
-	u32 hlen = CXE_BHS_LEN, crc = ~0u, dlen = src ? src->len : 0;
-	u32 padlen = cxe_pad_len(dlen);
-	bool tail = padlen || c->ddigest;
-	static const u8 zeros[4];
-	u8 dig[CXE_DIGEST_LEN];
+	lock_sock(sc->sock->sk);
+}
+
+/* A piece is in TCP; after CXE_TX_PIECES of them, the lock is let go once */
+static void cxe_tx_sent(struct cxe_soft_conn *sc, bool more)
+{
+	struct sock *sk = sc->sock->sk;
+
+	if (++sc->tx.n < CXE_TX_PIECES || !more)
+		return;
+	release_sock(sk);
+	lock_sock(sk);
+	sc->tx.n = 0;
+}
+
+static int cxe_tx_copy(struct cxe_soft_conn *sc, const void *buf, u32 len,
+		       bool more)
+{
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0) };
+	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
 	int ret;
 
-	if (cxe_soft(c)->held) {
-		ret = cxe_held_release(c);
+	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, &iov, 1, len);
+	while (msg_data_left(&msg)) {
+		ret = tcp_sendmsg_locked(sc->sock->sk, &msg, msg_data_left(&msg));
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+	}
+	cxe_tx_sent(sc, more);
+	return 0;
+}
+
+/*
+ * A page the network stack may not hold (slab, no reference count) is
+ * copied. MSG_SENDPAGE_NOTLAST: TCP pushes at the batch's last piece, not
+ * after each page.
+ */
+static int cxe_tx_page(struct cxe_soft_conn *sc, struct page *pg, u32 off,
+		       u32 len, const u8 *mapped, bool more)
+{
+	int flags = MSG_NOSIGNAL | (more ? MSG_MORE | MSG_SENDPAGE_NOTLAST : 0);
+	int ret;
+
+	if (!sendpage_ok(pg))
+		return cxe_tx_copy(sc, mapped, len, more);
+	while (len) {
+		ret = tcp_sendpage_locked(sc->sock->sk, pg, off, len, flags);
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+		off += ret;
+		len -= ret;
+	}
+	cxe_tx_sent(sc, more);
+	return 0;
+}
+
+static int cxe_tx_end(struct cxe_soft_conn *sc, int ret)
+{
+	sc->tx.n = 0;
+	release_sock(sc->sock->sk);
+	return ret;
+}
+
+void cxe_soft_tx_release(struct cxe_soft_conn *sc)
+{
+}
+
+#else
+
+static void cxe_tx_begin(struct cxe_soft_conn *sc)
+{
+}
+
+/* Drop the batch's references to its copies: TCP holds its own */
+static void cxe_tx_reset(struct cxe_soft_tx *tx)
+{
+	unsigned int i;
+
+	for_each_set_bit(i, tx->own, tx->n)
+		page_frag_free(bvec_virt(&tx->bv[i]));
+	bitmap_zero(tx->own, CXE_TX_PIECES);
+	tx->n = 0;
+	tx->len = 0;
+}
+
+/*
+ * The batch to TCP in one call; a partial send (a signal, the send timeout)
+ * leaves the iterator past what was sent, and the next call says why.
+ */
+static int cxe_tx_flush(struct cxe_soft_conn *sc, bool more)
+{
+	struct cxe_soft_tx *tx = &sc->tx;
+	struct msghdr msg = {
+		.msg_flags = MSG_NOSIGNAL | MSG_SPLICE_PAGES | (more ? MSG_MORE : 0),
+	};
+	int ret = 0;
+
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, tx->bv, tx->n, tx->len);
+	while (msg_data_left(&msg)) {
+		ret = sock_sendmsg(sc->sock, &msg);
+		if (ret <= 0) {
+			ret = ret ? ret : -ECONNRESET;
+			break;
+		}
+		ret = 0;
+	}
+	cxe_tx_reset(tx);
+	return ret;
+}
+
+/* bv[n] is set: the batch goes at its last piece, or when it is full */
+static int cxe_tx_add(struct cxe_soft_conn *sc, u32 len, bool more)
+{
+	struct cxe_soft_tx *tx = &sc->tx;
+
+	tx->len += len;
+	if (++tx->n < CXE_TX_PIECES && more)
+		return 0;
+	return cxe_tx_flush(sc, more);
+}
+
+/*
+ * A copy in page fragments of at most a page each: one always fits the
+ * order-0 page the cache falls back to when memory is short.
+ */
+static int cxe_tx_copy(struct cxe_soft_conn *sc, const void *buf, u32 len,
+		       bool more)
+{
+	struct cxe_soft_tx *tx = &sc->tx;
+	u32 n;
+	void *p;
+	int ret;
+
+	while (len) {
+		n = min_t(u32, len, PAGE_SIZE);
+		p = page_frag_alloc(&tx->frags, n, GFP_KERNEL);
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, buf, n);
+		bvec_set_virt(&tx->bv[tx->n], p, n);
+		__set_bit(tx->n, tx->own);
+		buf += n;
+		len -= n;
+		ret = cxe_tx_add(sc, n, more || len);
 		if (ret)
 			return ret;
 	}
+	return 0;
+}
+
+/* A page the network stack may not hold (slab, no reference count) is copied */
+static int cxe_tx_page(struct cxe_soft_conn *sc, struct page *pg, u32 off,
+		       u32 len, const u8 *mapped, bool more)
+{
+	if (!sendpage_ok(pg))
+		return cxe_tx_copy(sc, mapped, len, more);
+	bvec_set_page(&sc->tx.bv[sc->tx.n], pg, len, off);
+	return cxe_tx_add(sc, len, more);
+}
+
+/* The batch is over: what an error left unsent is dropped */
+static int cxe_tx_end(struct cxe_soft_conn *sc, int ret)
+{
+	if (sc->tx.n && !ret)
+		return cxe_tx_flush(sc, false);
+	cxe_tx_reset(&sc->tx);
+	return ret;
+}
+
+/* The connection is gone: the cache's page goes once TCP lets its own go */
+void cxe_soft_tx_release(struct cxe_soft_conn *sc)
+{
+	page_frag_cache_drain(&sc->tx.frags);
+}
+
+#endif
+
+/*
+ * [off, off + len) of a scatterlist into the batch, a page at most per
+ * piece, the data digest updated over each piece on the way.
+ */
+static int cxe_tx_sg(struct cxe_soft_conn *sc, const struct cxe_data *src,
+		     u32 *crc, bool more)
+{
+	u32 off = src->offset, len = src->len;
+	struct scatterlist *sg;
+	int i, ret = 0;
+
+	for_each_sg(src->sgl, sg, src->nents, i) {
+		u32 sg_off = sg->offset, sg_len = sg->length;
+
+		if (!len)
+			break;
+		if (off >= sg_len) {
+			off -= sg_len;
+			continue;
+		}
+		sg_off += off;
+		sg_len -= off;
+		off = 0;
+		while (sg_len && len && !ret) {
+			struct page *pg = nth_page(sg_page(sg), sg_off >> PAGE_SHIFT);
+			u32 pg_off = offset_in_page(sg_off);
+			u32 n = min3(sg_len, len, (u32)PAGE_SIZE - pg_off);
+			u8 *p = kmap_local_page(pg);
+
+			if (crc)
+				*crc = cxe_crc32c(*crc, p + pg_off, n);
+			ret = cxe_tx_page(sc, pg, pg_off, n, p + pg_off,
+					  more || len > n);
+			kunmap_local(p);
+			sg_off += n;
+			sg_len -= n;
+			len -= n;
+		}
+		if (ret)
+			return ret;
+	}
+	return len ? -EINVAL : 0;
+}
+
+/* One PDU into the batch; more: the batch goes on after it */
+static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
+		      const struct cxe_data *src, bool more)
+{
+	struct cxe_conn *c = &sc->c;
+	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN];
+	u8 tail[4 + CXE_DIGEST_LEN];	/* pad (up to 3 bytes), data digest */
+	u32 hlen = CXE_BHS_LEN, crc = ~0u, dlen = src ? src->len : 0;
+	u32 tlen = cxe_pad_len(dlen);
+	int ret;
+
 	memcpy(hdr, bhs, CXE_BHS_LEN);
 	if (c->hdigest) {
 		cxe_put_le32(hdr + CXE_BHS_LEN, cxe_digest(hdr, CXE_BHS_LEN));
 		hlen += CXE_DIGEST_LEN;
 	}
-	ret = cxe_send(c, hdr, hlen, dlen || more);
+	ret = cxe_tx_copy(sc, hdr, hlen, dlen || more);
 	if (ret || !dlen)
-		goto out;
+		return ret;
+	if (c->ddigest)
+		tlen += CXE_DIGEST_LEN;
 	if (src->sgl) {
-		ret = cxe_sg_walk(c, src->sgl, src->nents, src->offset, dlen,
-				  c->ddigest ? &crc : NULL, tail || more,
-				  cxe_sg_send_fn);
+		ret = cxe_tx_sg(sc, src, c->ddigest ? &crc : NULL, tlen || more);
 	} else {
 		/* a buffer of the PDU layer (sense data, text): copied */
 		if (c->ddigest)
 			crc = cxe_crc32c(crc, src->buf, dlen);
-		ret = cxe_send(c, src->buf, dlen, tail || more);
+		ret = cxe_tx_copy(sc, src->buf, dlen, tlen || more);
 	}
-	if (!ret && padlen) {
-		crc = cxe_crc32c(crc, zeros, padlen);
-		ret = cxe_send(c, zeros, padlen, c->ddigest || more);
+	if (ret || !tlen)
+		return ret;
+	memset(tail, 0, sizeof(tail));
+	if (c->ddigest) {
+		crc = cxe_crc32c(crc, tail, cxe_pad_len(dlen));
+		cxe_put_le32(tail + cxe_pad_len(dlen), ~crc);
 	}
-	if (!ret && c->ddigest) {
-		cxe_put_le32(dig, ~crc);
-		ret = cxe_send(c, dig, sizeof(dig), more);
+	return cxe_tx_copy(sc, tail, tlen, more);
+}
+
+/* The first send: the held Login request is consumed first */
+static int cxe_tx_start(struct cxe_soft_conn *sc)
+{
+	int ret;
+
+	if (sc->held) {
+		ret = cxe_held_release(&sc->c);
+		if (ret)
+			return ret;
 	}
-out:
-	if (!ret)
-		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
-	return ret;
+	cxe_tx_begin(sc);
+	return 0;
 }
 
 int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 		      const struct cxe_data *src)
 {
-	return cxe_soft_send(c, bhs, src, false);
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	int ret;
+
+	ret = cxe_tx_start(sc);
+	if (ret)
+		return ret;
+	ret = cxe_tx_end(sc, cxe_tx_pdu(sc, bhs, src, false));
+	if (!ret)
+		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
+	return ret;
 }
 
-/* Segmentation: the burst becomes PDUs by the pure planner. */
+/*
+ * Segmentation: the burst becomes PDUs by the pure planner, and goes to
+ * TCP as one batch.
+ */
 int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 {
+	struct cxe_soft_conn *sc = cxe_soft(c);
 	struct cxe_seg_burst plan = {
 		.offset = b->offset,
 		.len = b->len,
@@ -567,7 +736,10 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 
 	if (!n)
 		return -EINVAL;
-	for (i = 0; cxe_seg_pdu(&plan, i, &pdu); i++) {
+	ret = cxe_tx_start(sc);
+	if (ret)
+		return ret;
+	for (i = 0; !ret && cxe_seg_pdu(&plan, i, &pdu); i++) {
 		struct cxe_data src = {
 			.sgl = b->sgl,
 			.nents = b->nents,
@@ -576,10 +748,12 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 		};
 
 		cxe_seg_datain_hdr(bhs, b->tmpl, &pdu);
-		ret = cxe_soft_send(c, bhs, &src, i + 1 < n);
-		if (ret)
-			return ret;
+		ret = cxe_tx_pdu(sc, bhs, &src, i + 1 < n);
 	}
+	ret = cxe_tx_end(sc, ret);
+	if (ret)
+		return ret;
+	cxe_cstat(c, CXE_STAT_PDUS_TX, i);
 	cxe_cstat(c, CXE_STAT_BURSTS, 1);
 	cxe_cstat(c, CXE_STAT_BURST_PDUS, n);
 	return n;

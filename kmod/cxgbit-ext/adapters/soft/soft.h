@@ -10,6 +10,9 @@
 #define CXE_SOFT_H
 
 #include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/bvec.h>
+#include <linux/mm_types.h>
 
 #include "cxgbit_ext.h"
 #include "pdu/cxe_ddp.h"
@@ -21,6 +24,25 @@ struct scatterlist;
 #define CXE_DDP_SLOTS	1024	/* live R2T tags per connection */
 /* TTT of an R2T that got no DDP slot: its data is checked by LIO alone */
 #define CXE_NODDP_IDX	(CXE_DDP_MAX_TAGS - 1)
+
+/*
+ * Most pieces of a PDU or burst (headers, pages, tails) sent under one
+ * socket lock, in one call into TCP (io.c, "transmit"): 2 KiB of bio_vecs
+ * per connection, enough for a 256 KiB burst of 8 KiB PDUs on whole pages
+ * with both digests.
+ */
+#define CXE_TX_PIECES	128
+
+/* The batch being sent (io.c); empty between batches */
+struct cxe_soft_tx {
+	u32			n;		/* pieces since the lock / call */
+#ifndef CXE_HAVE_TCP_SENDPAGE_LOCKED
+	u32			len;		/* bytes in bv[0..n) */
+	struct page_frag_cache	frags;		/* copies of the small pieces */
+	DECLARE_BITMAP(own, CXE_TX_PIECES);	/* bv[i] is such a copy */
+	struct bio_vec		bv[CXE_TX_PIECES];
+#endif
+};
 
 struct cxe_ddp_slot {
 	struct cxe_task	*owner;
@@ -65,6 +87,7 @@ struct cxe_soft_conn {
 	u8			*held_buf;
 	u32			held_len;
 	u32			held_off;
+	struct cxe_soft_tx	tx;
 };
 
 static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
@@ -80,6 +103,7 @@ int cxe_soft_data_taken(struct cxe_conn *c);
 int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 		      const struct cxe_data *src);
 int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
+void cxe_soft_tx_release(struct cxe_soft_conn *sc);
 
 /* ddp.c */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
