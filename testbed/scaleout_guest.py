@@ -177,6 +177,11 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     if runner is not None:
         runner.terminate()
         runner.wait(30)
+        # when each gateway asked for, took and lost the image's lock: the
+        # failover's timeline on the target side, beside the initiator's
+        for log_file in (Path("/var/log/tcmu-runner.log"), Path("/run/tcmu-runner.out")):
+            if log_file.exists():
+                rdv.put(f"gw{n}-{log_file.name}", log_file.read_text(errors="replace"))
     return 0
 
 
