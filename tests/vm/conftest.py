@@ -16,6 +16,7 @@ from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
 from testbed.klog import bad_lines, report
 from testbed.kmod import insmod
+from tests.vm import shares
 
 TOP = Path(__file__).resolve().parents[2]
 
@@ -52,15 +53,26 @@ LIO_FUZZ_SKIP = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "dealt: exercises user-space tools or stock LIO, not a kernel difference of ours: runs on one kernel "
+        "of kernels.conf (tests/vm/shares.py), every kernel with --every-share",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if "CXE_KVER" not in os.environ:
         skip = pytest.mark.skip(reason="VM suite: runs inside the testbed guest (make vm-test)")
         for item in items:
             item.add_marker(skip)
-    elif not config.getoption("--lio-fuzz"):
-        for item in items:
-            if item.path.name == "test_pdu_fuzz.py" and "[stock]" in item.name:
-                item.add_marker(pytest.mark.skip(reason=LIO_FUZZ_SKIP))
+        return
+    for item in items:
+        if not config.getoption("--lio-fuzz") and item.path.name == "test_pdu_fuzz.py" and "[stock]" in item.name:
+            item.add_marker(pytest.mark.skip(reason=LIO_FUZZ_SKIP))
+        elif item.get_closest_marker("dealt") and not shares.runs_here(item.nodeid, config.getoption("--every-share")):
+            why = f"dealt to the {shares.owner(item.nodeid)} kernel (--every-share runs it here)"
+            item.add_marker(pytest.mark.skip(reason=why))
 
 
 @pytest.fixture(scope="session")

@@ -82,6 +82,7 @@ def build(sh: TargetcliShell) -> None:
         sh.run(line)
 
 
+@pytest.mark.dealt
 def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: Path, capfd) -> None:
     with topo.in_netns():
         sh = TargetcliShell(tmp_path / "tcli")
@@ -132,6 +133,7 @@ def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: 
         iscsiadm.delete_nodes()
 
 
+@pytest.mark.dealt
 def test_targetcli_adapter_create_switch_delete(admin: None, tmp_path: Path, capfd) -> None:
     with topo.in_netns():
         sh = TargetcliShell(tmp_path / "tcli")

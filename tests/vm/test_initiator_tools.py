@@ -16,6 +16,9 @@ from testbed import topo
 
 from .conftest import connection_lines, offloaded_target
 
+# a tool's or stock LIO's behaviour, not a kernel difference of ours
+pytestmark = pytest.mark.dealt
+
 IQNS = [f"iqn.2026-11.org.cxgbit-ext:many{i}" for i in range(3)]
 OFF = topo.LINKS[0]
 IFACES = ("cxe0", "cxe1")
