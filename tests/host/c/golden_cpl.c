@@ -18,17 +18,7 @@
 #include "t4_tcb.h"
 #include "ddp_bits.h"
 #include "cpl.h"
-
-static int failures, checks;
-
-#define CHECK(cond) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		fprintf(stderr, "%s:%d: CHECK(%s) failed\n",		\
-			__FILE__, __LINE__, #cond);			\
-	}								\
-} while (0)
+#include "check.h"
 
 static u32 rnd32(void)
 {

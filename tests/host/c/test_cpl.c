@@ -11,17 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cpl.h"
-
-static int failures, checks;
-
-#define CHECK(cond) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		fprintf(stderr, "%s:%d: CHECK(%s) failed\n",		\
-			__FILE__, __LINE__, #cond);			\
-	}								\
-} while (0)
+#include "check.h"
 
 static u32 be32(const u8 *p, unsigned int off)
 {

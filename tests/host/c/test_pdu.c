@@ -10,17 +10,7 @@
 #include "pdugen.h"
 #include "cxe_seg.h"
 #include "cxe_ddp.h"
-
-static int failures, checks;
-
-#define CHECK(cond) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		fprintf(stderr, "%s:%d: CHECK(%s) failed\n",		\
-			__FILE__, __LINE__, #cond);			\
-	}								\
-} while (0)
+#include "check.h"
 
 static void check_vector(const u8 *buf, size_t len, const u8 want[4])
 {
