@@ -149,7 +149,9 @@ struct cxe_adapter_ops {
  * Offloads a backend can perform, in the order and the words the control
  * interface shows them (adapters/<name>/caps): CRC32C header and data
  * digests, direct data placement of write data, Data-In segmentation (a
- * burst handed down once), receive aggregation (several PDUs per wake-up).
+ * burst handed down once), receive aggregation (hardware that coalesces
+ * the receive completions of several PDUs into one; the software adapter
+ * has none: it hands up one PDU per recv_hdr as it parses the stream).
  */
 enum cxe_cap {
 	CXE_CAP_HCRC,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-CAPS = "hcrc dcrc ddp iso rxagg"
+CAPS = "hcrc dcrc ddp iso"
 # An adapter's counters file: every counter, in the module's order
 # (cxe_stat_names), whether it has moved or not.
 COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "hdigest_errors",

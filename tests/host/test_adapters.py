@@ -17,7 +17,7 @@ from cxgbit_ext.control import Control, CxgbitExtError
 
 from .conftest import FakeKernel, make_tree, snapshot
 
-ALL = ["hcrc", "dcrc", "ddp", "iso", "rxagg"]
+ALL = ["hcrc", "dcrc", "ddp", "iso"]
 
 
 @pytest.fixture
@@ -48,9 +48,9 @@ def test_create_lists_the_new_adapter_serving_its_netdev(tree: Path, capsys: pyt
     assert run(tree, "adapters", "create", "spare") == 0
     assert capsys.readouterr().out.splitlines() == [
         "adapter   type  serves          offloads",
-        "soft0     soft  tgt0            hcrc+dcrc+ddp+iso+rxagg",
-        "soft1     soft  tgt1            hcrc+dcrc+ddp+iso+rxagg",
-        "spare     soft  no netdev       hcrc+dcrc+ddp+iso+rxagg",
+        "soft0     soft  tgt0            hcrc+dcrc+ddp+iso",
+        "soft1     soft  tgt1            hcrc+dcrc+ddp+iso",
+        "spare     soft  no netdev       hcrc+dcrc+ddp+iso",
     ]
 
 
@@ -158,11 +158,11 @@ def test_set_switches_offloads(tree: Path, settings: list[str], ddp: str, iso: s
 
 def test_set_shows_what_is_off(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(tree, "set", "soft0", "ddp=0") == 0
-    assert capsys.readouterr().out.splitlines()[1] == "soft0     soft  tgt0            hcrc+dcrc+iso+rxagg (ddp off)"
+    assert capsys.readouterr().out.splitlines()[1] == "soft0     soft  tgt0            hcrc+dcrc+iso (ddp off)"
     assert run(tree, "--json", "set", "soft0", "iso=off") == 0
     (a,) = json.loads(capsys.readouterr().out)
-    assert (a["ddp"], a["iso"], a["caps"], a["offloads"]) == (False, False, ALL, ["hcrc", "dcrc", "rxagg"])
-    assert Control(tree).adapter("soft0").offload_text() == "hcrc+dcrc+rxagg (ddp off, iso off)"
+    assert (a["ddp"], a["iso"], a["caps"], a["offloads"]) == (False, False, ALL, ["hcrc", "dcrc"])
+    assert Control(tree).adapter("soft0").offload_text() == "hcrc+dcrc (ddp off, iso off)"
 
 
 @pytest.mark.parametrize(

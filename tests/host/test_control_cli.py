@@ -68,8 +68,8 @@ def test_bind_to_a_missing_netdev_says_so_and_changes_nothing(tree: Path, capsys
 def test_unbind_and_capabilities(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--json", "--configfs", str(tree), "unbind", "soft0"]) == 0
     (a,) = json.loads(capsys.readouterr().out)
-    assert (a["netdev"], a["caps"]) == ("", ["hcrc", "dcrc", "ddp", "iso", "rxagg"])
-    assert (a["ddp"], a["iso"], a["offloads"]) == (True, True, ["hcrc", "dcrc", "ddp", "iso", "rxagg"])
+    assert (a["netdev"], a["caps"]) == ("", ["hcrc", "dcrc", "ddp", "iso"])
+    assert (a["ddp"], a["iso"], a["offloads"]) == (True, True, ["hcrc", "dcrc", "ddp", "iso"])
     assert (tree / "adapters/soft0/netdev").read_text() == "\n"
     assert Control(tree).adapter("soft0").serving == "no netdev"
 
@@ -78,7 +78,7 @@ def test_connections_say_which_offloads_are_off_and_why(tree: Path, capsys: pyte
     assert cli.main(["--json", "--configfs", str(tree), "connections"]) == 0
     (c,) = json.loads(capsys.readouterr().out)
     assert c["offloads"] == {
-        "hcrc": "on", "dcrc": "off: DataDigest=None was negotiated", "ddp": "on", "iso": "on", "rxagg": "on",
+        "hcrc": "on", "dcrc": "off: DataDigest=None was negotiated", "ddp": "on", "iso": "on",
     }  # fmt: skip
     assert cli.main(["--configfs", str(tree), "connections"]) == 0
     assert "dcrc off: DataDigest=None was negotiated" in capsys.readouterr().out

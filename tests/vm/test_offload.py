@@ -114,7 +114,7 @@ def test_open_iscsi_fio_verify_offloaded(offload_target: None) -> None:
     # at iodepth 32 the receive side handles several queued PDUs per wake-up
     pdus = after["pdus_rx"] - before["pdus_rx"]
     waits = after["rx_waits"] - before["rx_waits"]
-    print(f"receive aggregation: {pdus} PDUs in {waits} wake-ups ({pdus / waits:.2f} per wake-up)")
+    print(f"receive: {pdus} PDUs in {waits} wake-ups ({pdus / waits:.2f} per wake-up)")
     assert pdus > waits
     iscsiadm.logout(IQN, portal)
 

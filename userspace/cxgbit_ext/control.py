@@ -93,7 +93,7 @@ class Adapter:
         return tuple(c for c in self.caps if not self.toggles.get(c, True))
 
     def offload_text(self) -> str:
-        """``hcrc+dcrc+iso+rxagg (ddp off)``: what it offloads, and what is toggled off."""
+        """``hcrc+dcrc+iso (ddp off)``: what it offloads, and what is toggled off."""
         text = "+".join(self.active) or "nothing"
         if self.disabled:
             text += f" ({', '.join(f'{c} off' for c in self.disabled)})"

@@ -595,7 +595,7 @@ static const struct cxe_adapter_ops cxe_soft_ops = {
 const struct cxe_backend cxe_soft_backend = {
 	.name	= "soft",
 	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
-		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
+		  BIT(CXE_CAP_ISO),
 	.flags	= CXE_BACKEND_MKDIR | CXE_BACKEND_PORTALS,
 	.conn_size = CXE_CONN_SIZE(struct cxe_soft_conn, c),
 	/* the kernel's TCP carries whatever iSCSI negotiates */
