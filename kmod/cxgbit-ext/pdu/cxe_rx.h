@@ -93,10 +93,4 @@ bool cxe_rx_skip_data(struct cxe_rx *rx);
 /* Bytes the current PDU's data segment, pad and digest take on the wire. */
 u32 cxe_rx_data_wire_len(const struct cxe_rx *rx);
 
-/* True between PDUs: the place where digest settings may change. */
-static inline bool cxe_rx_at_boundary(const struct cxe_rx *rx)
-{
-	return rx->state == CXE_RX_HDR && rx->have == 0;
-}
-
 #endif /* CXE_RX_H */
