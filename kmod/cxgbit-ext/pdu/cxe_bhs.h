@@ -23,13 +23,15 @@
 #define CXE_OP_DATA_OUT		0x05
 #define CXE_OP_LOGOUT_REQ	0x06
 #define CXE_OP_SNACK		0x10
-/* The one opcode the target sends that the PDU code builds (segmentation) */
+/*
+ * Data-In, the opcode of the template a burst is segmented from (LIO
+ * builds it in the module; the unit tests and micro-benchmark build theirs)
+ */
 #define CXE_OP_DATA_IN		0x25
 
 #define CXE_OPCODE_MASK		0x3f
 #define CXE_FLAG_IMMEDIATE	0x40	/* byte 0 */
 #define CXE_FLAG_FINAL		0x80	/* byte 1 */
-#define CXE_DATAIN_ACK		0x40	/* byte 1, Data-In A bit */
 #define CXE_DATAIN_STATUS	0x01	/* byte 1, Data-In S bit */
 #define CXE_CMD_WRITE		0x20	/* byte 1, SCSI Command W bit */
 
