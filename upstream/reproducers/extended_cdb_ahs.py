@@ -44,7 +44,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed
 AHSTYPE_EXTENDED_CDB = 1
 BLOCK = 512
 READ10 = struct.pack(">BBIBHB", 0x28, 0, 0, 0, 1, 0)
-# VARIABLE LENGTH CDB: additional CDB length 252, i.e. 260 bytes in all
+# VARIABLE LENGTH CDB, service action READ(32), additional CDB length 252: 260 bytes in all
 VARLEN260 = bytes([0x7F, 0, 0, 0, 0, 0, 0, 252, 0, 0x09]) + bytes(6)
 
 
