@@ -1183,6 +1183,26 @@ def test_malformed_extended_cdb_ahs_offloaded(dual_target: None, ahs_len: int) -
     healthy("offload")
 
 
+@pytest.mark.parametrize("ext", [0, 8])
+def test_variable_length_cdb_longer_than_sent_offloaded(dual_target: None, ext: int) -> None:
+    """A VARIABLE LENGTH CDB (0x7f; READ(32) here) whose additional CDB
+    length claims 32 bytes, sent with only the BHS's 16 (or 8 more in an
+    extended-CDB AHS), is refused and the connection dropped: LIO would
+    read the CDB's claimed length past what the PDU carried. Offloaded
+    path only: stock LIO's target_cmd_init_cdb copies it unchecked."""
+    c = connect("offload")
+    moved = Moved("offload")
+    cdb = bytearray(16)
+    cdb[0], cdb[7], cdb[8], cdb[9] = 0x7F, 32 - 8, 0x00, 0x09  # READ(32): service action 0x0009
+    p = scsi_command(bytes(cdb), itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn, read_len=BLOCK)
+    if ext:
+        p.ahs = (ext + 1).to_bytes(2, "big") + bytes([1, 0]) + bytes(ext)  # type 1: extended CDB
+    c.send_raw(p.encode(False, False))
+    check("offload", f"short_variable_length_cdb_{ext}", observe(c), {"dropped", "reject 0x04"})
+    moved(drops=1)
+    healthy("offload")
+
+
 def test_text_continuation_of_a_scsi_task_offloaded(dual_target: None) -> None:
     """A Text PDU whose TTT is not 0xffffffff continues the task of its ITT:
     naming an outstanding WRITE (waiting for its Data-Out) it is refused and
