@@ -973,6 +973,12 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 			iscsit_add_reject(conn, ISCSI_REASON_PROTOCOL_ERROR, hdr);
 			goto drop;
 		}
+		if (!cxe_bhs_cdb_ok(hdr)) {
+			pr_err("%pISpc: SCSI Command whose CDB claims %u bytes, more than it carries: dropping the connection\n",
+			       &c->peer, 8u + hdr[CXE_BHS_CDB_OFF + 7]);
+			iscsit_add_reject(conn, ISCSI_REASON_PROTOCOL_ERROR, hdr);
+			goto drop;
+		}
 		if (!cxe_bhs_data_ok(hdr)) {
 			pr_err("%pISpc: SCSI Command without the W bit but with %u data bytes: dropping the connection\n",
 			       &c->peer, dlen);

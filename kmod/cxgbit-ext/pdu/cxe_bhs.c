@@ -69,6 +69,18 @@ bool cxe_bhs_ahs_ok(const u8 *hdr)
 	return true;
 }
 
+bool cxe_bhs_cdb_ok(const u8 *hdr)
+{
+	const u8 *cdb = hdr + CXE_BHS_CDB_OFF, *ahs = hdr + CXE_BHS_LEN;
+	u32 have = CXE_BHS_CDB_LEN;
+
+	if (cxe_bhs_opcode(hdr) != CXE_OP_SCSI_CMD || cdb[0] != CXE_VARLEN_CDB)
+		return true;
+	if (cxe_bhs_ahs_len(hdr) && ahs[2] == CXE_AHS_EXT_CDB)
+		have += ((u32)ahs[0] << 8 | ahs[1]) - 1;
+	return 8u + cdb[7] <= have;
+}
+
 bool cxe_bhs_data_ok(const u8 *hdr)
 {
 	return cxe_bhs_opcode(hdr) != CXE_OP_SCSI_CMD || !cxe_bhs_dlen(hdr) ||

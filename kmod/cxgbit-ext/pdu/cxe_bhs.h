@@ -35,6 +35,12 @@
 #define CXE_DATAIN_STATUS	0x01	/* byte 1, Data-In S bit */
 #define CXE_CMD_WRITE		0x20	/* byte 1, SCSI Command W bit */
 
+/* a SCSI Command's CDB: 16 bytes in the BHS, the rest in an AHS of type 1 */
+#define CXE_BHS_CDB_OFF		32
+#define CXE_BHS_CDB_LEN		16
+#define CXE_AHS_EXT_CDB		1
+#define CXE_VARLEN_CDB		0x7f	/* VARIABLE LENGTH: 8 + byte 7 bytes */
+
 static inline u32 cxe_get_be32(const u8 *p)
 {
 	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
@@ -100,6 +106,15 @@ bool cxe_opcode_from_initiator(u8 opcode);
  * without checking; the PDU layer refuses a header that fails this first.
  */
 bool cxe_bhs_ahs_ok(const u8 *hdr);
+
+/*
+ * Does a SCSI Command carry the whole CDB its operation code claims: the
+ * BHS's 16 bytes plus, when the first AHS is an extended CDB, its
+ * AHSLength - 1? Only a VARIABLE LENGTH CDB (0x7f, 8 + its byte 7) can
+ * claim more than 16, and LIO copies what it claims unchecked. Call it on
+ * a header cxe_bhs_ahs_ok() accepted.
+ */
+bool cxe_bhs_cdb_ok(const u8 *hdr);
 
 /*
  * May this header carry its data segment? A SCSI Command's data segment

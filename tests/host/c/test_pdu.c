@@ -446,6 +446,29 @@ static void test_ahs(void)
 	CHECK(cxe_bhs_ahs_ok(h));
 }
 
+/* a VARIABLE LENGTH CDB carries what its byte 7 claims: BHS 16 + extended CDB */
+static void test_cdb(void)
+{
+	u8 h[CXE_BHS_LEN + 64] = { 0 };
+	u8 *cdb = h + CXE_BHS_CDB_OFF, *ahs = h + CXE_BHS_LEN;
+
+	h[0] = CXE_OP_SCSI_CMD;
+	cdb[0] = 0x28;					/* READ(10): fits the BHS */
+	CHECK(cxe_bhs_cdb_ok(h));
+	cdb[0] = CXE_VARLEN_CDB; cdb[7] = 8;		/* 16 bytes: the BHS's */
+	CHECK(cxe_bhs_cdb_ok(h));
+	cdb[7] = 24;					/* READ(32), no AHS */
+	CHECK(!cxe_bhs_cdb_ok(h));
+	h[4] = 3; ahs[1] = 9; ahs[2] = CXE_AHS_EXT_CDB;	/* 8 more: 24 of 32 */
+	CHECK(!cxe_bhs_cdb_ok(h));
+	h[4] = 5; ahs[1] = 17;				/* 16 more: 32 */
+	CHECK(cxe_bhs_cdb_ok(h));
+	ahs[2] = 2;					/* not an extended CDB */
+	CHECK(!cxe_bhs_cdb_ok(h));
+	h[0] = CXE_OP_TEXT_REQ; cdb[7] = 24; h[4] = 0;	/* not a SCSI Command */
+	CHECK(cxe_bhs_cdb_ok(h));
+}
+
 static void test_seg(void)
 {
 	struct cxe_seg_burst b = { .offset = 4096, .len = 10000, .max_pdu = 4096,
@@ -557,6 +580,7 @@ int main(void)
 	test_rfc3720_b4();
 	test_pause();
 	test_ahs();
+	test_cdb();
 	test_data_ok();
 	test_keys_have();
 	test_skip_data();
