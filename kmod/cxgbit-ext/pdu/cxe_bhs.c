@@ -50,6 +50,12 @@ u32 cxe_data_digest_finish(u32 crc, u32 dlen)
 	return ~crc;
 }
 
+/* an AHS segment's AHSLength (bytes 0-1): its specific byte and data */
+static u32 cxe_ahs_len(const u8 *ahs)
+{
+	return (u32)ahs[0] << 8 | ahs[1];
+}
+
 bool cxe_bhs_ahs_ok(const u8 *hdr)
 {
 	u32 total = cxe_bhs_ahs_len(hdr), off = 0;
@@ -60,7 +66,7 @@ bool cxe_bhs_ahs_ok(const u8 *hdr)
 
 		if (total - off < 4)
 			return false;
-		len = (u32)ahs[0] << 8 | ahs[1];
+		len = cxe_ahs_len(ahs);
 		seg = (3 + len + 3) & ~3u;
 		if (!len || seg > total - off)
 			return false;
@@ -77,7 +83,7 @@ bool cxe_bhs_cdb_ok(const u8 *hdr)
 	if (cxe_bhs_opcode(hdr) != CXE_OP_SCSI_CMD || cdb[0] != CXE_VARLEN_CDB)
 		return true;
 	if (cxe_bhs_ahs_len(hdr) && ahs[2] == CXE_AHS_EXT_CDB)
-		have += ((u32)ahs[0] << 8 | ahs[1]) - 1;
+		have += cxe_ahs_len(ahs) - 1;
 	return 8u + cdb[7] <= have;
 }
 
