@@ -191,7 +191,13 @@ struct cxe_backend {
 	unsigned long		flags;	/* CXE_BACKEND_* */
 	size_t			conn_size; /* CXE_CONN_SIZE(its struct, member) */
 	struct cxe_limits	limits;
-	const struct cxe_adapter_ops *ops;
+	const struct cxe_adapter_ops *ops;	/* NULL with no flags */
+	/*
+	 * Whether it can carry offloaded connections now, appended to page
+	 * from offset at (as sysfs_emit_at): " on", or " off", one word for
+	 * why and any detail. NULL: always " on". The backends file shows it.
+	 */
+	ssize_t (*show_state)(char *page, ssize_t at);
 };
 
 #endif /* CXE_ADAPTER_H */

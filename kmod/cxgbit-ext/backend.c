@@ -10,6 +10,7 @@
 
 #include <linux/kernel.h>
 #include <linux/errno.h>
+#include <linux/sysfs.h>
 
 #include "cxgbit_ext.h"
 
@@ -25,7 +26,9 @@ int cxe_backend_register(const struct cxe_backend *b)
 {
 	int i;
 
-	if (!b->name || !b->ops || b->conn_size < sizeof(struct cxe_conn)) {
+	/* one that can be found (flags) is asked for connections */
+	if (!b->name || (b->flags && (!b->ops ||
+				      b->conn_size < sizeof(struct cxe_conn)))) {
 		pr_err("backend %s: no name, ops or connection size: not registered\n",
 		       b->name ?: "?");
 		return -EINVAL;
@@ -60,4 +63,56 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags)
 		    (cxe_backends[i]->flags & flags) == flags)
 			return cxe_backends[i];
 	return NULL;
+}
+
+static const char *const cxe_cap_names[CXE_CAP_MAX] = {
+	[CXE_CAP_HCRC]	= "hcrc",
+	[CXE_CAP_DCRC]	= "dcrc",
+	[CXE_CAP_DDP]	= "ddp",
+	[CXE_CAP_ISO]	= "iso",
+	[CXE_CAP_RXAGG]	= "rxagg",
+};
+
+/*
+ * The words of caps (BIT(enum cxe_cap)) in enum cxe_cap's order, each
+ * preceded by sep but the first, appended to page from offset at.
+ */
+ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
+		      ssize_t at)
+{
+	ssize_t len = 0;
+	int i;
+
+	for (i = 0; i < CXE_CAP_MAX; i++)
+		if (caps & BIT(i))
+			len += sysfs_emit_at(page, at + len, "%s%s",
+					     len ? sep : "", cxe_cap_names[i]);
+	return len;
+}
+
+/*
+ * The backends file: one line per backend, in the order they registered,
+ * "name on|off [why [detail...]] caps=w,w,..." (struct cxe_backend's
+ * show_state decides on or off and why).
+ */
+ssize_t cxe_backend_show_all(char *page)
+{
+	const struct cxe_backend *b;
+	ssize_t len = 0;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
+		b = cxe_backends[i];
+		if (!b)
+			continue;
+		len += sysfs_emit_at(page, len, "%s", b->name);
+		if (b->show_state)
+			len += b->show_state(page, len);
+		else
+			len += sysfs_emit_at(page, len, " on");
+		len += sysfs_emit_at(page, len, " caps=");
+		len += cxe_caps_show(b->caps, ",", page, len);
+		len += sysfs_emit_at(page, len, "\n");
+	}
+	return len;
 }

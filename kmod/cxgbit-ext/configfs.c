@@ -9,6 +9,10 @@
  *                by the rule that steers them (cxe_portal_state_show):
  *                  ip:port on [netdev=adapter ...] [*=adapter|-]
  *                  ip:port off unbound|no_netdev|unserved [netdev]
+ *   backends     the backends this module carries, one per line, whether
+ *                each can carry offloaded connections now and what it
+ *                offloads (cxe_backend_show_all):
+ *                  name on|off [why [detail...]] caps=hcrc,dcrc,...
  *   connections  offloaded connections, one per line: peer, local, adapter,
  *                digests, offloads, counters (a binary attribute: not
  *                limited to a page, 1024 connections take ~200 KiB)
@@ -68,6 +72,11 @@ static ssize_t cxe_root_portal_state_show(struct config_item *item, char *page)
 	return cxe_np_show_all(page, true);
 }
 
+static ssize_t cxe_root_backends_show(struct config_item *item, char *page)
+{
+	return cxe_backend_show_all(page);
+}
+
 /* configfs asks for the size first (buf NULL), then fills a buffer of it */
 static ssize_t cxe_root_connections_read(struct config_item *item, void *buf,
 					 size_t size)
@@ -79,6 +88,7 @@ CONFIGFS_ATTR_RO(cxe_root_, version);
 CONFIGFS_ATTR_RO(cxe_root_, transport);
 CONFIGFS_ATTR_RO(cxe_root_, portals);
 CONFIGFS_ATTR_RO(cxe_root_, portal_state);
+CONFIGFS_ATTR_RO(cxe_root_, backends);
 CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
 static struct configfs_attribute *cxe_root_attrs[] = {
@@ -86,6 +96,7 @@ static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_transport,
 	&cxe_root_attr_portals,
 	&cxe_root_attr_portal_state,
+	&cxe_root_attr_backends,
 	NULL,
 };
 
@@ -391,14 +402,6 @@ static ssize_t cxe_adapter_netdev_store(struct config_item *item,
 }
 
 /* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
-static const char *const cxe_cap_names[CXE_CAP_MAX] = {
-	[CXE_CAP_HCRC]	= "hcrc",
-	[CXE_CAP_DCRC]	= "dcrc",
-	[CXE_CAP_DDP]	= "ddp",
-	[CXE_CAP_ISO]	= "iso",
-	[CXE_CAP_RXAGG]	= "rxagg",
-};
-
 /*
  * What the adapter's backend can do for the PDU layer, space separated in
  * enum cxe_cap's order. ddp and iso can be switched off (the toggles);
@@ -406,14 +409,9 @@ static const char *const cxe_cap_names[CXE_CAP_MAX] = {
  */
 static ssize_t cxe_adapter_caps_show(struct config_item *item, char *page)
 {
-	unsigned long caps = to_adapter(item)->backend->caps;
-	ssize_t len = 0;
-	int i;
+	ssize_t len = cxe_caps_show(to_adapter(item)->backend->caps, " ",
+				    page, 0);
 
-	for (i = 0; i < CXE_CAP_MAX; i++)
-		if (caps & BIT(i))
-			len += sysfs_emit_at(page, len, "%s%s", len ? " " : "",
-					     cxe_cap_names[i]);
 	return len + sysfs_emit_at(page, len, "\n");
 }
 

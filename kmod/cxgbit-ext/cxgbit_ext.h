@@ -157,6 +157,9 @@ struct cxe_np {
 int cxe_backend_register(const struct cxe_backend *b);
 void cxe_backend_unregister(const struct cxe_backend *b);
 const struct cxe_backend *cxe_backend_find(unsigned long flags);
+ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
+		      ssize_t at);
+ssize_t cxe_backend_show_all(char *page);
 
 /* configfs.c: the control interface, which also keeps the adapters */
 int cxe_configfs_init(void);
