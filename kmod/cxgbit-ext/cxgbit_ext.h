@@ -170,6 +170,11 @@ ssize_t cxe_portal_state_show(const struct cxe_np *cnp, char *page, ssize_t at);
 
 /* The backends; main.c registers them (adapters/soft/cm.c) */
 extern const struct cxe_backend cxe_soft_backend;
+#ifdef CXE_HAVE_CXGB4
+/* adapters/cxgb4/main.c: the backend and cxgb4's ULD slot with it */
+int cxe_cxgb4_init(void);
+void cxe_cxgb4_exit(void);
+#endif
 
 /* transport.c */
 extern struct iscsit_transport cxe_transport;

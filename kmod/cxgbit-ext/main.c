@@ -61,16 +61,25 @@ static int __init cxe_init(void)
 	ret = cxe_backend_register(&cxe_soft_backend);
 	if (ret)
 		goto err_notifier;
-	ret = cxe_configfs_init();
+#ifdef CXE_HAVE_CXGB4
+	ret = cxe_cxgb4_init();
 	if (ret)
 		goto err_backend;
+#endif
+	ret = cxe_configfs_init();
+	if (ret)
+		goto err_cxgb4;
 
 	iscsit_register_transport(&cxe_transport);
 	pr_info("version %s: transport %s registered\n", CXE_VERSION,
 		cxe_transport.name);
 	return 0;
 
+err_cxgb4:
+#ifdef CXE_HAVE_CXGB4
+	cxe_cxgb4_exit();
 err_backend:
+#endif
 	cxe_backend_unregister(&cxe_soft_backend);
 err_notifier:
 	unregister_module_notifier(&cxe_module_nb);
@@ -81,6 +90,9 @@ static void __exit cxe_exit(void)
 {
 	iscsit_unregister_transport(&cxe_transport);
 	cxe_configfs_exit();
+#ifdef CXE_HAVE_CXGB4
+	cxe_cxgb4_exit();
+#endif
 	cxe_backend_unregister(&cxe_soft_backend);
 	unregister_module_notifier(&cxe_module_nb);
 	pr_info("unloaded\n");

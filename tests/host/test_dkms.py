@@ -97,6 +97,8 @@ def test_dkms_build(dkms: Dkms, kver: str) -> None:
     assert len(modules) == 1, f"{built / 'module'}: {modules}"
     assert modinfo(modules[0], "version") == code_version()
     assert modinfo(modules[0], "vermagic").split()[0] == kver
+    # cxgb4's private headers came with LIO's: the cxgb4 backend is built in
+    assert "cxgb4" in modinfo(modules[0], "depends").split(","), "built without the cxgb4 backend"
     assert f"cxgbit-ext/{code_version()}, {kver}, {os.uname().machine}: built" in dkms.run("status").stdout
 
 

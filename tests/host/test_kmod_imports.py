@@ -73,3 +73,17 @@ def test_a_pdu_goes_to_tcp_under_one_socket_lock() -> None:
             assert "kernel_sendmsg" not in imports, f"{kver}: kernel_sendmsg sends (and copies) a piece at a time"
             frags = {"__page_frag_alloc_align", "page_frag_free", "page_frag_cache_drain"}
             assert frags <= imports, f"{kver}: small pieces not in page fragments: {sorted(frags - imports)}"
+
+
+def test_the_cxgb4_backend_is_built_in_where_the_kernel_has_cxgb4() -> None:
+    """A kernel that exports cxgb4's ULD registration (Debian's both) gets
+    the cxgb4 backend: the module takes cxgb4's iSCSI target ULD slot, so
+    it imports the registration and modprobe loads cxgb4 before it."""
+    for ko in built():
+        kver = ko.parent.name
+        if "cxgb4_register_uld" not in exported(kver):
+            continue
+        uld = {"cxgb4_register_uld", "cxgb4_unregister_uld"}
+        assert uld <= imported(ko), f"{kver}: the cxgb4 backend is not in the module"
+        deps = subprocess.run(["modinfo", "-F", "depends", str(ko)], capture_output=True, text=True, check=True)
+        assert "cxgb4" in deps.stdout.strip().split(","), f"{kver}: modprobe would not load cxgb4 first"

@@ -3,7 +3,9 @@
 insmod refuses beside the in-tree cxgbit; enable_offload loads our module
 through LIO's request_module("cxgbit") and our modprobe.d rule; the module
 registers its transport and configfs tree; rmmod is refused while a portal
-uses it and is clean once offload is off.
+uses it and is clean once offload is off. With cxgb4 and no Chelsio device
+(this VM has none), the cxgb4 backend registers its ULD, says it offloads
+nothing for want of ports, and cxgb4 unloads once we are gone.
 """
 
 from __future__ import annotations
@@ -131,4 +133,51 @@ def test_insmod_rmmod_cycles(lio: None, module_ko: Path) -> None:
         assert insmod(module_ko).returncode == 0
         assert (CFS / "transport").read_text() == "cxgbit_ext\n"
         assert rmmod("cxgbit_ext").returncode == 0
+    assert not CFS.exists()
+
+
+def backends() -> dict[str, str]:
+    """The module's backends file: each backend's name -> the rest of its line."""
+    return dict(ln.split(" ", 1) for ln in (CFS / "backends").read_text().splitlines())
+
+
+def test_cxgb4_backend_registers_without_a_chelsio_adapter(lio: None, module_ko: Path) -> None:
+    """cxgb4 and libcxgb load on a host with no Chelsio device (as the
+    in-tree cxgbit and cxgbi have them); ours loads beside them, takes
+    cxgb4's iSCSI target ULD slot, lists the cxgb4 backend as off for want
+    of ports, keeps cxgb4 loaded while it is, and leaves nothing behind in
+    either order of loading."""
+    assert not loaded("cxgbit_ext") and not loaded("cxgbit")
+    deps = subprocess.run(["modinfo", "-F", "depends", str(module_ko)], capture_output=True, text=True, check=True)
+    assert "cxgb4" in deps.stdout.strip().split(","), "the cxgb4 backend was not built in"
+    subprocess.run(["modprobe", "libcxgb"], check=True)
+    assert loaded("cxgb4") and loaded("libcxgb")
+    assert insmod(module_ko).returncode == 0
+    try:
+        assert backends() == {
+            "soft": "on caps=hcrc,dcrc,ddp,iso",
+            "cxgb4": "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg",
+        }
+        # the soft adapter is untouched: soft0 is there and is a soft one
+        assert (CFS / "adapters/soft0/type").read_text() == "soft\n"
+        assert Path("/sys/module/cxgb4/holders/cxgbit_ext").exists()
+        p = rmmod("cxgb4")
+        assert p.returncode != 0 and "in use" in p.stderr, p
+        assert loaded("cxgb4") and (CFS / "backends").exists()
+        cli = subprocess.run([str(TOP / ".venv/bin/cxgbit-ext"), "--json", "status"], capture_output=True, text=True)
+        assert cli.returncode == 0, cli.stderr
+        got = {b["name"]: b for b in json.loads(cli.stdout)["backends"]}
+        assert got["cxgb4"]["on"] is False and got["cxgb4"]["why"] == "no_ports", got
+        assert got["soft"]["on"] is True, got
+    finally:
+        assert rmmod("cxgbit_ext").returncode == 0
+    assert not Path("/sys/module/cxgb4/holders/cxgbit_ext").exists()
+    assert rmmod("libcxgb").returncode == 0 and rmmod("cxgb4").returncode == 0
+
+    # ours first (pulling cxgb4 in), libcxgb after; out in the reverse order
+    assert insmod(module_ko).returncode == 0
+    assert loaded("cxgb4") and "cxgb4" in backends()
+    subprocess.run(["modprobe", "libcxgb"], check=True)
+    assert rmmod("cxgbit_ext").returncode == 0
+    assert rmmod("libcxgb").returncode == 0 and rmmod("cxgb4").returncode == 0
     assert not CFS.exists()
