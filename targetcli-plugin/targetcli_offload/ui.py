@@ -61,7 +61,8 @@ class UIOffload(UINode):
 
     def ui_command_status(self) -> None:
         """
-        Shows the module, its offloaded portals, adapters and connections.
+        Shows the module, its offloaded portals, backends, adapters and
+        connections.
         """
         try:
             st = control().status()
@@ -69,6 +70,8 @@ class UIOffload(UINode):
             raise ExecutionError(str(e)) from e
         self.shell.con.display(f"cxgbit_ext {st.version}, LIO transport '{st.transport}'")
         self.shell.con.display(f"offloaded portals: {', '.join(st.portals) or 'none'}")
+        for b in st.backends:
+            self.shell.con.display(f"backend {b.name}: {b.state_text()}")
         for a in st.adapters:
             self.shell.con.display(f"adapter {a.name} ({a.type}) serves {a.serving}: {a.offload_text()}")
         self.shell.con.display(f"offloaded connections: {len(st.connections)}")

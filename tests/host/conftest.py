@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 
 CAPS = "hcrc dcrc ddp iso"
+# The backends file of a module built with the cxgb4 backend, on a host
+# with no Chelsio adapter
+BACKENDS = "soft on caps=hcrc,dcrc,ddp,iso\ncxgb4 off no_ports caps=hcrc,dcrc,ddp,iso,rxagg\n"
 # An adapter's counters file: every counter, in the module's order
 # (cxe_stat_names), whether it has moved or not.
 COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "hdigest_errors",
@@ -43,6 +46,7 @@ def make_tree(
     (soft0 / "iso").write_text("1\n")
     (root / "version").write_text(version + "\n")
     (root / "transport").write_text("cxgbit_ext\n")
+    (root / "backends").write_text(BACKENDS)
     write_portals(root, portals, Path.write_text)
     (root / "connections").write_text(connections)
     return root

@@ -50,6 +50,27 @@ def test_status_reads_the_tree(tree: Path) -> None:
     )
 
 
+def test_status_lists_the_backends_and_why_one_is_off(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--json", "--configfs", str(tree), "status"]) == 0
+    got = {b["name"]: b for b in json.loads(capsys.readouterr().out)["backends"]}
+    assert got["soft"] == {"name": "soft", "on": True, "caps": ["hcrc", "dcrc", "ddp", "iso"], "why": "", "detail": []}
+    assert (got["cxgb4"]["on"], got["cxgb4"]["why"]) == (False, "no_ports")
+    assert got["cxgb4"]["caps"] == ["hcrc", "dcrc", "ddp", "iso", "rxagg"]
+    assert cli.main(["--configfs", str(tree), "status"]) == 0
+    text = capsys.readouterr().out
+    assert "backend soft: on (offloads hcrc dcrc ddp iso)" in text
+    assert "backend cxgb4: off: no Chelsio T5/T6 adapter attached (cxgb4 has none)" in text
+
+    # an attached adapter: the module lists it after why the backend is off
+    (tree / "backends").write_text(
+        "soft on caps=hcrc,dcrc,ddp,iso\n"
+        "cxgb4 off no_data_path 0000:03:00.4=T6/2ports/up/dropped:0 caps=hcrc,dcrc,ddp,iso,rxagg\n"
+    )
+    (_, b) = Control(tree).backends()
+    assert (b.on, b.why, b.detail) == (False, "no_data_path", ("0000:03:00.4=T6/2ports/up/dropped:0",))
+    assert b.state_text() == "off: connections are not implemented for it yet 0000:03:00.4=T6/2ports/up/dropped:0"
+
+
 def test_bind_writes_netdev_and_rejects_unknown_adapter(tree: Path) -> None:
     ctl = Control(tree)
     ctl.set_netdev("soft0", "lo")

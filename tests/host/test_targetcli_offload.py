@@ -107,3 +107,11 @@ def test_completion(sh: Shell) -> None:
     sh.run("/adapters create name=soft1")
     assert adapters.ui_complete_delete({}, "", "name") == ["soft1"]
     assert sh.root.get_node("/adapters/soft1").ui_complete_set({"group": "offload"}, "", "ddp") == ["true", "false"]
+
+
+def test_status_says_which_backends_offload_and_why_not(sh: Shell) -> None:
+    ui.UIOffload(sh.root)
+    out = sh.run("/offload status")
+    assert "backend soft: on" in out
+    assert "backend cxgb4: off: no Chelsio T5/T6 adapter attached (cxgb4 has none)" in out
+    assert "adapter soft0 (soft) serves tgt0" in out

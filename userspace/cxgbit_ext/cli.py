@@ -42,6 +42,8 @@ def cmd_status(ctl: Control, a: argparse.Namespace) -> int:
         return 0
     print(f"cxgbit_ext {st.version}: LIO transport '{st.transport}' registered")
     print(f"offloaded portals: {', '.join(st.portals) or 'none'}")
+    for b in st.backends:
+        print(f"backend {b.name}: {b.state_text()} (offloads {' '.join(b.caps) or 'nothing'})")
     print(f"{'adapter':<10}{'type':<6}{'serves':<14}{'conns':>7}{'pdus rx':>10}{'pdus tx':>10}{'placed B':>14}")
     for ad in st.adapters:
         c = ad.counters

@@ -168,12 +168,48 @@ def _parse_portal_report(line: str) -> PortalReport:
 
 
 @dataclass(frozen=True)
+class Backend:
+    """One line of the module's backends file: an implementation of the
+    adapter contract the module carries, whether it can carry offloaded
+    connections now, and why not (the module decides; this only reads)."""
+
+    name: str
+    on: bool
+    caps: tuple[str, ...]
+    why: str = ""  # when not on: one word, e.g. no_ports (cxgb4 has no T5/T6 adapter)
+    detail: tuple[str, ...] = ()  # what the backend adds, e.g. its adapters
+
+    def state_text(self) -> str:
+        if self.on:
+            return "on"
+        return " ".join(("off:", BACKEND_WHY.get(self.why, self.why), *self.detail))
+
+
+# The backends file's words for why a backend offloads nothing, for people
+BACKEND_WHY = {
+    "no_ports": "no Chelsio T5/T6 adapter attached (cxgb4 has none)",
+    "no_data_path": "connections are not implemented for it yet",
+}
+
+
+def _parse_backend(line: str) -> Backend:
+    name, state, *words = line.split()
+    caps: tuple[str, ...] = ()
+    if words and words[-1].startswith("caps="):
+        caps = tuple(c for c in words.pop().removeprefix("caps=").split(",") if c)
+    if state == "on":
+        return Backend(name, True, caps, detail=tuple(words))
+    return Backend(name, False, caps, why=words[0] if words else "", detail=tuple(words[1:]))
+
+
+@dataclass(frozen=True)
 class Status:
     version: str
     transport: str
     portals: list[str]
     adapters: list[Adapter]
     connections: list[Connection]
+    backends: list[Backend]
 
     def dump(self) -> dict[str, Any]:
         return asdict(self)
@@ -284,6 +320,10 @@ class Control:
     def portal_report(self, ip: str, port: int) -> PortalReport | None:
         """The module's report on portal ``ip``:``port``; None when it holds no such portal."""
         return next((r for r in self.portal_reports() if r.is_for(ip, port)), None)
+
+    def backends(self) -> list[Backend]:
+        """The backends the module carries, each with whether it can offload now (backends)."""
+        return [_parse_backend(ln) for ln in self._read("backends").splitlines() if ln.strip()]
 
     def connections(self) -> list[Connection]:
         return [_parse_connection(ln) for ln in self._read("connections").splitlines() if ln.strip()]
@@ -508,6 +548,7 @@ class Control:
             portals=self._read("portals").split(),
             adapters=self.adapters(),
             connections=self.connections(),
+            backends=self.backends(),
         )
 
 
