@@ -27,12 +27,14 @@
 
 #include "../../cxgbit_ext.h"
 #include "cpl.h"
+#include "limits.h"
 
 /* One Chelsio adapter cxgb4 attached to us, from add to DETACH */
 struct cxe_cxgb4_dev {
 	struct kref		kref;
 	struct list_head	node;		/* cxe_cxgb4_devs */
 	struct cxgb4_lld_info	lldi;		/* what cxgb4 told us at add */
+	struct cxe_cxgb4_limits	limits;		/* what it can do for PDUs */
 	bool			up;		/* CXGB4_STATE_UP, not since
 						 * RECOVERY or DETACH
 						 */
@@ -60,7 +62,16 @@ static void cxe_cxgb4_dev_put(struct cxe_cxgb4_dev *d)
  */
 static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 {
+	/* no page pods are set up yet: nothing is placed */
+	struct cxe_cxgb4_hw hw = {
+		.chip		= CHELSIO_CHIP_VERSION(lldi->adapter_type),
+		.iscsi_iolen	= lldi->iscsi_iolen,
+		.fw_vers	= lldi->fw_vers,
+		.page_size	= PAGE_SIZE,
+		.max_frags	= MAX_SKB_FRAGS,
+	};
 	struct cxe_cxgb4_dev *d;
+	int ret;
 
 	if (is_t4(lldi->adapter_type)) {
 		pr_info("cxgb4 adapter %s: a T4, which this backend does not drive\n",
@@ -70,6 +81,13 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)
 		return ERR_PTR(-ENOMEM);
+	ret = cxe_cxgb4_limits(&hw, &d->limits);
+	if (ret) {
+		pr_warn("cxgb4 adapter %s: T%d with an iSCSI I/O length of %u: no room for a PDU, not used\n",
+			pci_name(lldi->pdev), hw.chip, lldi->iscsi_iolen);
+		kfree(d);
+		return ERR_PTR(ret);
+	}
 	kref_init(&d->kref);
 	d->lldi = *lldi;
 
@@ -140,10 +158,33 @@ static struct cxgb4_uld_info cxe_cxgb4_uld_info = {
 
 /*
  * The backend's state in the backends file: " off no_ports" while cxgb4
- * has attached no T5/T6 adapter, " off no_data_path" and each adapter
- * (PCI name, chip, ports, up or down, messages dropped) once it has:
- * offload needs the connection path this backend does not have yet.
+ * has attached no T5/T6 adapter, " off no_data_path" and each adapter once
+ * it has (offload needs the connection path this backend does not have
+ * yet): PCI name, chip, ports, up or down, messages dropped, then each
+ * limit with what set it (limits.h), e.g. "0000:03:00.4=T6/2ports/up/
+ * dropped:0/recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/ddp:-(no_ppm)"
  */
+static ssize_t cxe_cxgb4_show_dev(const struct cxe_cxgb4_dev *d, char *page,
+				  ssize_t at)
+{
+	const struct cxe_cxgb4_limits *l = &d->limits;
+	ssize_t len;
+
+	len = sysfs_emit_at(page, at, " %s=T%d/%uports/%s/dropped:%lld",
+			    pci_name(d->lldi.pdev),
+			    CHELSIO_CHIP_VERSION(d->lldi.adapter_type),
+			    d->lldi.nports, READ_ONCE(d->up) ? "up" : "down",
+			    atomic64_read(&d->cpl_dropped));
+	len += sysfs_emit_at(page, at + len, "/recv:%u(%s)/send:%u(%s)/iso:%u(%s)",
+			     l->max_recv_dlen, l->recv_by, l->max_send_dlen,
+			     l->send_by, l->max_iso_burst, l->iso_by);
+	if (l->ddp_min_len == CXE_CXGB4_NEVER)
+		return len + sysfs_emit_at(page, at + len, "/ddp:-(%s)",
+					   l->ddp_by);
+	return len + sysfs_emit_at(page, at + len, "/ddp:%u(%s)", l->ddp_min_len,
+				   l->ddp_by);
+}
+
 static ssize_t cxe_cxgb4_show_state(char *page, ssize_t at)
 {
 	struct cxe_cxgb4_dev *d;
@@ -155,13 +196,7 @@ static ssize_t cxe_cxgb4_show_state(char *page, ssize_t at)
 	} else {
 		len = sysfs_emit_at(page, at, " off no_data_path");
 		list_for_each_entry(d, &cxe_cxgb4_devs, node)
-			len += sysfs_emit_at(page, at + len,
-					     " %s=T%d/%uports/%s/dropped:%lld",
-					     pci_name(d->lldi.pdev),
-					     CHELSIO_CHIP_VERSION(d->lldi.adapter_type),
-					     d->lldi.nports,
-					     READ_ONCE(d->up) ? "up" : "down",
-					     atomic64_read(&d->cpl_dropped));
+			len += cxe_cxgb4_show_dev(d, page, at + len);
 	}
 	mutex_unlock(&cxe_cxgb4_lock);
 	return len;
