@@ -24,6 +24,8 @@
 
 #include "cxgb4.h"
 #include "cxgb4_uld.h"
+/* their layout in the kernel's own cxgb4.ko, asserted (cxgb4-layout) */
+#include "kernel_layout.h"
 
 #include "../../cxgbit_ext.h"
 #include "cpl.h"
