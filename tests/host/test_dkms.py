@@ -99,6 +99,7 @@ def test_dkms_build(dkms: Dkms, kver: str) -> None:
     assert modinfo(modules[0], "vermagic").split()[0] == kver
     # cxgb4's private headers came with LIO's: the cxgb4 backend is built in
     assert "cxgb4" in modinfo(modules[0], "depends").split(","), "built without the cxgb4 backend"
+    assert re.search(rf"cxgb4-layout: {re.escape(kver)}: \d+ member checks against its cxgb4.ko", log), log
     assert f"cxgbit-ext/{code_version()}, {kver}, {os.uname().machine}: built" in dkms.run("status").stdout
 
 
