@@ -11,10 +11,14 @@ a new session on the same path works afterwards.
 
 Beside all of them runs a background session: open-iscsi logged in over the
 offloaded path (tgt0) and fio writing and crc32c-verifying its own LUN (1)
-pass after pass, from the first case to the last; the last test of the
-module checks that every pass verified and the session never reconnected.
-So the negative cases on both paths run beside a live offloaded session,
-and soft0's counters are read net of what that session counts itself.
+pass after pass, from the first case on both paths to the last;
+test_background_fio_session_stayed_clean then stops it and checks that
+every pass verified and the session never reconnected (the module
+fixture's teardown does, when -k leaves that test out). So the negative
+cases on both paths run beside a live offloaded session, and soft0's
+counters are read net of what that session counts itself. The
+offloaded-only cases that follow read soft0's counters whole, so they run
+after the session has stopped.
 """
 
 from __future__ import annotations
