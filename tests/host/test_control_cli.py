@@ -23,7 +23,7 @@ def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
     return kernel_for(make_tree(
         tmp_path, version="0.1.0", netdev="*",
         counters={"connections": 3, "pdus_rx": 10, "pdus_tx": 12, "bytes_placed": 4096},
-        portals="198.18.0.1:3260 on tgt0=soft0\n[::]:3260 on *=soft0\n",
+        portals="198.18.0.1:3260 on tgt0=soft0\n[::]:3262 on *=soft0\n",
         connections="198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=0 ddp=1 iso=1 pdus_rx=5 pdus_tx=6 "
         "bytes_placed=4096 bytes_copied=0\n",
     ))  # fmt: skip
@@ -37,7 +37,7 @@ def tree(kernel: FakeKernel) -> Path:
 def test_status_reads_the_tree(tree: Path) -> None:
     st = Control(tree).status()
     assert st.version == "0.1.0"
-    assert st.portals == ["198.18.0.1:3260", "[::]:3260"]
+    assert st.portals == ["198.18.0.1:3260", "[::]:3262"]
     (a,) = st.adapters
     assert (a.name, a.type, a.netdev, a.counters["bytes_placed"]) == ("soft0", "soft", "*", 4096)
     (c,) = st.connections

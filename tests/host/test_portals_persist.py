@@ -22,12 +22,14 @@ from .conftest import FakeKernel, make_tree, snapshot
 
 # What the module says with soft0 bound to tgt0, for portals set up in the
 # target host's namespace (lo, tgt0 198.18.0.1 2001:2::1, tgt1 198.18.1.1)
+# Only what LIO can hold at once: its [::] listener is dual-stack and takes
+# IPv4 on its port too, so it has a port no IPv4 portal uses.
 PORTAL_STATE = """198.18.0.1:3260 on tgt0=soft0
 198.18.1.1:3260 off unserved tgt1
 0.0.0.0:3261 on tgt0=soft0 *=-
 10.9.9.9:3260 off no_netdev
 [2001:2::1]:3263 on tgt0=soft0
-[::]:3260 on tgt0=soft0 *=-
+[::]:3262 on tgt0=soft0 *=-
 """
 
 
@@ -53,7 +55,7 @@ def tree(kernel: FakeKernel) -> Path:
         # rtslib names IPv6 portals with brackets, as LIO's np directories
         ("[2001:2::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso"),
         ("[2001:2:0::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso"),
-        ("[::]", 3260, True, "offload: soft0 hcrc+dcrc+ddp+iso on tgt0"),
+        ("[::]", 3262, True, "offload: soft0 hcrc+dcrc+ddp+iso on tgt0"),
         ("[2001:2:0:1::1]", 3263, True, "offload: off — cxgbit_ext holds no listener for it (see dmesg)"),
     ],
 )
@@ -64,7 +66,7 @@ def test_portal_state_and_reason(tree: Path, ip: str, port: int, requested: bool
 def test_portal_reports_parse_the_module_lines(tree: Path) -> None:
     reports = Control(tree).portal_reports()
     assert [f"{r.ip} {r.port}" for r in reports] == [
-        "198.18.0.1 3260", "198.18.1.1 3260", "0.0.0.0 3261", "10.9.9.9 3260", "2001:2::1 3263", ":: 3260",
+        "198.18.0.1 3260", "198.18.1.1 3260", "0.0.0.0 3261", "10.9.9.9 3260", "2001:2::1 3263", ":: 3262",
     ]  # fmt: skip
     assert reports[0] == PortalReport("198.18.0.1", 3260, on=True, netdevs={"tgt0": "soft0"})
     assert reports[1] == PortalReport("198.18.1.1", 3260, on=False, netdevs={}, why="unserved", netdev="tgt1")
