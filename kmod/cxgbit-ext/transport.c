@@ -825,17 +825,18 @@ static int cxe_handle_text(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 
 /*
  * Is a SCSI Command's CmdSN outside [ExpCmdSN, MaxCmdSN]? RFC 7143 4.2.2.1:
- * the target silently ignores it. LIO does too, in iscsit_sequence_cmd(),
- * but only after transport_generic_new_cmd() has made a WRITE with
- * immediate data TRANSPORT_WRITE_PENDING; it then drops the command's
- * reference and leaves it on the connection's list for the TX thread to
- * remove. A connection that closes before that completes the command as
- * WRITE_PENDING (iscsit_release_commands_from_conn), the completion drops
- * the last reference while the command is still listed, and it is freed
- * twice (a WARN in iscsit_release_cmd, then a use-after-free; seen on
- * Debian's 6.1 under the seeded PDU fuzz). So such a command never reaches
- * LIO. ExpCmdSN and MaxCmdSN only grow: a command this finds outside the
- * window, LIO would find outside it too.
+ * the target silently ignores it, and such a command never reaches LIO.
+ * LIO ignores it too, in iscsit_sequence_cmd(), but only after
+ * transport_generic_new_cmd() has made a WRITE with immediate data
+ * TRANSPORT_WRITE_PENDING; it then drops the command's reference and
+ * leaves it on the connection's list for the TX thread to remove. A
+ * connection that closes before that completes the command as
+ * WRITE_PENDING (iscsit_release_commands_from_conn()), the completion
+ * drops the last reference while the command is still listed, and it is
+ * freed twice (a WARN in iscsit_release_cmd(), then a use-after-free).
+ * upstream/ has no patch for LIO for this one yet (upstream/README.md
+ * lists those it has). ExpCmdSN and MaxCmdSN only grow: a command this
+ * finds outside the window, LIO would find outside it too.
  */
 static bool cxe_cmdsn_outside_window(struct cxe_conn *c, const u8 *hdr)
 {

@@ -119,9 +119,12 @@ bool cxe_bhs_cdb_ok(const u8 *hdr);
 /*
  * May this header carry its data segment? A SCSI Command's data segment
  * is immediate data, write data (RFC 7143 section 3.2.4.2): a command
- * without the W bit has none. LIO takes a data segment on a READ, runs
- * the command, then "completes" the immediate data and runs it again (a
- * use-after-free, seen on Debian's 6.1); the PDU layer refuses it first.
+ * without the W bit has none, and the PDU layer refuses one before LIO
+ * sees it. iscsit_setup_scsi_cmd() accepts a data segment on a READ: LIO
+ * runs the READ, then handles the command as a WRITE, running it again or
+ * asking for the rest of its data after it is freed (a NULL dereference
+ * or a use-after-free). The fix in LIO itself is upstream/0003-*.patch
+ * (upstream/README.md).
  */
 bool cxe_bhs_data_ok(const u8 *hdr);
 
