@@ -776,6 +776,39 @@ def test_snack_at_erl0_is_rejected(path: str) -> None:
     healthy(path)
 
 
+def test_data_snack_beyond_what_a_read_sent_at_erl1(path: str) -> None:
+    """ERL 1: a Data SNACK asking a completed READ for DataSNs it never
+    sent is refused (a Reject, or the connection dropped) without touching
+    the READ's task: the kernel log stays clean and the target serves the
+    next session. Not sent to stock: its LIO refuses the SNACK with
+    iscsit_reject_cmd(), which drops the READ's last reference (a WARN in
+    iscsit_release_cmd), and the connection's close puts it again; the fix
+    for LIO itself is upstream/0004-*."""
+    if path == "stock":
+        pytest.skip("stock LIO releases a READ twice after refusing a Data SNACK for it at ERL 1 "
+                    "(iscsit_reject_cmd); not sent to stock")  # fmt: skip
+    from rtslib_fb import RTSRoot
+
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
+    tpg.set_attribute("default_erl", "1")
+    try:
+        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel="1"):
+            c = connect(path, Params(erl=1), initiator=f"{PDU_INITIATOR}-data-snack")
+    finally:
+        tpg.set_attribute("default_erl", "0")
+    assert c.target_keys.get("ErrorRecoveryLevel") == "1", c.target_keys
+    c.scsi_read(0, 1)  # one Data-In: DataSN 0
+    p = Pdu()
+    p.opcode = Op.SNACK
+    p.flags = 0x80  # F, Type 0: Data/R2T SNACK
+    p.itt, p.ttt, p.expstatsn = c.itt, 0xFFFFFFFF, c.expstatsn
+    p.set_u32(40, 1)  # BegRun: DataSN 1, never sent
+    p.set_u32(44, 1)  # RunLength
+    c.send(p)
+    check(path, "data_snack_beyond_sent_erl1", observe(c), REJECT_OR_DROP)
+    healthy(path)
+
+
 def test_session_reinstatement_same_isid(path: str) -> None:
     a = connect(path)
     b = Connection(ip_of(path))
