@@ -15,6 +15,7 @@ setup(
     },
     packages=["cxgbit_ext", "targetcli_offload", "iscsi_initiator"],
     install_requires=["rtslib-fb", "configshell-fb"],
+    data_files=[("share/man/man1", ["docs/cxgbit-ext.1"])],
     entry_points={
         "console_scripts": [
             "cxgbit-ext = cxgbit_ext.cli:main",
