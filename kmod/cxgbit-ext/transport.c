@@ -824,6 +824,45 @@ static int cxe_handle_text(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 }
 
 /*
+ * Would LIO refuse this Data/R2T SNACK on the task it names? At ERL > 0 it
+ * refuses one that asks for DataSNs (R2TSNs) the task never sent, or ones
+ * a DataACK SNACK already acknowledged, and does so with
+ * iscsit_reject_cmd(), which drops a reference of that task while the task
+ * is still listed and in use: it is later freed twice (the fix in LIO
+ * itself is upstream/0004-*.patch). Such a SNACK is refused here instead,
+ * the task left alone. The test is LIO's own (iscsit_handle_r2t_snack(),
+ * iscsit_handle_recovery_datain()), read in the same RX thread LIO would
+ * read it in.
+ */
+static bool cxe_snack_would_reject_task(struct iscsit_conn *conn,
+					const u8 *hdr)
+{
+	const struct iscsi_snack *s = (const struct iscsi_snack *)hdr;
+	u32 begrun = be32_to_cpu(s->begrun);
+	u32 runlength = be32_to_cpu(s->runlength);
+	struct iscsit_cmd *cmd;
+
+	if (!conn->sess->sess_ops->ErrorRecoveryLevel ||
+	    (s->flags & ISCSI_FLAG_SNACK_TYPE_MASK) != ISCSI_FLAG_SNACK_TYPE_DATA)
+		return false;
+	cmd = iscsit_find_cmd_from_itt(conn, s->itt);
+	if (!cmd)
+		return false;
+	if ((cmd->cmd_flags & ICF_GOT_DATACK_SNACK) &&
+	    begrun <= cmd->acked_data_sn)
+		return true;
+	switch (cmd->data_direction) {
+	case DMA_TO_DEVICE:
+		return runlength && begrun + runlength > cmd->r2t_sn;
+	case DMA_FROM_DEVICE:
+		return (cmd->se_cmd.transport_state & CMD_T_COMPLETE) &&
+		       begrun + runlength > cmd->data_sn - 1;
+	default:
+		return false;
+	}
+}
+
+/*
  * Is a SCSI Command's CmdSN outside [ExpCmdSN, MaxCmdSN]? RFC 7143 4.2.2.1:
  * the target silently ignores it, and such a command never reaches LIO.
  * LIO ignores it too, in iscsit_sequence_cmd(), but only after
@@ -922,6 +961,12 @@ static int cxe_rx_pdu(struct cxe_conn *c, u8 *hdr)
 		}
 		return cxe_handle_text(c, cmd, hdr);
 	case ISCSI_OP_SNACK:
+		if (cxe_snack_would_reject_task(conn, hdr)) {
+			pr_err("%pISpc: SNACK asks task ITT 0x%08x for a run it never sent or was acknowledged: dropping the connection\n",
+			       &c->peer, be32_to_cpu((__force __be32)h->itt));
+			iscsit_add_reject(conn, ISCSI_REASON_BOOKMARK_INVALID, hdr);
+			return -EPROTO;
+		}
 		return iscsit_handle_snack(conn, hdr);
 	default:
 		pr_err("%pISpc: unknown opcode 0x%02x: dropping the connection\n",
