@@ -65,6 +65,7 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags)
 	return NULL;
 }
 
+/* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
 static const char *const cxe_cap_names[CXE_CAP_MAX] = {
 	[CXE_CAP_HCRC]	= "hcrc",
 	[CXE_CAP_DCRC]	= "dcrc",

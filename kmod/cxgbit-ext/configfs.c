@@ -401,7 +401,6 @@ static ssize_t cxe_adapter_netdev_store(struct config_item *item,
 	return ret ? ret : count;
 }
 
-/* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
 /*
  * What the adapter's backend can do for the PDU layer, space separated in
  * enum cxe_cap's order. ddp and iso can be switched off (the toggles);

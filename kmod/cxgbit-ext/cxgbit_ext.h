@@ -170,10 +170,13 @@ ssize_t cxe_portal_state_show(const struct cxe_np *cnp, char *page, ssize_t at);
 
 /* The backends; main.c registers them (adapters/soft/cm.c) */
 extern const struct cxe_backend cxe_soft_backend;
-#ifdef CXE_HAVE_CXGB4
 /* adapters/cxgb4/main.c: the backend and cxgb4's ULD slot with it */
+#ifdef CXE_HAVE_CXGB4
 int cxe_cxgb4_init(void);
 void cxe_cxgb4_exit(void);
+#else
+static inline int cxe_cxgb4_init(void) { return 0; }
+static inline void cxe_cxgb4_exit(void) { }
 #endif
 
 /* transport.c */

@@ -61,11 +61,9 @@ static int __init cxe_init(void)
 	ret = cxe_backend_register(&cxe_soft_backend);
 	if (ret)
 		goto err_notifier;
-#ifdef CXE_HAVE_CXGB4
 	ret = cxe_cxgb4_init();
 	if (ret)
 		goto err_backend;
-#endif
 	ret = cxe_configfs_init();
 	if (ret)
 		goto err_cxgb4;
@@ -76,10 +74,8 @@ static int __init cxe_init(void)
 	return 0;
 
 err_cxgb4:
-#ifdef CXE_HAVE_CXGB4
 	cxe_cxgb4_exit();
 err_backend:
-#endif
 	cxe_backend_unregister(&cxe_soft_backend);
 err_notifier:
 	unregister_module_notifier(&cxe_module_nb);
@@ -90,9 +86,7 @@ static void __exit cxe_exit(void)
 {
 	iscsit_unregister_transport(&cxe_transport);
 	cxe_configfs_exit();
-#ifdef CXE_HAVE_CXGB4
 	cxe_cxgb4_exit();
-#endif
 	cxe_backend_unregister(&cxe_soft_backend);
 	unregister_module_notifier(&cxe_module_nb);
 	pr_info("unloaded\n");

@@ -17,7 +17,6 @@
 
 #include <linux/module.h>
 #include <linux/pci.h>
-#include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
@@ -31,9 +30,12 @@
 #include "cpl.h"
 #include "limits.h"
 
-/* One Chelsio adapter cxgb4 attached to us, from add to DETACH */
+/*
+ * One Chelsio adapter cxgb4 attached to us, from add to DETACH (or our
+ * unload). Only the list holds it: nothing else refers to it until
+ * connections do, and then it gets a reference count.
+ */
 struct cxe_cxgb4_dev {
-	struct kref		kref;
 	struct list_head	node;		/* cxe_cxgb4_devs */
 	struct cxgb4_lld_info	lldi;		/* what cxgb4 told us at add */
 	struct cxe_cxgb4_limits	limits;		/* what it can do for PDUs */
@@ -45,16 +47,6 @@ struct cxe_cxgb4_dev {
 
 static LIST_HEAD(cxe_cxgb4_devs);
 static DEFINE_MUTEX(cxe_cxgb4_lock);	/* the list */
-
-static void cxe_cxgb4_dev_free(struct kref *kref)
-{
-	kfree(container_of(kref, struct cxe_cxgb4_dev, kref));
-}
-
-static void cxe_cxgb4_dev_put(struct cxe_cxgb4_dev *d)
-{
-	kref_put(&d->kref, cxe_cxgb4_dev_free);
-}
 
 /*
  * cxgb4 calls this once per adapter whose firmware offloads (at our
@@ -90,15 +82,13 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 		kfree(d);
 		return ERR_PTR(ret);
 	}
-	kref_init(&d->kref);
 	d->lldi = *lldi;
 
 	mutex_lock(&cxe_cxgb4_lock);
 	list_add_tail(&d->node, &cxe_cxgb4_devs);
 	mutex_unlock(&cxe_cxgb4_lock);
 	pr_info("cxgb4 adapter %s: T%d, %u ports, firmware %#x: attached\n",
-		pci_name(lldi->pdev), CHELSIO_CHIP_VERSION(lldi->adapter_type),
-		lldi->nports, lldi->fw_vers);
+		pci_name(lldi->pdev), hw.chip, lldi->nports, lldi->fw_vers);
 	return d;
 }
 
@@ -121,7 +111,7 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 		list_del(&d->node);
 		mutex_unlock(&cxe_cxgb4_lock);
 		pr_info("cxgb4 adapter %s: detached\n", pci_name(d->lldi.pdev));
-		cxe_cxgb4_dev_put(d);
+		kfree(d);
 		return 0;
 	default:
 		break;
@@ -237,7 +227,7 @@ void cxe_cxgb4_exit(void)
 	mutex_lock(&cxe_cxgb4_lock);
 	list_for_each_entry_safe(d, tmp, &cxe_cxgb4_devs, node) {
 		list_del(&d->node);
-		cxe_cxgb4_dev_put(d);
+		kfree(d);
 	}
 	mutex_unlock(&cxe_cxgb4_lock);
 	cxe_backend_unregister(&cxe_cxgb4_backend);
