@@ -14,21 +14,26 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rtslib_fb import TPG, FabricModule, RTSRoot, Target
 
+from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, ProtocolError
 from testbed import topo
 
-from .conftest import insmod
+from .conftest import PDU_INITIATOR, insmod, offloaded_peers
 
 # a tool's or stock LIO's behaviour, not a kernel difference of ours
 pytestmark = pytest.mark.dealt
 
 IQN = "iqn.2026-11.org.cxgbit-ext:gw-layout"
 PORTALS = f"{topo.LINKS[0].tgt_ip},{topo.LINKS[1].tgt_ip}"
+# layouts made under an initiator's retries
+ROUNDS = 8
 
 
 def cli(*args: str) -> str:
@@ -89,3 +94,54 @@ def test_layout_survives_save_and_restore(block_dev: str, tmp_path: Path) -> Non
         assert after == before
         assert cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway", "2",
                    "--dev", block_dev).startswith("already laid out")  # fmt: skip
+
+
+def test_an_initiator_retrying_through_the_layout_logs_in_offloaded(block_dev: str) -> None:
+    """A restarted gateway is laid out while its initiators keep retrying
+    their logins: each login that succeeds is on the offloaded path, none
+    slips in over stock TCP while the portal is being made."""
+    portal = topo.LINKS[1].tgt_ip  # gateway 2's enabled TPG
+    stock: list[str] = []
+    logins: list[str] = []
+    stop = threading.Event()
+
+    def retry() -> None:  # in the initiator's namespace, as iscsid
+        while not stop.is_set():
+            try:
+                c = Connection(portal, timeout=5)
+            except OSError:
+                time.sleep(0.02)
+                continue
+            try:
+                c.login(PDU_INITIATOR, IQN)
+                host, port = c.sock.getsockname()[:2]
+                peer = f"{host}:{port}"
+                logins.append(peer)
+                if peer not in offloaded_peers():
+                    stock.append(peer)
+                c.logout()
+            except (OSError, LoginError, ConnectionClosed, ProtocolError):
+                time.sleep(0.05)  # refused while the TPG is disabled: again
+            finally:
+                c.close()
+
+    for _ in range(ROUNDS):
+        t = threading.Thread(target=retry)
+        t.start()
+        try:
+            before = len(logins)
+            with topo.in_netns():
+                cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway", "2",
+                    "--dev", block_dev)  # fmt: skip
+            deadline = time.monotonic() + 60
+            while len(logins) < before + 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            stop.set()
+            t.join(60)
+            stop.clear()
+        assert len(logins) >= before + 3, "the initiator could not log in once the gateway was laid out"
+        with topo.in_netns():
+            cli("gateway", "delete", "--iqn", IQN)
+    print(f"{len(logins)} logins over {ROUNDS} layouts, {len(stock)} over stock TCP")
+    assert not stock, f"logins over stock TCP on an offloaded portal: {stock}"
