@@ -101,6 +101,7 @@ struct cxe_conn {
 	bool			ddp;		/* the adapter's toggles at accept */
 	bool			iso;
 	bool			answered;	/* a Login response went out */
+	bool			logged_in;	/* the last Login response went out */
 	atomic64_t		stats[CXE_STAT_MAX];
 };
 

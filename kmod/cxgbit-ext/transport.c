@@ -176,9 +176,10 @@ ssize_t cxe_np_show_all(char *page, bool state)
 static int cxe_conn_line(const struct cxe_conn *c, char *line)
 {
 	return scnprintf(line, CXE_CONN_LINE,
-			 "%pISpc %pISpc adapter=%s hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld\n",
-			 &c->peer, &c->local, c->adapter->name, c->hdigest,
-			 c->ddigest, c->ddp, c->iso,
+			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld\n",
+			 &c->peer, &c->local, c->adapter->name,
+			 !READ_ONCE(c->logged_in), c->hdigest, c->ddigest,
+			 c->ddp, c->iso,
 			 atomic64_read(&c->stats[CXE_STAT_PDUS_RX]),
 			 atomic64_read(&c->stats[CXE_STAT_PDUS_TX]),
 			 atomic64_read(&c->stats[CXE_STAT_BYTES_PLACED]),
@@ -481,8 +482,12 @@ static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	 * and nothing is queued for TX yet: neither sees the switch happen
 	 * (mainline cxgbit switches here too).
 	 */
-	if (login->login_complete && !login->login_failed)
-		return cxe_login_params(c);
+	if (login->login_complete && !login->login_failed) {
+		if (cxe_login_params(c))
+			return -1;
+		/* from here LIO's answer is final: no hand-back to stock */
+		WRITE_ONCE(c->logged_in, true);
+	}
 	return 0;
 }
 

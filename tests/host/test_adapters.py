@@ -127,7 +127,7 @@ def test_delete_refused_by_the_kernel_says_why(kernel: FakeKernel, tree: Path) -
 def test_connections_of_a_deleted_adapter_go_on_and_say_so(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     Control(tree).create_adapter("soft1", "tgt1")
     (tree / "connections").write_text(
-        "198.18.1.2:4000 198.18.1.1:3260 adapter=soft1 hdigest=0 ddigest=0 ddp=0 iso=1 pdus_rx=1 pdus_tx=1 "
+        "198.18.1.2:4000 198.18.1.1:3260 adapter=soft1 login=0 hdigest=0 ddigest=0 ddp=0 iso=1 pdus_rx=1 pdus_tx=1 "
         "bytes_placed=0 bytes_copied=512\n"
     )
     assert run(tree, "adapters", "delete", "soft1") == 0

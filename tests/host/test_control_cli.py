@@ -24,8 +24,8 @@ def kernel(tmp_path: Path, kernel_for) -> FakeKernel:
         tmp_path, version="0.1.0", netdev="*",
         counters={"connections": 3, "pdus_rx": 10, "pdus_tx": 12, "bytes_placed": 4096},
         portals="198.18.0.1:3260 on tgt0=soft0\n[::]:3262 on *=soft0\n",
-        connections="198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 hdigest=1 ddigest=0 ddp=1 iso=1 pdus_rx=5 pdus_tx=6 "
-        "bytes_placed=4096 bytes_copied=0\n",
+        connections="198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 login=0 hdigest=1 ddigest=0 ddp=1 iso=1 "
+        "pdus_rx=5 pdus_tx=6 bytes_placed=4096 bytes_copied=0\n",
     ))  # fmt: skip
 
 

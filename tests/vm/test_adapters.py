@@ -184,7 +184,7 @@ def test_connections_file_is_not_limited_to_a_page(target: None) -> None:
         assert len(text) > 4096
         listed = connections()
         assert all(listed[peer(c)]["adapter"] == "soft0" for c in conns)
-        assert all(ln.count("=") == 9 for ln in connection_lines())
+        assert all(ln.count("=") == 10 for ln in connection_lines())
     finally:
         for c in conns:
             c.logout()

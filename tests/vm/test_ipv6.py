@@ -93,7 +93,7 @@ def test_v4_and_v6_on_one_port_with_digests(targets: None) -> None:
     try:
         for c in (v6, v4):
             line = offloaded(c)
-            assert line and " adapter=soft0 hdigest=1 ddigest=1 " in line, f"not offloaded with digests: {line}"
+            assert line and " adapter=soft0 login=0 hdigest=1 ddigest=1 " in line, f"not offloaded with digests: {line}"
         roundtrip(v6, 0)
         roundtrip(v4, 32)
         roundtrip(v6, 64)

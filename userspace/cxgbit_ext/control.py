@@ -110,6 +110,8 @@ class Connection:
     counters: dict[str, int]
     ddp: bool = True  # the adapter's toggles when this connection was accepted
     iso: bool = True
+    # still logging in: LIO may yet hand it to the stock portal
+    login: bool = False
 
     def offloads(self, caps: tuple[str, ...]) -> dict[str, str]:
         """Each offload of ``caps``: "on", or "off: <why>" for this connection."""
@@ -233,6 +235,7 @@ def _parse_connection(line: str) -> Connection:
         peer=peer,
         local=local,
         adapter=kv.pop("adapter"),
+        login=kv.pop("login", "0") == "1",
         hdigest=kv.pop("hdigest") == "1",
         ddigest=kv.pop("ddigest") == "1",
         ddp=kv.pop("ddp") == "1",

@@ -240,7 +240,7 @@ def create(layout: Layout, dev: str | None = None) -> bool:
             if gw == layout.index:
                 if layout.offload:
                     portals.set_offload(np, True)
-                tpg.enable = True
+                portals.enable_tpg(Path(tpg.path))
         return True
     except (RTSLibError, OSError, GatewayError) as e:
         if target is not None:

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cxgbit_ext import portals
 from cxgbit_ext.control import Control, CxgbitExtError, validate
 
 DEFAULT = Path("/etc/rtslib-fb-target/cxgbit-ext.json")  # beside Debian's saveconfig.json
@@ -170,35 +171,42 @@ def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[s
     """rtslib restore; returns its errors (a portal that could not go offload
     is one: rtslib reports it and goes on, as it does for any object).
 
-    A TPG saved with its relative target port is restored disabled, given
-    that port, then enabled if it was: LIO takes a port id only while the
-    TPG is disabled, and numbers an enabled TPG itself otherwise."""
+    A TPG saved with its relative target port, or with an offloaded portal,
+    is restored disabled, given that port, then enabled if it was: LIO
+    takes a port id only while the TPG is disabled, and numbers an enabled
+    TPG itself otherwise; an offloaded portal opens to logins by the rule
+    of portals.enable_tpg."""
     from rtslib_fb import RTSRoot
 
     if not path.exists():
         raise CxgbitExtError(f"{path}: no such file")
     cfg = json.loads(path.read_text())
-    pinned: list[tuple[Path, int, bool]] = []
+    deferred: list[tuple[Path, int, bool]] = []
     for t in cfg.get("targets", []):
         for tpg in t.get("tpgs", []):
             rtpi = tpg.pop("rtpi", 0)
-            if rtpi:
+            if rtpi or any(np.get("offload") for np in tpg.get("portals", [])):
                 where = _tpg_path(t["fabric"], t["wwn"], tpg["tag"])
-                pinned.append((where, rtpi, tpg.get("enable", True)))
+                deferred.append((where, rtpi, tpg.get("enable", True)))
                 tpg["enable"] = False
     with storage_objects_listed_once():
         errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
     errors = [e for e in errors if not _attribute_as_saved(e, cfg)]
-    for where, rtpi, enable in pinned:
-        try:
-            (where / "rtpi").write_text(str(rtpi))
-        except OSError as e:
-            errors.append(f"{where.name} of {where.parent.name}: relative target port {rtpi}: {e.strerror}")
+    for where, rtpi, enable in deferred:
+        if rtpi:
+            try:
+                (where / "rtpi").write_text(str(rtpi))
+            except OSError as e:
+                errors.append(f"{where.name} of {where.parent.name}: relative target port {rtpi}: {e.strerror}")
         if enable:
             try:
-                (where / "enable").write_text("1")
+                held = portals.enable_tpg(where)
             except OSError as e:
                 errors.append(f"{where.name} of {where.parent.name}: could not enable: {e}")
+                continue
+            if held:
+                errors.append(f"{where.name} of {where.parent.name}: enabled with logins the stock listener "
+                              f"accepted before offload still open: {', '.join(held)}")  # fmt: skip
     return errors
 
 

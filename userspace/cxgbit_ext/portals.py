@@ -11,7 +11,11 @@ that the switch is off, or that the module is not loaded.
 
 from __future__ import annotations
 
+import ipaddress
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cxgbit_ext.control import Adapter, Control, CxgbitExtError, PortalReport
@@ -38,6 +42,14 @@ class PortalState:
 
 # writes of 0 that clear a switch written on several times over
 MAX_OFFLOAD_CHILDREN = 64
+
+# /proc/net/tcp{,6} states of a connection that is, or is becoming, one a
+# listener hands out (TCP_NEW_SYN_RECV shows as SYN_RECV)
+_TCP_ESTABLISHED, _TCP_SYN_RECV = 0x01, 0x03
+# LIO's default login_timeout: the longest a login may hold its connection
+LOGIN_TIMEOUT_S = 15.0
+
+Addr = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
 
 
 def set_offload(np: Any, on: bool) -> None:
@@ -121,3 +133,88 @@ def lio_portals(ctl: Control) -> list[tuple[str, str, PortalState]]:
             for np in tpg.network_portals:
                 out.append((t.wwn, str(tpg.tag), state(ctl, np.ip_address, np.port, np.offload)))
     return out
+
+
+def _proc_addr(field: str) -> Addr:
+    """An ``ADDR:PORT`` of /proc/net/tcp{,6}: the address in 32-bit words
+    of host (little-endian) order, IPv4-mapped IPv6 as IPv4."""
+    hexip, hexport = field.split(":")
+    raw = bytes.fromhex(hexip)
+    ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip, int(hexport, 16)
+
+
+def _addr(text: str) -> Addr:
+    """``ip:port`` or ``[ip6]:port`` as the connections file and rtslib write it."""
+    ip, port = text.rsplit(":", 1)
+    addr = ipaddress.ip_address(ip.removeprefix("[").removesuffix("]"))
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped:
+        addr = addr.ipv4_mapped
+    return addr, int(port)
+
+
+def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: Iterable[str],
+                          net: Path = Path("/proc/thread-self/net")) -> list[str]:  # fmt: skip
+    """Peers (``ip:port``) of the connections to ``portals`` in this
+    thread's network namespace that are not ``offloaded_peers``, those
+    adapters hold past their login: the stock listener's, made or being
+    made, and the adapters' still logging in (a login LIO refuses on the
+    offloaded portal goes to the stock one, its request unread). A
+    wildcard portal matches every local address."""
+    want = {_addr(f"{ip}:{port}") for ip, port in portals}
+    ours = {_addr(p) for p in offloaded_peers}
+    out = []
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = (net / name).read_text().splitlines()[1:]
+        except FileNotFoundError:  # no IPv6 in this kernel
+            continue
+        for line in lines:
+            _, local, remote, st, *_ = line.split()
+            if int(st, 16) not in (_TCP_ESTABLISHED, _TCP_SYN_RECV):
+                continue
+            (lip, lport), peer = _proc_addr(local), _proc_addr(remote)
+            if peer in ours:
+                continue
+            if any(lport == port and (ip == lip or ip.is_unspecified) for ip, port in want):
+                out.append(f"{peer[0]}:{peer[1]}")
+    return out
+
+
+def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control | None = None,
+               net: Path = Path("/proc/thread-self/net")) -> list[str]:  # fmt: skip
+    """Open the TPG at configfs ``tpg_dir`` to logins (write its enable);
+    returns the peers of the logins still unsettled on its offloaded
+    portals when ``timeout`` ran out (an empty list when there were none).
+
+    The rule, for a TPG with an offloaded portal: it is enabled only once
+    no login on the portal may still end on the stock listener. LIO looks
+    at whether a TPG is enabled when it reads a login's first PDU, not when
+    it accepts the connection; and a login it refuses on the offloaded
+    portal for want of an enabled TPG goes to the stock portal, its
+    request unread, to be answered as stock LIO would. Either, read after
+    the enable, would become a stock session on an offloaded portal and
+    stay one until it reconnects. While the TPG is disabled the stock
+    portal refuses them, and the initiator's next attempt is steered to
+    the adapter. Live stock sessions of other TPGs on the same address and
+    port never settle, and hold the enable back until ``timeout``."""
+    ctl = ctl or Control()
+    portals = []
+    for np in (tpg_dir / "np").iterdir() if (tpg_dir / "np").is_dir() else []:
+        offload = np / "cxgbit"
+        if offload.exists() and offload.read_text().strip() == "1":
+            ip, port = np.name.rsplit(":", 1)
+            portals.append((ip, int(port)))
+    held: list[str] = []
+    if portals and ctl.loaded:
+        deadline = time.monotonic() + timeout
+        while True:
+            settled = [c.peer for c in ctl.connections() if not c.login]
+            held = unsettled_connections(portals, settled, net)
+            if not held or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+    (tpg_dir / "enable").write_text("1")
+    return held

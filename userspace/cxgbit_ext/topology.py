@@ -99,7 +99,7 @@ def create(topo: Topology) -> Target:
             np = NetworkPortal(tpg, ip, port)
             if topo.offload:
                 portals.set_offload(np, True)
-        tpg.enable = True
+        portals.enable_tpg(Path(tpg.path))
         return target
     except (RTSLibError, OSError) as e:
         _undo(target, made_sos)
