@@ -143,7 +143,10 @@ class Cluster:
         self._wait_ok(("ceph", "mon", "stat"), "the monitor forming its quorum", timeout)
         self._daemon("ceph-mgr", "-i", "x")
         osd_uuid = str(uuid.uuid4())
-        osd_id = self.ceph("osd", "new", osd_uuid).strip()
+        # a monitor that has just formed its quorum may still refuse its first
+        # write (EPERM, "problem getting command descriptions"); the same
+        # uuid makes a retried "osd new" answer the same id
+        osd_id = self._wait_ok(("ceph", "osd", "new", osd_uuid), "the monitor taking a new OSD", timeout).strip()
         self._daemon("ceph-osd", "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid)
         self.ceph("osd", "crush", "add", f"osd.{osd_id}", "1.0", "host=ceph0", "root=default")
         self._daemon("ceph-osd", "-i", osd_id)
@@ -155,12 +158,14 @@ class Cluster:
             time.sleep(0.2)
         self.rbd("pool", "init", pool)
 
-    def _wait_ok(self, cmd: tuple[str, ...], what: str, timeout: float) -> None:
+    def _wait_ok(self, cmd: tuple[str, ...], what: str, timeout: float) -> str:
+        """Run ``cmd`` until it succeeds; its output."""
         deadline = time.monotonic() + timeout
         while (p := self.run(*cmd, timeout=timeout, check=False)).returncode != 0:
             if time.monotonic() > deadline:
                 raise CephError(f"{what}: not within {timeout:.0f} s: {' '.join(cmd)}: {p.stderr.strip()[-500:]}")
             time.sleep(0.2)
+        return p.stdout
 
     def clean(self) -> bool:
         """Every placement group active+clean, and the OSD up (False while
