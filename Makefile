@@ -74,12 +74,18 @@ conformance: modules
 	@head -4 conformance/results/libiscsi.md
 
 # the seeded malformed-PDU fuzz on both paths with a new seed (make test
-# runs the offloaded path's with a fixed one): it brings Debian 6.1's stock
-# LIO down. FUZZ_ARGS="--fuzz-seed N" replays a run, "--fuzz-semantic"
-# adds the mutations of meaning (not yet in make test: see that file).
+# runs the offloaded path's with a fixed one), on the first kernel with
+# LIO's iSCSI core patched by upstream/ (FUZZ_LIO=kernel: the kernel's own,
+# which the stock path brings down on Debian 6.1). FUZZ_ARGS="--fuzz-seed N"
+# replays a run, "--fuzz-semantic" adds the mutations of meaning (not yet in
+# make test: see that file).
+FUZZ_LIO ?= patched
 fuzz-vm: modules
+	$(if $(filter patched,$(FUZZ_LIO)),$(TOP)/scripts/build-patched-lio $(firstword $(KVERS)))
 	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout 1800 \
-		--results $(BUILD)/fuzz -- tests/vm/test_pdu_fuzz.py --lio-fuzz \
+		--results $(BUILD)/fuzz -- $(if $(filter patched,$(FUZZ_LIO)),tests/vm/test_upstream_patches.py) \
+		tests/vm/test_pdu_fuzz.py --lio-fuzz \
+		$(if $(filter patched,$(FUZZ_LIO)),--patched-lio) \
 		--fuzz-seed $$(od -An -N4 -tu4 /dev/urandom) $(FUZZ_ARGS)
 
 perf-deps:

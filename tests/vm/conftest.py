@@ -35,6 +35,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="test_pdu_fuzz.py on the stock path too (make fuzz-vm): that brings Debian 6.1's LIO core down",
     )  # fmt: skip
     parser.addoption(
+        "--patched-lio", action="store_true",
+        help="load LIO's iSCSI core with upstream/'s patches (scripts/build-patched-lio) in place of the kernel's",
+    )  # fmt: skip
+    parser.addoption(
         "--fuzz-seed", type=int, default=None,
         help="test_pdu_fuzz.py's seed: make test uses a fixed one, make fuzz-vm a new one each run",
     )  # fmt: skip
@@ -78,6 +82,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def kver() -> str:
     return os.environ["CXE_KVER"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lio_core(request: pytest.FixtureRequest, kver: str) -> str:
+    """Which iscsi_target_mod the batch runs on: "kernel", or with
+    --patched-lio "patched", loaded before anything else asks for LIO (and
+    checked to be the one loaded, by its source checksum)."""
+    if not request.config.getoption("--patched-lio"):
+        return "kernel"
+    ko = TOP / "build/lio-patched" / kver / "iscsi_target_mod.ko"
+    assert ko.exists(), f"{ko} missing: scripts/build-patched-lio {kver}"
+    assert not Path("/sys/module/iscsi_target_mod").exists(), "the kernel's iscsi_target_mod is loaded already"
+    subprocess.run(["modprobe", "target_core_mod"], check=True)
+    p = subprocess.run(["insmod", str(ko)], capture_output=True, text=True)
+    assert p.returncode == 0, f"insmod {ko}: {p.stderr}"
+    want = subprocess.run(["modinfo", "-F", "srcversion", str(ko)], capture_output=True, text=True, check=True)
+    have = Path("/sys/module/iscsi_target_mod/srcversion").read_text().strip()
+    assert have == want.stdout.strip(), f"iscsi_target_mod loaded is {have}, the patched one {want.stdout.strip()}"
+    Path("/dev/kmsg").write_text(f"cxe-test: LIO core with upstream/'s patches: {ko} ({have})\n")
+    return "patched"
 
 
 @pytest.fixture(scope="session")
