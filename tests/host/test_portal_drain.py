@@ -82,3 +82,28 @@ def test_a_stock_portal_is_enabled_without_looking(tmp_path: Path) -> None:
     tpg = fake_tpg(tmp_path, "0")
     assert portals.enable_tpg(tpg, timeout=30, ctl=ctl([]), net=d) == []  # type: ignore[arg-type]
     assert (tpg / "enable").read_text() == "1"
+
+
+def test_a_login_that_reached_stock_at_the_enable_is_dropped_and_enabled_again(tmp_path: Path) -> None:
+    """A login the offloaded portal refused just before the enable reaches
+    the stock portal just after it: the TPG goes off again (LIO drops the
+    session) and on once that connection is gone."""
+    (tmp_path / "net").mkdir()
+    d = net(tmp_path / "net", [])
+    tpg = fake_tpg(tmp_path, "1")
+    seen: list[str] = []
+
+    class Ctl:
+        loaded = True
+
+        def connections(self) -> list[SimpleNamespace]:
+            state = (tpg / "enable").read_text().strip()
+            if seen[-1:] != [state]:
+                seen.append(state)
+            # a stock session exists only while the first enable lasts
+            net(d, [line(PORTAL, "020112C6:9CA6", "01")] if seen == ["0", "1"] else [])
+            return []
+
+    assert portals.enable_tpg(tpg, timeout=10, ctl=Ctl(), net=d, settle=0.3) == []  # type: ignore[arg-type]
+    assert seen == ["0", "1", "0", "1"]
+    assert (tpg / "enable").read_text() == "1"

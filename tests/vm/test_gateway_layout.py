@@ -32,8 +32,10 @@ pytestmark = pytest.mark.dealt
 
 IQN = "iqn.2026-11.org.cxgbit-ext:gw-layout"
 PORTALS = f"{topo.LINKS[0].tgt_ip},{topo.LINKS[1].tgt_ip}"
-# layouts made under an initiator's retries
+# layouts made under initiators' retries, how many, how often they check their session
 ROUNDS = 8
+INITIATORS = 3
+POLL_S = 0.2
 
 
 def cli(*args: str) -> str:
@@ -96,52 +98,80 @@ def test_layout_survives_save_and_restore(block_dev: str, tmp_path: Path) -> Non
                    "--dev", block_dev).startswith("already laid out")  # fmt: skip
 
 
-def test_an_initiator_retrying_through_the_layout_logs_in_offloaded(block_dev: str) -> None:
-    """A restarted gateway is laid out while its initiators keep retrying
-    their logins: each login that succeeds is on the offloaded path, none
-    slips in over stock TCP while the portal is being made."""
-    portal = topo.LINKS[1].tgt_ip  # gateway 2's enabled TPG
-    stock: list[str] = []
-    logins: list[str] = []
-    stop = threading.Event()
+class RetryingInitiator:
+    """One session, as iscsid keeps it: logged in again whenever it cannot
+    log in or its connection ends, a NOP-Out every POLL_S to find out."""
 
-    def retry() -> None:  # in the initiator's namespace, as iscsid
-        while not stop.is_set():
-            try:
-                c = Connection(portal, timeout=5)
-            except OSError:
-                time.sleep(0.02)
-                continue
-            try:
-                c.login(PDU_INITIATOR, IQN)
+    def __init__(self, portal: str) -> None:
+        self.portal = portal
+        self.conn: Connection | None = None
+        self.peer = ""
+        self.logins = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run)  # in the initiator's namespace
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            if self.conn is None:
+                try:
+                    c = Connection(self.portal, timeout=5)
+                except OSError:
+                    time.sleep(0.05)
+                    continue
+                try:
+                    c.login(PDU_INITIATOR, IQN)
+                except (OSError, LoginError, ConnectionClosed, ProtocolError):
+                    c.close()
+                    time.sleep(0.05)  # refused while the TPG is disabled: again
+                    continue
                 host, port = c.sock.getsockname()[:2]
-                peer = f"{host}:{port}"
-                logins.append(peer)
-                if peer not in offloaded_peers():
-                    stock.append(peer)
-                c.logout()
-            except (OSError, LoginError, ConnectionClosed, ProtocolError):
-                time.sleep(0.05)  # refused while the TPG is disabled: again
-            finally:
-                c.close()
+                self.conn, self.peer = c, f"{host}:{port}"
+                self.logins += 1
+                continue
+            time.sleep(POLL_S)
+            try:
+                self.conn.nop()
+            except (OSError, ConnectionClosed, ProtocolError):
+                self.conn.close()
+                self.conn, self.peer = None, ""
 
+    def logged_in(self) -> str:
+        """The session's connection (ip:port), or "" while there is none."""
+        return self.peer
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        if self.conn is not None:
+            self.conn.close()
+
+
+def test_initiators_retrying_through_the_layout_end_up_offloaded(block_dev: str) -> None:
+    """A restarted gateway is laid out while its initiators keep retrying
+    their logins: once the layout is made, every initiator's session is on
+    the offloaded path, none stays on stock TCP."""
+    stock: list[str] = []
+    logins = 0
     for _ in range(ROUNDS):
-        t = threading.Thread(target=retry)
-        t.start()
+        initiators = [RetryingInitiator(topo.LINKS[1].tgt_ip) for _ in range(INITIATORS)]  # gateway 2's portal
+        for ini in initiators:
+            ini.thread.start()
         try:
-            before = len(logins)
             with topo.in_netns():
                 cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway", "2",
                     "--dev", block_dev)  # fmt: skip
             deadline = time.monotonic() + 60
-            while len(logins) < before + 3 and time.monotonic() < deadline:
+            while not all(ini.logged_in() for ini in initiators) and time.monotonic() < deadline:
                 time.sleep(0.1)
+            peers = [ini.logged_in() for ini in initiators]
+            assert all(peers), f"not every initiator could log in once the gateway was laid out: {peers}"
+            offloaded = offloaded_peers()
+            stock += [p for p in peers if p not in offloaded]
+            logins += sum(ini.logins for ini in initiators)
         finally:
-            stop.set()
-            t.join(60)
-            stop.clear()
-        assert len(logins) >= before + 3, "the initiator could not log in once the gateway was laid out"
+            for ini in initiators:
+                ini.close()
         with topo.in_netns():
             cli("gateway", "delete", "--iqn", IQN)
-    print(f"{len(logins)} logins over {ROUNDS} layouts, {len(stock)} over stock TCP")
-    assert not stock, f"logins over stock TCP on an offloaded portal: {stock}"
+    print(f"{logins} logins of {INITIATORS} initiators over {ROUNDS} layouts; sessions left on stock TCP: {stock}")
+    assert not stock, f"sessions on stock TCP on an offloaded portal: {stock}"

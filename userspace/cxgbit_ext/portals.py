@@ -48,6 +48,8 @@ MAX_OFFLOAD_CHILDREN = 64
 _TCP_ESTABLISHED, _TCP_SYN_RECV = 0x01, 0x03
 # LIO's default login_timeout: the longest a login may hold its connection
 LOGIN_TIMEOUT_S = 15.0
+# after an enable: how long logins under way may take to settle
+SETTLE_S = 2.0
 
 Addr = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
 
@@ -183,23 +185,39 @@ def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: I
     return out
 
 
-def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control | None = None,
-               net: Path = Path("/proc/thread-self/net")) -> list[str]:  # fmt: skip
-    """Open the TPG at configfs ``tpg_dir`` to logins (write its enable);
-    returns the peers of the logins still unsettled on its offloaded
-    portals when ``timeout`` ran out (an empty list when there were none).
+def _settled_by(portals: list[tuple[str, int]], ctl: Control, net: Path, deadline: float) -> list[str]:
+    """Wait until every connection to ``portals`` is an adapter's past its
+    login, or ``deadline``; the peers of those that are not then."""
+    while True:
+        settled = [c.peer for c in ctl.connections() if not c.login]
+        held = unsettled_connections(portals, settled, net)
+        if not held or time.monotonic() >= deadline:
+            return held
+        time.sleep(0.05)
 
-    The rule, for a TPG with an offloaded portal: it is enabled only once
-    no login on the portal may still end on the stock listener. LIO looks
-    at whether a TPG is enabled when it reads a login's first PDU, not when
-    it accepts the connection; and a login it refuses on the offloaded
-    portal for want of an enabled TPG goes to the stock portal, its
-    request unread, to be answered as stock LIO would. Either, read after
-    the enable, would become a stock session on an offloaded portal and
-    stay one until it reconnects. While the TPG is disabled the stock
-    portal refuses them, and the initiator's next attempt is steered to
-    the adapter. Live stock sessions of other TPGs on the same address and
-    port never settle, and hold the enable back until ``timeout``."""
+
+def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control | None = None,
+               net: Path = Path("/proc/thread-self/net"), settle: float = SETTLE_S) -> list[str]:  # fmt: skip
+    """Open the TPG at configfs ``tpg_dir`` to logins (write its enable);
+    returns the peers of the connections to its offloaded portals that
+    are not the adapters' when ``timeout`` ran out (an empty list when
+    there were none).
+
+    The rule, for a TPG with an offloaded portal: no login may become a
+    stock session on it. LIO looks at whether a TPG is enabled when it
+    reads a login's first PDU, not when it accepts the connection; and a
+    login it refuses on the offloaded portal for want of an enabled TPG
+    goes to the stock portal, its request unread, to be answered there as
+    stock LIO would. A login accepted by the stock listener before the
+    offload switch went on, or refused on the offloaded portal in the
+    moment before the enable, may so be read by the stock portal after
+    the enable. So the TPG is enabled once every connection to its
+    offloaded portals is an adapter's past its login; and if within
+    ``settle`` seconds after the enable one is not, the TPG is disabled
+    again (LIO drops its sessions; the initiators log in again and are
+    steered to the adapter) and the round starts over, until ``timeout``.
+    Live stock sessions of other TPGs on the same address and port never
+    settle: they hold the enable back until ``timeout``."""
     ctl = ctl or Control()
     portals = []
     for np in (tpg_dir / "np").iterdir() if (tpg_dir / "np").is_dir() else []:
@@ -207,14 +225,16 @@ def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control
         if offload.exists() and offload.read_text().strip() == "1":
             ip, port = np.name.rsplit(":", 1)
             portals.append((ip, int(port)))
-    held: list[str] = []
-    if portals and ctl.loaded:
-        deadline = time.monotonic() + timeout
-        while True:
-            settled = [c.peer for c in ctl.connections() if not c.login]
-            held = unsettled_connections(portals, settled, net)
-            if not held or time.monotonic() >= deadline:
-                break
-            time.sleep(0.05)
-    (tpg_dir / "enable").write_text("1")
-    return held
+    if not portals or not ctl.loaded:
+        (tpg_dir / "enable").write_text("1")
+        return []
+    deadline = time.monotonic() + timeout
+    while True:
+        held = _settled_by(portals, ctl, net, deadline)
+        (tpg_dir / "enable").write_text("1")
+        if held:
+            return held
+        held = _settled_by(portals, ctl, net, min(deadline, time.monotonic() + settle))
+        if not held or time.monotonic() >= deadline:
+            return held
+        (tpg_dir / "enable").write_text("0")
