@@ -37,6 +37,9 @@ race two more ways, which the offloaded path refuses before LIO sees them (a
 SCSI Command outside the CmdSN window, a Data-Out past its task's transfer
 length). They stay out of make test until they have passed on more seeds
 than 777 and 1 (offloaded, Debian 6.1) and on 6.12.
+
+make fuzz-vm runs on LIO's core patched by upstream/ (--patched-lio), and
+there the stock path gets every kind of PDU the offloaded one does.
 """
 
 from __future__ import annotations
