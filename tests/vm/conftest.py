@@ -105,8 +105,11 @@ def lio_core(request: pytest.FixtureRequest, kver: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def module_ko(kver: str) -> Path:
+def module_ko(kver: str, lio_core: str) -> Path:
+    # on the patched core, the build against its symbol versions
     ko = TOP / "build" / kver / "cxgbit_ext.ko"
+    if lio_core == "patched":
+        ko = TOP / "build/lio-patched" / kver / "cxgbit-ext/cxgbit_ext.ko"
     assert ko.exists(), f"{ko} missing: make modules"
     return ko
 

@@ -20,9 +20,10 @@ Transfer Tag is the R2T's, as a continuation of a Text task would carry:
                with CONFIG_DEBUG_LIST).
 
 A NOP-Out acknowledging every status follows, then the connection is
-closed. With the patch LIO answers a Reject (reason 0x04, protocol error)
-and closes the connection; cxgbit-ext's offloaded path does the same
-before LIO sees the PDU.
+closed. With the patch LIO logs "Text Request ITT: ... continues a task
+that is not a Text task", queues a Reject (reason 0x04, protocol error)
+and closes the connection, which in the VM closes before the Reject gets
+out; cxgbit-ext's offloaded path does the same before LIO sees the PDU.
 
 What the target's kernel did is in its log (dmesg): the reproducer sees
 only the PDUs. Run it only against a test target: on a stock kernel it
