@@ -137,24 +137,27 @@ def lio_portals(ctl: Control) -> list[tuple[str, str, PortalState]]:
     return out
 
 
+def _unmapped(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An IPv4-mapped IPv6 address as the IPv4 address it is: a dual-stack
+    ``[::]`` portal's IPv4 peers appear in either form."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        return ip.ipv4_mapped
+    return ip
+
+
 def _proc_addr(field: str) -> Addr:
     """An ``ADDR:PORT`` of /proc/net/tcp{,6}: the address in 32-bit words
     of host (little-endian) order, IPv4-mapped IPv6 as IPv4."""
     hexip, hexport = field.split(":")
     raw = bytes.fromhex(hexip)
-    ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip, int(hexport, 16)
+    packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return _unmapped(ipaddress.ip_address(packed)), int(hexport, 16)
 
 
 def _addr(text: str) -> Addr:
     """``ip:port`` or ``[ip6]:port`` as the connections file and rtslib write it."""
     ip, port = text.rsplit(":", 1)
-    addr = ipaddress.ip_address(ip.removeprefix("[").removesuffix("]"))
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped:
-        addr = addr.ipv4_mapped
-    return addr, int(port)
+    return _unmapped(ipaddress.ip_address(ip.removeprefix("[").removesuffix("]"))), int(port)
 
 
 def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: Iterable[str],
