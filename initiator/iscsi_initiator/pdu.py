@@ -257,12 +257,14 @@ def nop_out(*, itt: int, cmdsn: int, expstatsn: int, ttt: int = RSVD_TAG, data: 
     return p
 
 
-def text_request(*, itt: int, cmdsn: int, expstatsn: int, keys: dict[str, str]) -> Pdu:
+def text_request(*, itt: int, cmdsn: int, expstatsn: int, keys: dict[str, str], ttt: int = RSVD_TAG) -> Pdu:
+    """A Text Request; ``ttt`` other than the reserved tag continues the
+    task whose Text Response carried it."""
     p = Pdu()
     p.opcode = Op.TEXT_REQ
     p.immediate = True
     p.flags = F_FINAL
-    p.itt, p.ttt, p.cmdsn, p.expstatsn = itt, RSVD_TAG, cmdsn, expstatsn
+    p.itt, p.ttt, p.cmdsn, p.expstatsn = itt, ttt, cmdsn, expstatsn
     p.data = encode_keys(keys)
     return p
 

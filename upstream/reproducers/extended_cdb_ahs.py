@@ -36,7 +36,9 @@ import struct
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import describe
 
 from iscsi_initiator.pdu import Op, Pdu, nop_out, scsi_command
 from iscsi_initiator.session import Connection, ConnectionClosed
@@ -66,20 +68,8 @@ def malformed_command(c: Connection, cdb: bytes, ahs: bytes) -> Pdu:
     return p
 
 
-def describe(rsp: Pdu) -> str:
-    if rsp.opcode == Op.REJECT:
-        return f"Reject, reason 0x{rsp.u8(2):02x}"
-    if rsp.opcode == Op.SCSI_RSP:
-        status, response = rsp.u8(3), rsp.u8(2)
-        sense = rsp.data[2 : 2 + int.from_bytes(rsp.data[:2], "big")] if rsp.data else b""
-        what = f"SCSI Response, response 0x{response:02x} status 0x{status:02x}"
-        if len(sense) >= 14 and sense[0] & 0x7F in (0x70, 0x71):
-            what += f", sense key 0x{sense[2] & 0x0F:x} ASC/ASCQ 0x{sense[12]:02x}/0x{sense[13]:02x}"
-        return what
-    try:
-        return f"{Op(rsp.opcode).name} (it took the command)"
-    except ValueError:
-        return f"opcode 0x{rsp.opcode:02x}"
+def took_it(rsp: Pdu) -> str | None:
+    return None if rsp.opcode in (Op.REJECT, Op.SCSI_RSP) else "it took the command"
 
 
 def alive(c: Connection, wait: float) -> str:
@@ -117,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     c.cmdsn += 1
     c.sock.settimeout(args.wait)
     try:
-        print("target:", describe(c.recv()))
+        print("target:", describe(c.recv(), took_it))
     except (ConnectionClosed, ConnectionError):
         print("target: dropped the connection")
         return 0

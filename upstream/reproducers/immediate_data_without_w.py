@@ -42,12 +42,13 @@ from __future__ import annotations
 import argparse
 import struct
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from iscsi_initiator.pdu import BHS_LEN, F_DATAIN_STATUS, RSVD_TAG, Op, Pdu, nop_out, scsi_command
+from common import Note, watch
+
+from iscsi_initiator.pdu import BHS_LEN, RSVD_TAG, Op, Pdu, nop_out, scsi_command
 from iscsi_initiator.session import Connection, ConnectionClosed, Params
 
 BLOCK = 512
@@ -64,51 +65,17 @@ def smuggled_nop_out(c: Connection, size: int) -> bytes:
     return wire
 
 
-def describe(rsp: Pdu, probe: int) -> str:
-    """One line for a PDU from the target."""
-    if rsp.opcode == Op.REJECT:
-        rejected = rsp.data[0] & 0x3F if rsp.data else -1
-        return f"Reject, reason 0x{rsp.u8(2):02x} (of a PDU with opcode 0x{rejected:02x})"
-    if rsp.opcode == Op.DATA_IN:
-        what = f"Data-In, ITT 0x{rsp.itt:08x}, offset {rsp.buffer_offset}, {rsp.dlen} bytes"
-        return what + (f", status 0x{rsp.u8(3):02x}" if rsp.flags & F_DATAIN_STATUS else "")
-    if rsp.opcode == Op.SCSI_RSP:
-        status, response = rsp.u8(3), rsp.u8(2)
-        sense = rsp.data[2 : 2 + int.from_bytes(rsp.data[:2], "big")] if rsp.data else b""
-        what = f"SCSI Response, ITT 0x{rsp.itt:08x}, response 0x{response:02x} status 0x{status:02x}"
-        if len(sense) >= 14 and sense[0] & 0x7F in (0x70, 0x71):
-            what += f", sense key 0x{sense[2] & 0x0F:x} ASC/ASCQ 0x{sense[12]:02x}/0x{sense[13]:02x}"
-        return what
-    if rsp.opcode == Op.R2T:
-        return f"R2T for ITT 0x{rsp.itt:08x} (a READ), offset {rsp.buffer_offset}, {rsp.desired_length} bytes"
-    if rsp.opcode == Op.NOOP_IN:
-        if rsp.itt == SMUGGLED_ITT:
-            return "NOP-In for the NOP-Out in the data segment (the target read the data as a PDU)"
-        if rsp.itt == RSVD_TAG:
-            return "NOP-In (the target's own ping)"
-        if rsp.itt == probe:
-            return "NOP-In for the acknowledging NOP-Out"
-    try:
-        return f"{Op(rsp.opcode).name}, ITT 0x{rsp.itt:08x}"
-    except ValueError:
-        return f"opcode 0x{rsp.opcode:02x}"
+def meaning(probe: int) -> Note:
+    def note(rsp: Pdu) -> str | None:
+        if rsp.opcode == Op.R2T:
+            return "an R2T for a READ"
+        if rsp.opcode == Op.NOOP_IN and rsp.itt == SMUGGLED_ITT:
+            return "the NOP-Out in the data segment answered (the target read the data as a PDU)"
+        if rsp.opcode == Op.NOOP_IN and rsp.itt == probe != RSVD_TAG:
+            return "the acknowledging NOP-Out answered"
+        return None
 
-
-def watch(c: Connection, seconds: float, probe: int = RSVD_TAG) -> bool:
-    """Print what the target sends for ``seconds`` s; False if it dropped the connection."""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        c.sock.settimeout(left)
-        try:
-            rsp = c.recv()
-        except (ConnectionClosed, ConnectionError):
-            print("  the target dropped the connection")
-            return False
-        except TimeoutError:
-            break
-        print(" ", describe(rsp, probe))
-    print(f"  (nothing more within {seconds:g} s)")
-    return True
+    return note
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
           f"Expected Data Transfer Length {BLOCK}, DataSegmentLength {len(data)}")  # fmt: skip
     c.send(cmd)
     c.cmdsn += 1
-    if not watch(c, args.wait):
+    if watch(c, args.wait, meaning(RSVD_TAG)).closed:
         return 0
     probe = c.next_itt()
     print(f"sending a NOP-Out, ITT 0x{probe:08x}, ExpStatSN {c.expstatsn} (acknowledges every status so far)")
@@ -145,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConnectionClosed, ConnectionError):
         print("  the target dropped the connection")
         return 0
-    watch(c, args.linger, probe)
+    watch(c, args.linger, meaning(probe))
     c.close()
     return 0
 

@@ -66,12 +66,13 @@ from __future__ import annotations
 import argparse
 import struct
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from iscsi_initiator.pdu import F_DATAIN_STATUS, F_FINAL, RSVD_TAG, Op, Pdu, data_out, nop_out, scsi_command
+import common
+
+from iscsi_initiator.pdu import F_FINAL, RSVD_TAG, Op, Pdu, data_out, nop_out, scsi_command
 from iscsi_initiator.session import Connection, ConnectionClosed, Params, ScsiError
 
 BLOCK = 512
@@ -90,50 +91,19 @@ def cdb10(opcode: int, lba: int) -> bytes:
     return struct.pack(">BBIBHB", opcode, 0, lba, 0, 1, 0)
 
 
-def describe(rsp: Pdu) -> str:
-    """One line for a PDU from the target."""
-    if rsp.opcode == Op.REJECT:
-        rejected = rsp.data[0] & 0x3F if rsp.data else -1
-        return f"Reject, reason 0x{rsp.u8(2):02x} (of a PDU with opcode 0x{rejected:02x})"
-    if rsp.opcode == Op.SCSI_RSP:
-        return f"SCSI Response, ITT 0x{rsp.itt:08x}, response 0x{rsp.u8(2):02x} status 0x{rsp.u8(3):02x}"
-    if rsp.opcode == Op.R2T:
-        return f"R2T for ITT 0x{rsp.itt:08x}, offset {rsp.buffer_offset}, {rsp.desired_length} bytes"
-    if rsp.opcode == Op.DATA_IN:
-        what = f"Data-In, ITT 0x{rsp.itt:08x}, DataSN {rsp.datasn}, {rsp.dlen} bytes"
-        return what + (f", status 0x{rsp.u8(3):02x}" if rsp.flags & F_DATAIN_STATUS else "")
-    if rsp.opcode == Op.NOOP_IN:
-        if rsp.itt == SMUGGLED_ITT:
-            return "NOP-In for the NOP-Out in the data segment (the target read the data as a PDU)"
-        if rsp.itt == RSVD_TAG:
-            return "NOP-In (the target's own ping)"
-        return f"NOP-In, ITT 0x{rsp.itt:08x}"
-    try:
-        return f"{Op(rsp.opcode).name}, ITT 0x{rsp.itt:08x}"
-    except ValueError:
-        return f"opcode 0x{rsp.opcode:02x}"
+def smuggled(rsp: Pdu) -> str | None:
+    if rsp.opcode == Op.NOOP_IN and rsp.itt == SMUGGLED_ITT:
+        return "the NOP-Out in the data segment answered (the target read the data as a PDU)"
+    return None
 
 
 def watch(c: Connection, seconds: float, until: Op | None = None, itt: int = RSVD_TAG) -> Pdu | None:
-    """Print what the target sends for ``seconds`` s, or until a PDU with
-    opcode ``until`` for ``itt``, which is returned. Raises ConnectionClosed
+    """common.watch, returning the PDU watched for; raises ConnectionClosed
     when the target drops the connection."""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        c.sock.settimeout(left)
-        try:
-            rsp = c.recv()
-        except ConnectionError as e:
-            raise ConnectionClosed(str(e)) from e
-        except TimeoutError:
-            break
-        print(" ", describe(rsp))
-        if rsp.opcode == until and rsp.itt == itt:
-            return rsp
-        if rsp.opcode == Op.DATA_IN and until == Op.SCSI_RSP and rsp.itt == itt and rsp.flags & F_DATAIN_STATUS:
-            return rsp  # a READ's status in its last Data-In
-    print(f"  (nothing more within {seconds:g} s)")
-    return None
+    w = common.watch(c, seconds, smuggled, until, itt)
+    if w.closed:
+        raise ConnectionClosed("the target dropped the connection")
+    return w.match
 
 
 def read_block(c: Connection, lba: int) -> bytes:
@@ -266,7 +236,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             data_snack(c, args.lba, args.wait)
     except ConnectionClosed:
-        print("  the target dropped the connection")
         return 0
     c.close()
     return 0

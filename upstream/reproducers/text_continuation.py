@@ -37,64 +37,23 @@ from __future__ import annotations
 import argparse
 import struct
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, encode_keys, nop_out, scsi_command
+from common import watch
+
+from iscsi_initiator.pdu import Op, Pdu, nop_out, scsi_command, text_request
 from iscsi_initiator.session import Connection, ConnectionClosed, Params
 
 BLOCK = 512
 WRITE10 = struct.pack(">BBIBHB", 0x2A, 0, 0, 0, 1, 0)  # LBA 0, one block
 F_FINAL = 0x80
-CASES = {"empty": b"", "sendtargets": encode_keys({"SendTargets": "All"})}
+CASES: dict[str, dict[str, str]] = {"empty": {}, "sendtargets": {"SendTargets": "All"}}
 
 
-def text_continuation(itt: int, ttt: int, cmdsn: int, expstatsn: int, data: bytes) -> Pdu:
-    p = Pdu()
-    p.opcode = Op.TEXT_REQ
-    p.immediate = True
-    p.flags = F_FINAL
-    p.itt, p.ttt, p.cmdsn, p.expstatsn = itt, ttt, cmdsn, expstatsn
-    p.data = data
-    return p
-
-
-def describe(rsp: Pdu) -> str:
-    """One line for a PDU from the target."""
-    if rsp.opcode == Op.REJECT:
-        rejected = rsp.data[0] & 0x3F if rsp.data else -1
-        return f"Reject, reason 0x{rsp.u8(2):02x} (of a PDU with opcode 0x{rejected:02x})"
-    if rsp.opcode == Op.R2T:
-        return f"R2T for ITT 0x{rsp.itt:08x}, TTT 0x{rsp.ttt:08x}, {rsp.desired_length} bytes"
-    if rsp.opcode == Op.TEXT_RSP:
-        return f"Text Response, ITT 0x{rsp.itt:08x} (the WRITE's task answered as a Text task), {rsp.dlen} bytes"
-    try:
-        return f"{Op(rsp.opcode).name}, ITT 0x{rsp.itt:08x}"
-    except ValueError:
-        return f"opcode 0x{rsp.opcode:02x}"
-
-
-def watch(c: Connection, seconds: float) -> list[Pdu]:
-    """Print what the target sends for ``seconds`` s (or until it closes)."""
-    got: list[Pdu] = []
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        c.sock.settimeout(left)
-        try:
-            rsp = c.recv()
-        except (ConnectionClosed, ConnectionError):
-            print("  the target dropped the connection")
-            break
-        except TimeoutError:
-            print(f"  (nothing more within {seconds:g} s)")
-            break
-        print(" ", describe(rsp))
-        if rsp.opcode in (Op.TEXT_RSP, Op.SCSI_RSP, Op.NOOP_IN) and rsp.itt != RSVD_TAG:
-            c.expstatsn = rsp.statsn + 1
-        got.append(rsp)
-    return got
+def answered_as_text(rsp: Pdu) -> str | None:
+    return "the WRITE's task answered as a Text task" if rsp.opcode == Op.TEXT_RSP else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,20 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sending WRITE(10), ITT 0x{itt:08x}, one block, no data (InitialR2T=Yes: the target asks for it)")
     c.send(scsi_command(WRITE10, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=BLOCK))
     c.cmdsn += 1
-    r2ts = [p for p in watch(c, args.wait) if p.opcode == Op.R2T and p.itt == itt]
+    r2ts = [p for p in watch(c, args.wait, answered_as_text).pdus if p.opcode == Op.R2T and p.itt == itt]
     if not r2ts:
         print("no R2T for the WRITE: nothing to continue; nothing more sent")
         c.close()
         return 2
     ttt = r2ts[0].ttt
-    data = CASES[args.case]
-    print(f"sending a Text Request, ITT 0x{itt:08x} (the WRITE's), TTT 0x{ttt:08x} (the R2T's), {len(data)} bytes")
+    p = text_request(itt=itt, ttt=ttt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, keys=CASES[args.case])
+    print(f"sending a Text Request, ITT 0x{itt:08x} (the WRITE's), TTT 0x{ttt:08x} (the R2T's), {p.dlen} bytes")
     try:
-        c.send(text_continuation(itt, ttt, c.cmdsn, c.expstatsn, data))
-        watch(c, args.wait)
+        c.send(p)
+        watch(c, args.wait, answered_as_text)
         print(f"sending a NOP-Out, ExpStatSN {c.expstatsn} (acknowledges every status so far)")
         c.send(nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn))
-        watch(c, args.wait)
+        watch(c, args.wait, answered_as_text)
     except (ConnectionClosed, ConnectionError):
         print("  the target dropped the connection")
     c.close()
