@@ -103,6 +103,23 @@ def buckets(dump: str, syms: Symbols) -> dict[str, int]:
     return out
 
 
+# the iSCSI transport layer: stock's iscsi_target_mod; offload's cxgbit_ext and what it calls there
+TRANSPORT = frozenset({"cxgbit_ext", "iscsi_target_mod"})
+TOP_FUNCTIONS = 8
+
+
+def by_function(dump: str, syms: Symbols, modules: frozenset[str] = TRANSPORT) -> dict[str, int]:
+    """Instructions per function of ``modules`` in one dump."""
+    out: dict[str, int] = {}
+    for addr, n in parse_dump(dump):
+        if addr == USER:
+            continue
+        name, mod = syms.lookup(addr)
+        if mod in modules:
+            out[name] = out.get(name, 0) + n
+    return out
+
+
 def per_io(points: list[dict[str, Any]], dumps: Path) -> int:
     """Add ``target_buckets_per_io`` to each point whose window has a dump
     in ``dumps`` (with the target's kallsyms there); how many got one."""
@@ -114,8 +131,10 @@ def per_io(points: list[dict[str, Any]], dumps: Path) -> int:
     for rec in points:
         f = dumps / f"insn.prof.{rec.get('target_prof', '')}"
         if rec.get("target_prof") and f.exists() and rec.get("ios"):
-            b = buckets(f.read_text(), syms)
+            dump = f.read_text()
+            b = buckets(dump, syms)
             rec["target_buckets_per_io"] = {k: v / rec["ios"] for k, v in b.items()}
+            rec["transport_functions_per_io"] = {k: v / rec["ios"] for k, v in by_function(dump, syms).items()}
             done += 1
     return done
 
@@ -147,4 +166,33 @@ def markdown(points: list[dict[str, Any]]) -> str:
         mean = {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS}
         cells = " | ".join(f"{mean[b] / 1e3:.1f}" for b in used)
         lines.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {cells} | {sum(mean.values()) / 1e3:.1f} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _functions(points)) + "\n"
+
+
+def _functions(points: list[dict[str, Any]]) -> list[str]:
+    """The transport layer's costliest functions per point (mean over repeats)."""
+    rows: dict[tuple[str, str, int, str], list[dict[str, float]]] = {}
+    for p in points:
+        if "transport_functions_per_io" in p:
+            rows.setdefault((p["digest"], p["rw"], p["bs_bytes"], p["transport"]), []).append(
+                p["transport_functions_per_io"]
+            )
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"## The transport layer by function (instructions per I/O, the {TOP_FUNCTIONS} costliest)",
+        "",
+        "Functions of " + " and ".join(sorted(TRANSPORT)) + " (stock runs only the latter); "
+        "a function's own instructions, not those of what it calls outside these modules.",
+        "",
+        "| digest | rw | bs | transport | total | functions |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (digest, rw, bs, transport), rs in sorted(rows.items()):
+        names = {n for r in rs for n in r}
+        mean = {n: sum(r.get(n, 0.0) for r in rs) / len(rs) for n in names}
+        top = sorted(mean.items(), key=lambda kv: -kv[1])[:TOP_FUNCTIONS]
+        cells = ", ".join(f"{n} {v:.0f}" for n, v in top)
+        lines.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {sum(mean.values()):.0f} | {cells} |")
+    return lines

@@ -65,3 +65,18 @@ def test_points_get_buckets_per_io_and_a_table(tmp_path) -> None:
     assert "target_buckets_per_io" not in points[1]
     md = profile.markdown(points)
     assert "| off | randread | 4K | offload | " in md and "| 3.0 |" in md
+
+
+def test_transport_layer_is_listed_by_function() -> None:
+    syms = profile.load_kallsyms(KALLSYMS)
+    dump = "1 500\nffffffffc0800010 20\nffffffffc0800020 5\nffffffffc0801010 30\nffffffff81001010 100\n"
+    assert profile.by_function(dump, syms) == {"cxe_rx_data_cb": 25, "iscsit_handle_scsi_cmd": 30}
+    points = [
+        {"digest": "on", "rw": "randwrite", "bs_bytes": 8192, "transport": "offload", "ios": 10.0,
+         "transport_functions_per_io": {"cxe_rx_data_cb": 2.5, "iscsit_handle_scsi_cmd": 3.0}},
+        {"digest": "on", "rw": "randwrite", "bs_bytes": 8192, "transport": "offload", "ios": 10.0,
+         "transport_functions_per_io": {"cxe_rx_data_cb": 4.5}},
+    ]  # fmt: skip
+    md = profile.markdown([{**p, "target_buckets_per_io": dict.fromkeys(profile.BUCKETS, 0.0)} for p in points])
+    # mean over the two repeats, costliest first; a function missing from a repeat counts 0 there
+    assert "| on | randwrite | 8K | offload | 5 | cxe_rx_data_cb 4, iscsit_handle_scsi_cmd 2 |" in md
