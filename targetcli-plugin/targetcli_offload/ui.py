@@ -425,8 +425,7 @@ class OffloadRoot(UIRoot):  # type: ignore[misc]
             except CxgbitExtError as e:
                 raise ExecutionError(str(e)) from e
             self.shell.log.info(f"cxgbit-ext settings restored from {ours}")
-        with persist.storage_objects_listed_once():  # linear in LUNs (rtslib's own is not)
-            UIRoot.ui_command_restoreconfig(self, savefile, clear_existing, target, storage_object)
+        UIRoot.ui_command_restoreconfig(self, savefile, clear_existing, target, storage_object)
         if lio.is_file():
             bad = [
                 s for ip, port in persist.offload_requested(lio)

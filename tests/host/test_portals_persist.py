@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -251,33 +250,3 @@ def test_topology_bad_arguments_exit_with_the_reason(
     with pytest.raises(SystemExit) as e:
         cli.main(["topology", "create", "--iqn", "iqn.2026-11.x:y", *args])
     assert e.value.code == 2 and message in capsys.readouterr().err
-
-
-def test_restore_lists_storage_objects_once_per_restore_not_per_lun(monkeypatch: pytest.MonkeyPatch) -> None:
-    """While rtslib sets up targets, StorageObject.all() walks one listing
-    (rtslib's LUN.setup calls it per LUN); anywhere else, and after the
-    restore, it is rtslib's own again."""
-    from rtslib_fb import tcm
-    from rtslib_fb.target import Target
-
-    listings: list[int] = []
-
-    def counting_all(cls: type) -> Iterator[str]:
-        listings.append(1)
-        yield from ("so0", "so1", "so2")
-
-    def target_setup(cls: type, fm_obj: object, t: dict[str, list[int]], err_func: object) -> list[list[str]]:
-        return [list(tcm.StorageObject.all()) for _ in t["luns"]]  # as LUN.setup does, per LUN
-
-    monkeypatch.setattr(tcm.StorageObject, "all", classmethod(counting_all))
-    monkeypatch.setattr(Target, "setup", classmethod(target_setup))
-    with persist.storage_objects_listed_once():
-        assert list(tcm.StorageObject.all()) == ["so0", "so1", "so2"]  # before the targets: rtslib's
-        assert len(listings) == 1
-        for _ in range(4):  # 4 targets x 16 LUNs
-            assert Target.setup(None, {"luns": list(range(16))}, None) == [["so0", "so1", "so2"]] * 16
-        assert len(listings) == 2, "the storage objects were listed more than once in the targets' setup"
-    list(tcm.StorageObject.all())
-    assert len(listings) == 3
-    assert Target.setup(None, {"luns": [0, 1]}, None) == [["so0", "so1", "so2"]] * 2
-    assert len(listings) == 5, "still cached after the restore"

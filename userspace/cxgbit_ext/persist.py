@@ -16,8 +16,6 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -123,50 +121,6 @@ def save_lio(path: Path = LIO_DEFAULT) -> None:
     _atomic_write(path, json.dumps(lio_config(), sort_keys=True, indent=2) + "\n")
 
 
-@contextmanager
-def storage_objects_listed_once() -> Iterator[None]:
-    """Keeps an rtslib restore linear in the number of LUNs.
-
-    rtslib's ``LUN.setup`` finds each LUN's storage object by walking
-    ``tcm.StorageObject.all()``: a glob over every backstore in configfs and
-    an object (with its own look-ups) per storage object, once per LUN. A
-    restore of N LUNs costs N^2 configfs look-ups (in the VM, 16 targets x 16
-    LUNs took 5.7x the time of 4 x 16). ``RTSRoot.restore`` makes every
-    storage object before the first ``Target.setup``, and target setup makes
-    or deletes none; so while a ``Target.setup`` runs, ``all()`` lists the
-    storage objects once and walks that list. Anywhere else it is rtslib's
-    own. rtslib does the restore itself; only the listing is shared."""
-    from rtslib_fb import tcm
-    from rtslib_fb.target import Target
-
-    so_cls = tcm.StorageObject
-    own_all, own_setup = so_cls.__dict__["all"], Target.__dict__["setup"]
-    listed: list[Any] | None = None
-    in_target_setup = False
-
-    def all_(cls: type) -> Iterator[Any]:
-        nonlocal listed
-        if not in_target_setup:
-            return own_all.__func__(cls)
-        if listed is None:
-            listed = list(own_all.__func__(cls))
-        return iter(listed)
-
-    def setup(cls: type, *args: Any, **kwargs: Any) -> Any:
-        nonlocal in_target_setup
-        in_target_setup = True
-        try:
-            return own_setup.__func__(cls, *args, **kwargs)
-        finally:
-            in_target_setup = False
-
-    so_cls.all, Target.setup = classmethod(all_), classmethod(setup)  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        so_cls.all, Target.setup = own_all, own_setup  # type: ignore[method-assign]
-
-
 def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[str]:
     """rtslib restore; returns its errors (a portal that could not go offload
     is one: rtslib reports it and goes on, as it does for any object).
@@ -189,8 +143,7 @@ def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[s
                 where = _tpg_path(t["fabric"], t["wwn"], tpg["tag"])
                 deferred.append((where, rtpi, tpg.get("enable", True)))
                 tpg["enable"] = False
-    with storage_objects_listed_once():
-        errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
+    errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
     errors = [e for e in errors if not _attribute_as_saved(e, cfg)]
     for where, rtpi, enable in deferred:
         if rtpi:
