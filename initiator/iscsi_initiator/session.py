@@ -346,10 +346,11 @@ class Connection:
     def nop(self, data: bytes = b"") -> Pdu:
         itt = self.next_itt()
         self.send(nop_out(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, data=data))
-        rsp = self.recv()
-        if rsp.opcode != Op.NOOP_IN or rsp.itt != itt:
-            raise ConnectionClosed(f"expected NOP-In for 0x{itt:x}, got {rsp!r}")
-        return rsp
+        while True:
+            rsp = self.recv()
+            if rsp.opcode == Op.NOOP_IN and rsp.itt == itt:
+                return rsp
+            self._unexpected(rsp)  # a target's ping is answered; anything else ends the session
 
     def text(self, keys: dict[str, str]) -> dict[str, str]:
         itt = self.next_itt()

@@ -162,6 +162,27 @@ def test_recv_expects_no_digests_before_full_feature_phase(wired: tuple[Connecti
     assert c.recv().data == b"login-time"
 
 
+def test_nop_answers_a_target_ping_that_comes_first(wired: tuple[Connection, socket.socket]) -> None:
+    """A target's own NOP-In (ITT 0xffffffff, LIO sends one every 15 s)
+    may arrive before the answer to our NOP-Out: it is answered, and the
+    session goes on."""
+    c, target = wired
+    c.full_feature = True
+    c.itt = 0x1000  # the next NOP-Out has ITT 0x1001, as nop_in() answers
+    ping = nop_in(b"")
+    ping.itt, ping.ttt = 0xFFFFFFFF, 0x42
+    target.sendall(ping.encode() + nop_in(b"").encode())
+    assert c.nop().itt == 0x1001
+    target.settimeout(5)
+    sent = b""
+    while len(sent) < 96:  # two NOP-Outs without data
+        sent += target.recv(96 - len(sent))
+    rd = reader(sent)
+    ours, reply = decode(rd), decode(rd)
+    assert (ours.opcode, ours.itt) == (Op.NOOP_OUT, 0x1001)
+    assert (reply.opcode, reply.itt, reply.ttt) == (Op.NOOP_OUT, 0xFFFFFFFF, 0x42), "the ping was not answered"
+
+
 # -- the malformed-PDU generator -------------------------------------------------
 
 
