@@ -9,7 +9,8 @@ Each row sets
 the target TPG and the open-iscsi node record alike, logs in over tgt0
 (offloaded by soft0), checks the kernel initiator negotiated exactly the
 row, runs fio random writes of mixed sizes (512 B to 1 MiB) at iodepth 32
-with crc32c verify, and logs out. Rows alternate the rd_mcp and fileio LUN.
+with crc32c verify, checks that soft0 placed every byte written (none
+copied), and logs out. Rows alternate the rd_mcp and fileio LUN.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from testbed import fio, topo
 
-from .conftest import CFS, offloaded_target
+from .conftest import CFS, offloaded_target, soft0_counters
 from .shares import MINE, SERIES
 
 IQN = "iqn.2026-11.org.cxgbit-ext:matrix"
@@ -114,6 +115,7 @@ def negotiated(sid: int) -> dict[str, str]:
 @pytest.mark.parametrize("r", ROWS, ids=row_id)
 def test_offloaded_fio_verify(matrix_target: None, r: dict[str, object]) -> None:
     configure(r)
+    before = soft0_counters()
     iscsiadm.login(IQN, PORTAL)
     try:
         (sess,) = [s for s in iscsiadm.sessions() if s.iqn == IQN]
@@ -128,5 +130,8 @@ def test_offloaded_fio_verify(matrix_target: None, r: dict[str, object]) -> None
         ])  # fmt: skip
         (res,) = fio.jobs(report)
         assert res.error == 0 and res.write_bytes >= 8 * topology.MiB
+        # every byte written went straight into the command's pages
+        moved = {k: v - before[k] for k, v in soft0_counters().items() if k in ("bytes_placed", "bytes_copied")}
+        assert moved == {"bytes_placed": res.write_bytes, "bytes_copied": 0}
     finally:
         iscsiadm.logout(IQN, PORTAL)
