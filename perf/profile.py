@@ -166,7 +166,66 @@ def markdown(points: list[dict[str, Any]]) -> str:
         mean = {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS}
         cells = " | ".join(f"{mean[b] / 1e3:.1f}" for b in used)
         lines.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {cells} | {sum(mean.values()) / 1e3:.1f} |")
-    return "\n".join(lines + _functions(points)) + "\n"
+    return "\n".join(lines + _functions(points) + _hardware_model(points)) + "\n"
+
+
+# what a T5/T6 does in silicon that soft0 does on the host's CPU, by bucket
+HARDWARE_DOES = ("crc32c", "checksum", "TCP/IP + skb", "virtio/net device")
+
+
+def _mean_buckets(points: list[dict[str, Any]]) -> dict[tuple[str, str, int, str], dict[str, float]]:
+    rows: dict[tuple[str, str, int, str], list[dict[str, float]]] = {}
+    for p in points:
+        if "target_buckets_per_io" in p:
+            rows.setdefault((p["digest"], p["rw"], p["bs_bytes"], p["transport"]), []).append(
+                p["target_buckets_per_io"]
+            )
+    return {k: {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS} for k, rs in rows.items()}
+
+
+def hardware_model(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], tuple[float, float]]:
+    """A model, not a measurement: per (digest, rw, bs), the instructions
+    per I/O a host with a hardware adapter would still execute, and that
+    figure over stock's. It is offload's measured total less the buckets
+    of HARDWARE_DOES (digests, TCP and its checksums on the card; the NIC
+    driver's work taken as nothing, which flatters it) and, for writes, the
+    placement copy (the card writes the data into the command's pages),
+    estimated as the write's copy bucket less the read's of the same size
+    (both move the I/O once through the ramdisk)."""
+    mean = _mean_buckets(points)
+    out = {}
+    for (digest, rw, bs, transport), b in mean.items():
+        stock = mean.get((digest, rw, bs, "stock"))
+        if transport != "offload" or not stock:
+            continue
+        left = sum(b.values()) - sum(b[k] for k in HARDWARE_DOES)
+        if rw.endswith("write"):
+            read = mean.get((digest, rw.replace("write", "read"), bs, "offload"))
+            left -= max(0.0, b["copy"] - read["copy"]) if read else 0.0
+        out[(digest, rw, bs)] = (left, left / sum(stock.values()))
+    return out
+
+
+def _hardware_model(points: list[dict[str, Any]]) -> list[str]:
+    model = hardware_model(points)
+    if not model:
+        return []
+    lines = [
+        "",
+        "## A model of a host with a hardware adapter (not a measurement)",
+        "",
+        "Offload's measured instructions per I/O less what a T5/T6 does in silicon: the "
+        + ", ".join(HARDWARE_DOES)
+        + " buckets, and for writes the placement copy (the write's copy bucket less the read's of the same "
+        "size). The adapter driver's own work is not in it, so the figure is a floor; nothing here has "
+        "run on Chelsio hardware.",
+        "",
+        "| digest | rw | bs | modelled k insn/IO | ÷ stock (measured) |",
+        "|---|---|---|---|---|",
+    ]
+    for (digest, rw, bs), (left, ratio) in sorted(model.items()):
+        lines.append(f"| {digest} | {rw} | {bs // 1024}K | {left / 1e3:.1f} | {ratio:.2f} |")
+    return lines
 
 
 def _functions(points: list[dict[str, Any]]) -> list[str]:

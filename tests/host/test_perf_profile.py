@@ -80,3 +80,22 @@ def test_transport_layer_is_listed_by_function() -> None:
     md = profile.markdown([{**p, "target_buckets_per_io": dict.fromkeys(profile.BUCKETS, 0.0)} for p in points])
     # mean over the two repeats, costliest first; a function missing from a repeat counts 0 there
     assert "| on | randwrite | 8K | offload | 5 | cxe_rx_data_cb 4, iscsit_handle_scsi_cmd 2 |" in md
+
+
+def test_hardware_model_takes_out_what_the_card_does() -> None:
+    def point(rw: str, transport: str, **b: float) -> dict[str, object]:
+        return {"digest": "on", "rw": rw, "bs_bytes": 65536, "transport": transport,
+                "target_buckets_per_io": {**dict.fromkeys(profile.BUCKETS, 0.0), **b}}  # fmt: skip
+
+    points = [
+        point("randwrite", "offload", crc32c=10, copy=50, checksum=5, **{"TCP/IP + skb": 20, "cxgbit_ext": 15}),
+        point("randwrite", "stock", crc32c=10, copy=60, checksum=5, **{"TCP/IP + skb": 25, "iscsi_target_mod": 20}),
+        point("randread", "offload", copy=30, **{"TCP/IP + skb": 10}),
+        point("randread", "stock", copy=30, **{"TCP/IP + skb": 12}),
+    ]
+    model = profile.hardware_model(points)
+    # write: 100 measured less crc 10, checksum 5, TCP 20, placement copy 50 - 30 = 20: 45 of stock's 120
+    assert model[("on", "randwrite", 65536)] == (45.0, 45.0 / 120.0)
+    # read: 40 less TCP 10; no placement copy
+    assert model[("on", "randread", 65536)] == (30.0, 30.0 / 42.0)
+    assert "| on | randwrite | 64K | 0.0 | 0.38 |" in profile.markdown(points)
