@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from rtslib_fb import TPG, FabricModule, RTSRoot, Target
 
+from cxgbit_ext import topology
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, ProtocolError
 from testbed import topo
 
@@ -31,6 +32,8 @@ from .conftest import PDU_INITIATOR, insmod, offloaded_peers
 pytestmark = pytest.mark.dealt
 
 IQN = "iqn.2026-11.org.cxgbit-ext:gw-layout"
+# another target on gateway 2's offloaded portal
+NEIGHBOUR = "iqn.2026-11.org.cxgbit-ext:gw-neighbour"
 PORTALS = f"{topo.LINKS[0].tgt_ip},{topo.LINKS[1].tgt_ip}"
 # layouts made under initiators' retries, how many, how often they check their session
 ROUNDS = 8
@@ -102,8 +105,8 @@ class RetryingInitiator:
     """One session, as iscsid keeps it: logged in again whenever it cannot
     log in or its connection ends, a NOP-Out every POLL_S to find out."""
 
-    def __init__(self, portal: str) -> None:
-        self.portal = portal
+    def __init__(self, portal: str, iqn: str = IQN) -> None:
+        self.portal, self.iqn = portal, iqn
         self.conn: Connection | None = None
         self.peer = ""
         self.logins = 0
@@ -119,7 +122,7 @@ class RetryingInitiator:
                     time.sleep(0.05)
                     continue
                 try:
-                    c.login(PDU_INITIATOR, IQN)
+                    c.login(PDU_INITIATOR, self.iqn)
                 except (OSError, LoginError, ConnectionClosed, ProtocolError):
                     c.close()
                     time.sleep(0.05)  # refused while the TPG is disabled: again
@@ -149,29 +152,48 @@ class RetryingInitiator:
 def test_initiators_retrying_through_the_layout_end_up_offloaded(block_dev: str) -> None:
     """A restarted gateway is laid out while its initiators keep retrying
     their logins: once the layout is made, every initiator's session is on
-    the offloaded path, none stays on stock TCP."""
+    the offloaded path, none stays on stock TCP. Another target on the same
+    offloaded portal keeps its session through every layout (and every
+    disable-and-redo of the gateway's TPG), never logging in again."""
+    neighbour_portal = (topo.LINKS[1].tgt_ip, 3260)
+    with topo.in_netns():
+        topology.create(topology.Topology(iqn=NEIGHBOUR, backstores=("ramdisk",), lun_size=topology.MiB,
+                                          portals=(neighbour_portal,), offload=True, name_prefix="nb"))  # fmt: skip
+    neighbour = RetryingInitiator(topo.LINKS[1].tgt_ip, NEIGHBOUR)
+    neighbour.thread.start()
     stock: list[str] = []
     logins = 0
-    for _ in range(ROUNDS):
-        initiators = [RetryingInitiator(topo.LINKS[1].tgt_ip) for _ in range(INITIATORS)]  # gateway 2's portal
-        for ini in initiators:
-            ini.thread.start()
-        try:
-            with topo.in_netns():
-                cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway", "2",
-                    "--dev", block_dev)  # fmt: skip
-            deadline = time.monotonic() + 60
-            while not all(ini.logged_in() for ini in initiators) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            peers = [ini.logged_in() for ini in initiators]
-            assert all(peers), f"not every initiator could log in once the gateway was laid out: {peers}"
-            offloaded = offloaded_peers()
-            stock += [p for p in peers if p not in offloaded]
-            logins += sum(ini.logins for ini in initiators)
-        finally:
+    try:
+        deadline = time.monotonic() + 30
+        while not neighbour.logged_in() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert neighbour.logged_in() in offloaded_peers(), "the neighbour target's session is not offloaded"
+        for _ in range(ROUNDS):
+            initiators = [RetryingInitiator(topo.LINKS[1].tgt_ip) for _ in range(INITIATORS)]  # gateway 2's portal
             for ini in initiators:
-                ini.close()
-        with topo.in_netns():
-            cli("gateway", "delete", "--iqn", IQN)
+                ini.thread.start()
+            try:
+                with topo.in_netns():
+                    cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway",
+                        "2", "--dev", block_dev)  # fmt: skip
+                deadline = time.monotonic() + 60
+                while not all(ini.logged_in() for ini in initiators) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                peers = [ini.logged_in() for ini in initiators]
+                assert all(peers), f"not every initiator could log in once the gateway was laid out: {peers}"
+                offloaded = offloaded_peers()
+                stock += [p for p in peers if p not in offloaded]
+                logins += sum(ini.logins for ini in initiators)
+            finally:
+                for ini in initiators:
+                    ini.close()
+            with topo.in_netns():
+                cli("gateway", "delete", "--iqn", IQN)
+        session = neighbour.logged_in()
+        assert neighbour.logins == 1 and session, (
+            f"the neighbour target's session was dropped during the layouts ({neighbour.logins} logins)"
+        )
+    finally:
+        neighbour.close()
     print(f"{logins} logins of {INITIATORS} initiators over {ROUNDS} layouts; sessions left on stock TCP: {stock}")
     assert not stock, f"sessions on stock TCP on an offloaded portal: {stock}"
