@@ -11,6 +11,7 @@
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
+#include <linux/uio.h>
 
 #include "soft.h"
 
@@ -21,6 +22,9 @@
  * arrives in order, so the walk goes on from where the last piece of the
  * same PDU ended: placing a segment is linear in its length, where
  * sg_pcopy_from_buffer() walks from the start of the list for each piece.
+ * Each page piece is copied by copy_to_iter(), the kernel's copy into a
+ * destination iterator that stock TCP receive (skb_copy_datagram_iter)
+ * uses too, so that the bytes move by the same routine on both paths.
  */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len)
@@ -35,6 +39,8 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		left = dst->nents;
 	}
 	while (len) {
+		struct iov_iter iter;
+		struct bio_vec bv;
 		u32 in, n;
 
 		while (left && pos >= start + sg->length) {
@@ -46,8 +52,11 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		in = sg->offset + pos - start;
 		n = min3(len, start + sg->length - pos,
 			 (u32)PAGE_SIZE - offset_in_page(in));
-		memcpy_to_page(nth_page(sg_page(sg), in >> PAGE_SHIFT),
-			       offset_in_page(in), buf, n);
+		bvec_set_page(&bv, nth_page(sg_page(sg), in >> PAGE_SHIFT), n,
+			      offset_in_page(in));
+		iov_iter_bvec(&iter, ITER_DEST, &bv, 1, n);
+		if (copy_to_iter(buf, n, &iter) != n)
+			return -EFAULT;
 		pos += n;
 		buf += n;
 		len -= n;
