@@ -34,3 +34,10 @@ def test_every_series_owns_some_work_the_same_on_every_machine() -> None:
     # a case's kernel does not depend on the machine or the run (crc32 of
     # its id, the series in kernels.conf order): 6.12 skipped this one
     assert shares.owner("tests/vm/test_pdu_suite.py::test_bad_header_digest[stock]") == shares.SERIES[0]
+
+
+def test_work_placed_by_share_goes_to_that_series() -> None:
+    key = "tests/vm/test_scale.py::test_rtslib_restore_patch"
+    for i, series in enumerate(shares.SERIES):
+        assert shares.owner(key, share=i) == series
+    assert shares.owner(key, share=len(shares.SERIES)) == shares.SERIES[0]

@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "dealt: exercises user-space tools or stock LIO, not a kernel difference of ours: runs on one kernel "
-        "of kernels.conf (tests/vm/shares.py), every kernel with --every-share",
+        "of kernels.conf (tests/vm/shares.py), every kernel with --every-share; dealt(share=N): the Nth series",
     )
 
 
@@ -74,9 +74,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if not config.getoption("--lio-fuzz") and item.path.name == "test_pdu_fuzz.py" and "[stock]" in item.name:
             item.add_marker(pytest.mark.skip(reason=LIO_FUZZ_SKIP))
-        elif item.get_closest_marker("dealt") and not shares.runs_here(item.nodeid, config.getoption("--every-share")):
-            why = f"dealt to the {shares.owner(item.nodeid)} kernel (--every-share runs it here)"
-            item.add_marker(pytest.mark.skip(reason=why))
+        elif (dealt := item.get_closest_marker("dealt")) is not None:
+            share = dealt.kwargs.get("share")
+            if not shares.runs_here(item.nodeid, config.getoption("--every-share"), share):
+                why = f"dealt to the {shares.owner(item.nodeid, share)} kernel (--every-share runs it here)"
+                item.add_marker(pytest.mark.skip(reason=why))
 
 
 @pytest.fixture(scope="session")
