@@ -99,3 +99,14 @@ def test_hardware_model_takes_out_what_the_card_does() -> None:
     # read: 40 less TCP 10; no placement copy
     assert model[("on", "randread", 65536)] == (30.0, 30.0 / 42.0)
     assert "| on | randwrite | 64K | 0.0 | 0.38 |" in profile.markdown(points)
+
+
+def test_ratio_outside_the_copy_routines() -> None:
+    def point(transport: str, **b: float) -> dict[str, object]:
+        return {"digest": "off", "rw": "randwrite", "bs_bytes": 524288, "transport": transport,
+                "target_buckets_per_io": {**dict.fromkeys(profile.BUCKETS, 0.0), **b}}  # fmt: skip
+
+    # offload copies the same bytes with a routine TCG counts lower, and does more elsewhere
+    points = [point("offload", copy=200, cxgbit_ext=120), point("stock", copy=400, iscsi_target_mod=100)]
+    assert profile.outside_copy(points) == {("off", "randwrite", 524288): (320 / 500, 120 / 100)}
+    assert "| off | randwrite | 512K | 0.64 | 1.20 |" in profile.markdown(points)

@@ -23,8 +23,8 @@
  * same PDU ended: placing a segment is linear in its length, where
  * sg_pcopy_from_buffer() walks from the start of the list for each piece.
  * Each page piece is copied by copy_to_iter(), the kernel's copy into a
- * destination iterator that stock TCP receive (skb_copy_datagram_iter)
- * uses too, so that the bytes move by the same routine on both paths.
+ * destination iterator, as stock TCP receive copies (through
+ * skb_copy_datagram_iter()), rather than by a copy of our own.
  */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len)
