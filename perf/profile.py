@@ -139,15 +139,21 @@ def per_io(points: list[dict[str, Any]], dumps: Path) -> int:
     return done
 
 
+def _repeats(
+    points: list[dict[str, Any]], field: str = "target_buckets_per_io"
+) -> dict[tuple[str, str, int, str], list[dict[str, float]]]:
+    """Each point's ``field`` over its repeats, by (digest, rw, bs, transport)."""
+    rows: dict[tuple[str, str, int, str], list[dict[str, float]]] = {}
+    for p in points:
+        if field in p:
+            rows.setdefault((p["digest"], p["rw"], p["bs_bytes"], p["transport"]), []).append(p[field])
+    return rows
+
+
 def markdown(points: list[dict[str, Any]]) -> str:
     """k instructions per I/O per bucket, stock and offload side by side,
     mean over the repeats (window totals: the idle rate is not taken out)."""
-    rows: dict[tuple[str, str, int, str], list[dict[str, float]]] = {}
-    for p in points:
-        if "target_buckets_per_io" in p:
-            rows.setdefault((p["digest"], p["rw"], p["bs_bytes"], p["transport"]), []).append(
-                p["target_buckets_per_io"]
-            )
+    rows = _repeats(points)
     if not rows:
         return ""
     used = [b for b in BUCKETS if any(r[b] >= 50 for rs in rows.values() for r in rs)]
@@ -212,13 +218,7 @@ HARDWARE_DOES = ("crc32c", "checksum", "TCP/IP + skb", "virtio/net device")
 
 
 def _mean_buckets(points: list[dict[str, Any]]) -> dict[tuple[str, str, int, str], dict[str, float]]:
-    rows: dict[tuple[str, str, int, str], list[dict[str, float]]] = {}
-    for p in points:
-        if "target_buckets_per_io" in p:
-            rows.setdefault((p["digest"], p["rw"], p["bs_bytes"], p["transport"]), []).append(
-                p["target_buckets_per_io"]
-            )
-    return {k: {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS} for k, rs in rows.items()}
+    return {k: {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS} for k, rs in _repeats(points).items()}
 
 
 def hardware_model(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], tuple[float, float]]:
@@ -268,12 +268,7 @@ def _hardware_model(points: list[dict[str, Any]]) -> list[str]:
 
 def _functions(points: list[dict[str, Any]]) -> list[str]:
     """The transport layer's costliest functions per point (mean over repeats)."""
-    rows: dict[tuple[str, str, int, str], list[dict[str, float]]] = {}
-    for p in points:
-        if "transport_functions_per_io" in p:
-            rows.setdefault((p["digest"], p["rw"], p["bs_bytes"], p["transport"]), []).append(
-                p["transport_functions_per_io"]
-            )
+    rows = _repeats(points, "transport_functions_per_io")
     if not rows:
         return []
     lines = [
