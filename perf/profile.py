@@ -150,6 +150,11 @@ def _repeats(
     return rows
 
 
+def _section(title: str, text: str, head: list[str], rows: list[str]) -> list[str]:
+    """A profile.md section: its heading, what it shows, and its table."""
+    return ["", f"## {title}", "", text, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows]
+
+
 def markdown(points: list[dict[str, Any]]) -> str:
     """k instructions per I/O per bucket, stock and offload side by side,
     mean over the repeats (window totals: the idle rate is not taken out)."""
@@ -157,21 +162,19 @@ def markdown(points: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     used = [b for b in BUCKETS if any(r[b] >= 50 for rs in rows.values() for r in rs)]
-    head = "| digest | rw | bs | transport | " + " | ".join(used) + " | total |"
-    lines = [
-        "## Where the target's instructions go (k instructions per I/O, by kernel symbol)",
-        "",
-        "The TCG plugin's per-block counts over each point's window, mapped to the target VM's kallsyms "
-        "(perf/profile.py); mean over repeats; the idle rate is not taken out here, so totals exceed "
-        "the insn/IO figures above by the idle share. Buckets under 50 instructions per I/O everywhere are left out.",
-        "",
-        head,
-        "|" + "---|" * (len(used) + 5),
-    ]
+    table = []
     for (digest, rw, bs, transport), rs in sorted(rows.items()):
         mean = {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS}
         cells = " | ".join(f"{mean[b] / 1e3:.1f}" for b in used)
-        lines.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {cells} | {sum(mean.values()) / 1e3:.1f} |")
+        table.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {cells} | {sum(mean.values()) / 1e3:.1f} |")
+    lines = _section(
+        "Where the target's instructions go (k instructions per I/O, by kernel symbol)",
+        "The TCG plugin's per-block counts over each point's window, mapped to the target VM's kallsyms "
+        "(perf/profile.py); mean over repeats; the idle rate is not taken out here, so totals exceed "
+        "the insn/IO figures above by the idle share. Buckets under 50 instructions per I/O everywhere are left out.",
+        ["digest", "rw", "bs", "transport", *used, "total"],
+        table,
+    )[1:]
     return "\n".join(lines + _outside_copy(points) + _functions(points) + _hardware_model(points)) + "\n"
 
 
@@ -197,20 +200,14 @@ def _outside_copy(points: list[dict[str, Any]]) -> list[str]:
     ratios = outside_copy(points)
     if not ratios:
         return []
-    lines = [
-        "",
-        "## Offload ÷ stock, all instructions and those outside the copy routines",
-        "",
+    return _section(
+        "Offload ÷ stock, all instructions and those outside the copy routines",
         "Mean over repeats of the window totals above. The copy bucket counts the same bytes differently "
         "by the routine that moves them (perf/README.md), so the second column is the comparison a copy "
         "routine cannot sway.",
-        "",
-        "| digest | rw | bs | all | outside copy |",
-        "|---|---|---|---|---|",
-    ]
-    for (digest, rw, bs), (whole, rest) in sorted(ratios.items()):
-        lines.append(f"| {digest} | {rw} | {bs // 1024}K | {whole:.2f} | {rest:.2f} |")
-    return lines
+        ["digest", "rw", "bs", "all", "outside copy"],
+        [f"| {d} | {rw} | {bs // 1024}K | {a:.2f} | {o:.2f} |" for (d, rw, bs), (a, o) in sorted(ratios.items())],
+    )
 
 
 # what a T5/T6 does in silicon that soft0 does on the host's CPU, by bucket
@@ -248,22 +245,19 @@ def _hardware_model(points: list[dict[str, Any]]) -> list[str]:
     model = hardware_model(points)
     if not model:
         return []
-    lines = [
-        "",
-        "## A model of a host with a hardware adapter (not a measurement)",
-        "",
+    return _section(
+        "A model of a host with a hardware adapter (not a measurement)",
         "Offload's measured instructions per I/O less what a T5/T6 does in silicon: the "
         + ", ".join(HARDWARE_DOES)
         + " buckets, and for writes the placement copy (the write's copy bucket less the read's of the same "
         "size). The adapter driver's own work is not in it, so the figure is a floor; nothing here has "
         "run on Chelsio hardware.",
-        "",
-        "| digest | rw | bs | modelled k insn/IO | ÷ stock (measured) |",
-        "|---|---|---|---|---|",
-    ]
-    for (digest, rw, bs), (left, ratio) in sorted(model.items()):
-        lines.append(f"| {digest} | {rw} | {bs // 1024}K | {left / 1e3:.1f} | {ratio:.2f} |")
-    return lines
+        ["digest", "rw", "bs", "modelled k insn/IO", "÷ stock (measured)"],
+        [
+            f"| {d} | {rw} | {bs // 1024}K | {left / 1e3:.1f} | {r:.2f} |"
+            for (d, rw, bs), (left, r) in sorted(model.items())
+        ],
+    )
 
 
 def _functions(points: list[dict[str, Any]]) -> list[str]:
@@ -271,20 +265,17 @@ def _functions(points: list[dict[str, Any]]) -> list[str]:
     rows = _repeats(points, "transport_functions_per_io")
     if not rows:
         return []
-    lines = [
-        "",
-        f"## The transport layer by function (instructions per I/O, the {TOP_FUNCTIONS} costliest)",
-        "",
-        "Functions of " + " and ".join(sorted(TRANSPORT)) + " (stock runs only the latter); "
-        "a function's own instructions, not those of what it calls outside these modules.",
-        "",
-        "| digest | rw | bs | transport | total | functions |",
-        "|---|---|---|---|---|---|",
-    ]
+    table = []
     for (digest, rw, bs, transport), rs in sorted(rows.items()):
         names = {n for r in rs for n in r}
         mean = {n: sum(r.get(n, 0.0) for r in rs) / len(rs) for n in names}
         top = sorted(mean.items(), key=lambda kv: -kv[1])[:TOP_FUNCTIONS]
         cells = ", ".join(f"{n} {v:.0f}" for n, v in top)
-        lines.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {sum(mean.values()):.0f} | {cells} |")
-    return lines
+        table.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {sum(mean.values()):.0f} | {cells} |")
+    return _section(
+        f"The transport layer by function (instructions per I/O, the {TOP_FUNCTIONS} costliest)",
+        "Functions of " + " and ".join(sorted(TRANSPORT)) + " (stock runs only the latter); "
+        "a function's own instructions, not those of what it calls outside these modules.",
+        ["digest", "rw", "bs", "transport", "total", "functions"],
+        table,
+    )
