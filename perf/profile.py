@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,6 +150,25 @@ def _repeats(
     return rows
 
 
+Means = dict[tuple[str, str, int, str], dict[str, float]]
+
+
+def _mean_buckets(points: list[dict[str, Any]]) -> Means:
+    return {k: {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS} for k, rs in _repeats(points).items()}
+
+
+def _offload_beside_stock(
+    points: list[dict[str, Any]],
+) -> Iterator[tuple[tuple[str, str, int], dict[str, float], dict[str, float], Means]]:
+    """Each (digest, rw, bs) measured on both paths: its offload and stock
+    bucket means, and all the means (for a look at another point)."""
+    mean = _mean_buckets(points)
+    for (digest, rw, bs, transport), b in mean.items():
+        stock = mean.get((digest, rw, bs, "stock"))
+        if transport == "offload" and stock:
+            yield (digest, rw, bs), b, stock, mean
+
+
 def _section(title: str, text: str, head: list[str], rows: list[str]) -> list[str]:
     """A profile.md section: its heading, what it shows, and its table."""
     return ["", f"## {title}", "", text, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows]
@@ -163,8 +182,7 @@ def markdown(points: list[dict[str, Any]]) -> str:
         return ""
     used = [b for b in BUCKETS if any(r[b] >= 50 for rs in rows.values() for r in rs)]
     table = []
-    for (digest, rw, bs, transport), rs in sorted(rows.items()):
-        mean = {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS}
+    for (digest, rw, bs, transport), mean in sorted(_mean_buckets(points).items()):
         cells = " | ".join(f"{mean[b] / 1e3:.1f}" for b in used)
         table.append(f"| {digest} | {rw} | {bs // 1024}K | {transport} | {cells} | {sum(mean.values()) / 1e3:.1f} |")
     lines = _section(
@@ -185,14 +203,10 @@ def outside_copy(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], tup
     element: a copy's count depends on the routine that does it (see
     perf/README.md), so the second ratio is the one a copy routine cannot
     sway."""
-    mean = _mean_buckets(points)
     out = {}
-    for (digest, rw, bs, transport), b in mean.items():
-        stock = mean.get((digest, rw, bs, "stock"))
-        if transport != "offload" or not stock:
-            continue
+    for point, b, stock, _ in _offload_beside_stock(points):
         total_off, total_st = sum(b.values()), sum(stock.values())
-        out[(digest, rw, bs)] = (total_off / total_st, (total_off - b["copy"]) / (total_st - stock["copy"]))
+        out[point] = (total_off / total_st, (total_off - b["copy"]) / (total_st - stock["copy"]))
     return out
 
 
@@ -214,10 +228,6 @@ def _outside_copy(points: list[dict[str, Any]]) -> list[str]:
 HARDWARE_DOES = ("crc32c", "checksum", "TCP/IP + skb", "virtio/net device")
 
 
-def _mean_buckets(points: list[dict[str, Any]]) -> dict[tuple[str, str, int, str], dict[str, float]]:
-    return {k: {b: sum(r[b] for r in rs) / len(rs) for b in BUCKETS} for k, rs in _repeats(points).items()}
-
-
 def hardware_model(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], tuple[float, float]]:
     """A model, not a measurement: per (digest, rw, bs), the instructions
     per I/O a host with a hardware adapter would still execute, and that
@@ -227,12 +237,8 @@ def hardware_model(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], t
     placement copy (the card writes the data into the command's pages),
     estimated as the write's copy bucket less the read's of the same size
     (both move the I/O once through the ramdisk)."""
-    mean = _mean_buckets(points)
     out = {}
-    for (digest, rw, bs, transport), b in mean.items():
-        stock = mean.get((digest, rw, bs, "stock"))
-        if transport != "offload" or not stock:
-            continue
+    for (digest, rw, bs), b, stock, mean in _offload_beside_stock(points):
         left = sum(b.values()) - sum(b[k] for k in HARDWARE_DOES)
         if rw.endswith("write"):
             read = mean.get((digest, rw.replace("write", "read"), bs, "offload"))
