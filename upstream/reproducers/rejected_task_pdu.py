@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             digest_erl1(c, args.lba, args.wait)
         else:
             data_snack(c, args.lba, args.wait)
-    except ConnectionClosed:
+    except ConnectionClosed as e:
+        print(f"  stopped: {e}")
         return 0
     c.close()
     return 0

@@ -48,7 +48,6 @@ from iscsi_initiator.session import Connection, ConnectionClosed, Params
 
 BLOCK = 512
 WRITE10 = struct.pack(">BBIBHB", 0x2A, 0, 0, 0, 1, 0)  # LBA 0, one block
-F_FINAL = 0x80
 CASES: dict[str, dict[str, str]] = {"empty": {}, "sendtargets": {"SendTargets": "All"}}
 
 
