@@ -34,6 +34,7 @@ typedef __UINT32_TYPE__ u32;
 typedef __UINT64_TYPE__ u64;
 
 #define BIT(nr) (1UL << (nr))
+#define fallthrough __attribute__((__fallthrough__))
 
 /* Provided by the user-space harness; same contract as the kernel's. */
 u32 cxe_crc32c(u32 crc, const void *buf, size_t len);

@@ -18,6 +18,7 @@
 #include "t4_tcb.h"
 #include "ddp_bits.h"
 #include "cpl.h"
+#include "ulp_rx.h"
 #include "check.h"
 
 static u32 rnd32(void)
@@ -602,6 +603,63 @@ static void golden_iscsi(void)
 	CHECK(p.st.hcrc_err == fh && p.st.dcrc_err == fd && !p.st.other);
 }
 
+/*
+ * The chip model's messages (kmod/cxgb4-model) against the same structs:
+ * the backend is tested against messages laid out as the chip's.
+ */
+static void golden_model_rx(void)
+{
+	u8 ref[64], ours[64];
+	struct cpl_iscsi_hdr *h = (void *)ref;
+	struct cpl_iscsi_data *d = (void *)ref;
+	struct cpl_rx_iscsi_ddp *dd = (void *)ref;
+	struct cpl_rx_iscsi_cmp *c = (void *)ref;
+	bool fddp = random() & 1, fpad = random() & 1;
+	bool fh = random() & 1, fd = random() & 1, ddp = random() & 1;
+	u32 tid = rnd32() & 0xffffff, plen = rnd32() & ISCSI_PDU_LEN_M;
+	u32 seq = rnd32(), crc = rnd32(), vld = ref_ddpvld(fddp, fpad, fh, fd);
+	u16 hlen = 48 + (rnd32() & 0x3ff), dlen = rnd32();
+	int n;
+
+	memset(ref, 0, sizeof(ref));
+	OPCODE_TID(h) = htonl(MK_OPCODE_TID(CPL_ISCSI_HDR, tid));
+	h->pdu_len_ddp = htons(ISCSI_PDU_LEN_V(plen) | (ddp ? ISCSI_DDP_F : 0));
+	h->len = htons(hlen);
+	h->seq = htonl(seq);
+	n = cxe_model_cpl_iscsi_hdr(ours, tid, seq, plen, ddp, hlen);
+	same("model CPL_ISCSI_HDR", ours, n, ref, sizeof(*h));
+
+	memset(ref, 0, sizeof(ref));
+	OPCODE_TID(d) = htonl(MK_OPCODE_TID((u32)CPL_ISCSI_DATA, tid));
+	d->len = htons(dlen);
+	d->seq = htonl(seq);
+	n = cxe_model_cpl_iscsi_data(ours, tid, seq, dlen);
+	same("model CPL_ISCSI_DATA", ours, n, ref, sizeof(*d));
+
+	memset(ref, 0, sizeof(ref));
+	OPCODE_TID(dd) = htonl(MK_OPCODE_TID(CPL_RX_ISCSI_DDP, tid));
+	dd->len = htons(plen);
+	dd->seq = htonl(seq);
+	dd->ulp_crc = htonl(crc);
+	dd->ddpvld = htonl(vld);
+	n = cxe_model_cpl_rx_iscsi_ddp(ours, tid, seq, plen, crc, vld);
+	same("model CPL_RX_ISCSI_DDP", ours, n, ref, sizeof(*dd));
+
+	memset(ref, 0, sizeof(ref));
+	OPCODE_TID(c) = htonl(MK_OPCODE_TID(CPL_RX_ISCSI_CMP, tid));
+	c->pdu_len_ddp = htons(ISCSI_PDU_LEN_V(plen) | (ddp ? ISCSI_DDP_F : 0));
+	c->len = htons(hlen);
+	c->seq = htonl(seq);
+	c->ulp_crc = htonl(crc);
+	c->ddpvld = htonl(vld);
+	n = cxe_model_cpl_rx_iscsi_cmp(ours, tid, seq, plen, ddp, hlen, crc, vld);
+	same("model CPL_RX_ISCSI_CMP", ours, n, ref, sizeof(*c));
+	CHECK(CXE_MODEL_DDPVLD_DDP == 1U << CPL_RX_ISCSI_DDP_STATUS_DDP_SHIFT &&
+	      CXE_MODEL_DDPVLD_PAD == 1U << CPL_RX_ISCSI_DDP_STATUS_PAD_SHIFT &&
+	      CXE_MODEL_DDPVLD_HCRC == 1U << CPL_RX_ISCSI_DDP_STATUS_HCRC_SHIFT &&
+	      CXE_MODEL_DDPVLD_DCRC == 1U << CPL_RX_ISCSI_DDP_STATUS_DCRC_SHIFT);
+}
+
 static void golden_conn(void)
 {
 	u8 buf[32] = { 0 };
@@ -693,6 +751,7 @@ int main(int argc, char **argv)
 		golden_accept_req(CXE_CHIP_T6, i & 1, i & 2);
 		golden_establish();
 		golden_iscsi();
+		golden_model_rx();
 		golden_conn();
 	}
 	printf("golden_cpl %s: %d checks against cxgb4's headers, %d failures\n",

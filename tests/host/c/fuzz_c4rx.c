@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * libFuzzer target: the cxgb4 backend's receive assembler
+ * (adapters/cxgb4/rx.c), fed by arbitrary messages and by the chip
+ * model on an arbitrary TCP stream. The first byte picks the chip, the
+ * digests and the feed. Messages are given in buffers of exactly their
+ * length (ASan sees a read past one). Whatever the input: the assembler
+ * returns MORE, PDU or -EPROTO, a PDU's header is a BHS and its AHS
+ * within the assembler, and once it refused it refuses everything.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include "rx.h"
+#include "ulp_rx.h"
+
+#define MAX_DLEN	4096
+
+static struct cxe_c4rx rx;
+static bool refused;
+
+static int take(const u8 *m, u32 len)
+{
+	struct cxe_c4rx_pdu pdu;
+	u8 *copy = malloc(len ? len : 1);
+	int ret;
+
+	if (!copy)
+		abort();
+	memcpy(copy, m, len);
+	ret = cxe_c4rx_msg(&rx, copy, len, &pdu);
+	free(copy);
+	if (ret != CXE_C4RX_MORE && ret != CXE_C4RX_PDU && ret != -EPROTO)
+		abort();
+	if (refused && ret != -EPROTO)
+		abort();
+	refused |= ret == -EPROTO;
+	if (ret == CXE_C4RX_PDU &&
+	    (pdu.hdr != rx.hdr || pdu.hdr_len > sizeof(rx.hdr) ||
+	     (!pdu.hcrc_err && pdu.hdr_len != CXE_BHS_LEN +
+	      cxe_bhs_ahs_len(pdu.hdr)) ||
+	     (pdu.placed && pdu.data)))
+		abort();
+	return ret < 0 ? ret : 0;
+}
+
+static int deliver(void *ctx, const u8 *m, u32 len)
+{
+	(void)ctx;
+	return take(m, len);
+}
+
+static u8 place[MAX_DLEN];
+
+static u8 *ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
+{
+	(void)ctx;
+	(void)itt;
+	(void)off;
+	return ttt & 1 && len <= MAX_DLEN ? place : NULL;
+}
+
+static const struct cxe_model_rx_ops ops = { .deliver = deliver, .ppod = ppod };
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static u8 data_msg[CXE_MODEL_DATA_MSG_LEN(MAX_DLEN)];
+	enum cxe_chip chip;
+	struct cxe_model_rx m;
+
+	if (size < 1)
+		return 0;
+	chip = data[0] & 1 ? CXE_CHIP_T6 : CXE_CHIP_T5;
+	cxe_c4rx_init(&rx, chip, MAX_DLEN);
+	refused = false;
+	if (data[0] & 2) {
+		/* messages, each after its 2-byte length */
+		for (size_t i = 1; i + 2 <= size;) {
+			u32 len = (u32)data[i] << 8 | data[i + 1];
+
+			i += 2;
+			if (len > size - i)
+				len = size - i;
+			take(data + i, len);
+			i += len;
+		}
+		return 0;
+	}
+	/* a TCP stream through the chip model */
+	cxe_model_rx_init(&m, chip, 1, 0, MAX_DLEN, data_msg);
+	m.hdigest = data[0] & 4;
+	m.ddigest = data[0] & 8;
+	if (!cxe_model_rx_feed(&m, data + 1, size - 1, &ops, NULL))
+		cxe_model_rx_flush(&m, &ops, NULL);
+	return 0;
+}
