@@ -19,6 +19,7 @@
 #include "ddp_bits.h"
 #include "cpl.h"
 #include "ulp_rx.h"
+#include "ulp_tx.h"
 #include "check.h"
 
 static u32 rnd32(void)
@@ -660,6 +661,77 @@ static void golden_model_rx(void)
 	      CXE_MODEL_DDPVLD_DCRC == 1U << CPL_RX_ISCSI_DDP_STATUS_DCRC_SHIFT);
 }
 
+/*
+ * The chip model's transmit side on requests built as mainline cxgbit
+ * builds them with these structs (cxgbit_tx_data_wr(),
+ * cxgbit_cpl_tx_data_iso()): it takes them, and sends as many bytes as
+ * cxgbit's own accounting (plen: payload, digests, the headers ISO adds)
+ * says the chip will.
+ */
+static void golden_model_tx(enum cxe_chip chip)
+{
+	static u8 req[512], payload[32 * 1024], out[48 * 1024];
+	struct fw_ofld_tx_data_wr *wr = (void *)req;
+	struct cpl_tx_data_iso *cpl = (void *)(req + sizeof(*wr));
+	bool h = random() & 1, d = random() & 1, iso = random() & 1;
+	u32 submode = (h ? ULP_CRC_HEADER : 0) | (d ? ULP_CRC_DATA : 0);
+	u32 force = chip == CXE_CHIP_T5 ? TX_FORCE_V(!submode) : T6_TX_FORCE_F;
+	u32 tid = rnd32() & CXE_CPL_TID_MAX, mpdu = 512 * (1 + random() % 8);
+	u32 npdu = 2 + random() % 4, dlen, plen, immlen = 0, op;
+	u32 digests = (h ? 4 : 0) + (d ? 4 : 0);
+	struct cxe_model_tx m = { chip, tid, 8192 };
+	long n;
+
+	memset(req, 0, sizeof(req));
+	memset(payload, 0, 48);
+	if (iso) {
+		dlen = (npdu - 1) * mpdu + 4 * (1 + random() % (mpdu / 4));
+		payload[0] = 0x25;	/* Data-In */
+		payload[1] = 0x80;	/* F */
+		plen = 48 + dlen + (npdu - 1) * 48 + npdu * digests;
+		op = FW_ISCSI_TX_DATA_WR;
+		immlen = sizeof(*cpl);
+		cpl->op_to_scsi = htonl(CPL_TX_DATA_ISO_OP_V(CPL_TX_DATA_ISO) |
+				CPL_TX_DATA_ISO_FIRST_V(1) |
+				CPL_TX_DATA_ISO_LAST_V(1) |
+				CPL_TX_DATA_ISO_HDRCRC_V((u32)h) |
+				CPL_TX_DATA_ISO_PLDCRC_V((u32)d) |
+				CPL_TX_DATA_ISO_SCSI_V(2));
+		cpl->mpdu = htons(DIV_ROUND_UP(mpdu, 4));
+		cpl->burst_size = htonl(DIV_ROUND_UP(npdu * mpdu, 4));
+		cpl->len = htonl(48 + dlen);
+		submode |= 8;
+	} else {
+		dlen = random() % 8192;
+		payload[0] = 0x21;
+		plen = 48 + dlen + ((-dlen) & 3) + (h ? 4 : 0) +
+		       (d && dlen ? 4 : 0);
+		op = FW_OFLD_TX_DATA_WR;
+		if (!dlen)
+			submode &= ~ULP_CRC_DATA;
+	}
+	payload[5] = dlen >> 16;
+	payload[6] = dlen >> 8;
+	payload[7] = dlen;
+	for (u32 i = 48; i < 48 + dlen; i++)
+		payload[i] = random();
+	wr->op_to_immdlen = cpu_to_be32(FW_WR_OP_V(op) |
+					FW_WR_IMMDLEN_V(immlen));
+	wr->flowid_len16 = cpu_to_be32(FW_WR_FLOWID_V(tid) |
+				       FW_WR_LEN16_V(DIV_ROUND_UP(sizeof(*wr) + immlen + 64, 16)));
+	wr->plen = htonl(plen);
+	wr->tunnel_to_proxy =
+		htonl(FW_OFLD_TX_DATA_WR_ULPMODE_V(ULP_MODE_ISCSI) |
+		      FW_OFLD_TX_DATA_WR_ULPSUBMODE_V(submode) | force |
+		      FW_OFLD_TX_DATA_WR_SHOVE_F);
+	n = cxe_model_tx_wr(&m, req, sizeof(*wr) + immlen, payload,
+			    48 + dlen + ((-dlen) & 3), out, sizeof(out));
+	CHECK(n == (long)plen);
+	if (n != (long)plen)
+		fprintf(stderr, "model TX T%d iso %d h %d d %d dlen %u: %ld, not %u\n",
+			chip, iso, h, d, dlen, n, plen);
+}
+
 static void golden_conn(void)
 {
 	u8 buf[32] = { 0 };
@@ -752,6 +824,8 @@ int main(int argc, char **argv)
 		golden_establish();
 		golden_iscsi();
 		golden_model_rx();
+		golden_model_tx(CXE_CHIP_T5);
+		golden_model_tx(CXE_CHIP_T6);
 		golden_conn();
 	}
 	printf("golden_cpl %s: %d checks against cxgb4's headers, %d failures\n",

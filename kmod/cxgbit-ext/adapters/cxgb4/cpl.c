@@ -329,7 +329,7 @@ int cxe_fw_flowc_wr(void *buf, size_t size, const struct cxe_fw_flowc *f)
 #define TXD_SHOVE		BIT(29)
 #define TXD_T6_FORCE		BIT(20)
 #define TXD_T5_FORCE		BIT(13)
-#define TXD_ULPMODE_SHIFT	10	/* 4 bits */
+#define TXD_ULPMODE_SHIFT	10	/* 3 bits: the T5 force bit is 13 */
 #define TXD_ULPSUBMODE_SHIFT	6	/* 4 bits */
 #define TXD_SUBMODE_ISO		0x8
 

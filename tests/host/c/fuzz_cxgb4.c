@@ -2,16 +2,19 @@
 /*
  * libFuzzer target: the cxgb4 backend's receive assembler
  * (adapters/cxgb4/rx.c), fed by arbitrary messages and by the chip
- * model on an arbitrary TCP stream. The first byte picks the chip, the
+ * model on an arbitrary TCP stream; and the chip model's transmit side
+ * on arbitrary work requests. The first byte picks the chip, the
  * digests and the feed. Messages are given in buffers of exactly their
  * length (ASan sees a read past one). Whatever the input: the assembler
  * returns MORE, PDU or -EPROTO, a PDU's header is a BHS and its AHS
- * within the assembler, and once it refused it refuses everything.
+ * within the assembler, and once it refused it refuses everything; the
+ * transmit model sends no more than its buffer or refuses the request.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include "rx.h"
 #include "ulp_rx.h"
+#include "ulp_tx.h"
 
 #define MAX_DLEN	4096
 
@@ -70,6 +73,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	chip = data[0] & 1 ? CXE_CHIP_T6 : CXE_CHIP_T5;
+	if (data[0] & 16) {
+		/* a request, then what cxgb4 would gather, split at data[1] */
+		static u8 out[1 << 17];
+		struct cxe_model_tx t = { chip, 1, MAX_DLEN };
+		size_t cut = size > 2 ? data[1] % (size - 1) : 0;
+		u8 *wr = malloc(cut ? cut : 1);
+		long n;
+
+		if (!wr)
+			abort();
+		memcpy(wr, data + 2, cut);
+		n = cxe_model_tx_wr(&t, wr, cut, data + 2 + cut,
+				    size > 2 + cut ? size - 2 - cut : 0, out,
+				    sizeof(out));
+		free(wr);
+		if (n != -EINVAL && n != -ENOSPC && (n < 0 || n > (long)sizeof(out)))
+			abort();
+		return 0;
+	}
 	cxe_c4rx_init(&rx, chip, MAX_DLEN);
 	refused = false;
 	if (data[0] & 2) {

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A model of the transmit side of a Chelsio T5/T6's iSCSI ULP, for one
+ * offloaded connection: the work requests cxgb4 hands the chip in, the
+ * bytes the chip puts on the wire out (README.md says what is modelled
+ * and what is not). Pure code, as ulp_rx.h.
+ *
+ * FW_OFLD_TX_DATA_WR in ULP iSCSI mode carries one PDU (header, data,
+ * padding): the chip inserts the header digest after the header and the
+ * data digest after the padding, as the request's submode says (a data
+ * digest only when there is data). FW_ISCSI_TX_DATA_WR with a
+ * CPL_TX_DATA_ISO carries a Data-In template header and the data of
+ * several PDUs: the chip cuts the data into PDUs of MPDU bytes, each with
+ * a copy of the template whose DataSegmentLength, DataSN and Buffer
+ * Offset it sets; the last PDU keeps the template's flags and status, the
+ * others get F only where a burst_size of data ends, no S, no status,
+ * StatSN 0xffffffff and no residual (what RFC 7143 asks of such PDUs; what
+ * the chip writes there is not public).
+ */
+#ifndef CXE_MODEL_ULP_TX_H
+#define CXE_MODEL_ULP_TX_H
+
+#include "../cxgbit-ext/pdu/cxe_bhs.h"
+#include "../cxgbit-ext/adapters/cxgb4/cpl.h"
+
+struct cxe_model_tx {
+	enum cxe_chip chip;
+	u32 tid;
+	u32 max_dlen;		/* data segment the chip sends, at most */
+};
+
+/*
+ * One request: its bytes as cxgb4 writes them (header, ISO CPL, and the
+ * payload when immediate), and the payload cxgb4 gathers when it is not
+ * (NULL, 0 otherwise). The wire bytes are appended to out. Returns their
+ * number; -EINVAL for a request the firmware would refuse or misread (a
+ * field that disagrees with another or with the payload, another TID, a
+ * length the chip cannot cut), -ENOSPC when out is too small.
+ */
+long cxe_model_tx_wr(const struct cxe_model_tx *m, const u8 *wr, u32 wr_len,
+		     const u8 *gathered, u32 gathered_len, u8 *out,
+		     size_t size);
+
+#endif /* CXE_MODEL_ULP_TX_H */
