@@ -61,9 +61,11 @@ struct cxe_adapter_ops {
 	void (*unlisten)(struct cxe_np *cnp);
 	/*
 	 * Block for the next connection (-ERESTARTSYS on a signal). c is
-	 * zeroed, conn_size bytes (CXE_CONN_SIZE), c->conn set; accept sets
-	 * c->adapter (with a reference), the toggles and addresses. On an
-	 * error it leaves nothing to release: c is freed as it is.
+	 * zeroed, conn_size bytes (CXE_CONN_SIZE), c->conn set, c->limits
+	 * the backend's; accept sets c->adapter (with a reference), the
+	 * toggles and addresses, and points c->limits at narrower ones of
+	 * its own when the adapter that took the connection has them. On
+	 * an error it leaves nothing to release: c is freed as it is.
 	 */
 	int (*accept)(struct cxe_np *cnp, struct cxe_conn *c);
 	/*
@@ -110,9 +112,10 @@ struct cxe_adapter_ops {
 	int (*send_burst)(struct cxe_conn *c, const struct cxe_burst *b);
 
 	/*
-	 * DDP: a tag (the R2T's TTT) for [off, off + len) of task's buffer
-	 * (with place false, when the connection's ddp toggle is off or the
-	 * window is outside the backend's limits: a TTT that places nothing);
+	 * DDP: a tag (the R2T's TTT) for the window [win->offset,
+	 * win->offset + win->len) of task's pages (win->sgl; with place
+	 * false, when the connection's ddp toggle is off or the window is
+	 * outside the backend's limits: a TTT that places nothing);
 	 * check that a Data-Out may be placed by it (the tag completes with
 	 * the window's last byte); release the task's tags still live. The
 	 * adapter counts a task's live tags in task->ddp_live, so that a task
@@ -139,7 +142,7 @@ struct cxe_adapter_ops {
 	 * one), fences a tag by clearing it under the lock ddp_check takes.
 	 */
 	u32 (*ddp_reserve)(struct cxe_conn *c, struct cxe_task *task, u32 itt,
-			   u32 off, u32 len, bool place);
+			   const struct cxe_data *win, bool place);
 	bool (*ddp_check)(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
 			  u32 len, bool final);
 	void (*ddp_release)(struct cxe_conn *c, struct cxe_task *task);

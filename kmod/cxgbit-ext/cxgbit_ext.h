@@ -47,6 +47,8 @@ enum cxe_stat {
 	CXE_STAT_BURST_PDUS,	/* Data-In PDUs those bursts became */
 	CXE_STAT_RX_WAITS,	/* times RX found nothing queued and slept */
 	CXE_STAT_HANDED_BACK,	/* logins given to the stock listener */
+	CXE_STAT_MODEL_CPLS,	/* messages the chip model handed up */
+	CXE_STAT_MODEL_WRS,	/* work requests the chip model took */
 	CXE_STAT_MAX,
 };
 
@@ -76,6 +78,11 @@ struct cxe_adapter {
 	/* toggles, read when a connection starts (READ_ONCE) */
 	bool			ddp;
 	bool			iso;
+	/*
+	 * Software adapters: run the full feature phase through the model of
+	 * a Chelsio chip (0: no; CXE_CHIP_T5), adapters/soft/model.c
+	 */
+	u8			model;
 	/* per CPU, summed when read: every connection's threads bump them */
 	struct cxe_stats __percpu *stats;
 };
@@ -100,6 +107,11 @@ struct cxe_conn {
 	bool			ddigest;
 	bool			ddp;		/* the adapter's toggles at accept */
 	bool			iso;
+	/*
+	 * What the adapter carrying it can do: its backend's limits unless
+	 * accept narrowed them (one adapter of a backend may be smaller)
+	 */
+	const struct cxe_limits	*limits;
 	bool			answered;	/* a Login response went out */
 	bool			logged_in;	/* the last Login response went out */
 	atomic64_t		stats[CXE_STAT_MAX];

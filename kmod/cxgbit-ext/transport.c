@@ -54,6 +54,8 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_BURST_PDUS]	= "burst_pdus",
 	[CXE_STAT_RX_WAITS]	= "rx_waits",
 	[CXE_STAT_HANDED_BACK]	= "handed_back",
+	[CXE_STAT_MODEL_CPLS]	= "model_cpls",
+	[CXE_STAT_MODEL_WRS]	= "model_wrs",
 };
 
 /* ---- portals ------------------------------------------------------------ */
@@ -108,9 +110,11 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	if (!c)
 		return -ENOMEM;
 	c->conn = conn;
+	c->limits = &cnp->backend->limits;
 	/*
-	 * Sets c->adapter (with a reference) and its toggles. Interrupted by
-	 * LIO's SIGINT when the portal thread resets or stops.
+	 * Sets c->adapter (with a reference) and its toggles, and may narrow
+	 * c->limits. Interrupted by LIO's SIGINT when the portal thread
+	 * resets or stops.
 	 */
 	ret = cnp->backend->ops->accept(cnp, c);
 	if (ret) {
@@ -293,7 +297,7 @@ static int cxe_discard(struct cxe_conn *c, u32 dlen)
  */
 static const struct cxe_limits *cxe_limits(const struct cxe_conn *c)
 {
-	return &c->adapter->backend->limits;
+	return c->limits;
 }
 
 static int cxe_validate_params(struct iscsit_conn *conn)
@@ -585,10 +589,15 @@ static void cxe_get_r2t_ttt(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 	struct cxe_conn *c = conn->context;
 	u32 itt = be32_to_cpu((__force __be32)cmd->init_task_tag);
 	bool place = c->ddp && cxe_ddp_fits(c, cmd, r2t->offset, r2t->xfer_len);
+	struct cxe_data win = {
+		.sgl = cmd->se_cmd.t_data_sg,
+		.nents = cmd->se_cmd.t_data_nents,
+		.offset = r2t->offset,
+		.len = r2t->xfer_len,
+	};
 
 	r2t->targ_xfer_tag = cxe_ops(c)->ddp_reserve(c, iscsit_priv_cmd(cmd),
-						     itt, r2t->offset,
-						     r2t->xfer_len, place);
+						     itt, &win, place);
 }
 
 /*

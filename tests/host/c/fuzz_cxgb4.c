@@ -52,17 +52,31 @@ static int deliver(void *ctx, const u8 *m, u32 len)
 	return take(m, len);
 }
 
-static u8 place[MAX_DLEN];
-
-static u8 *ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
+static bool ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
 {
 	(void)ctx;
 	(void)itt;
 	(void)off;
-	return ttt & 1 && len <= MAX_DLEN ? place : NULL;
+	return ttt & 1 && len <= MAX_DLEN;
 }
 
-static const struct cxe_model_rx_ops ops = { .deliver = deliver, .ppod = ppod };
+static u8 placed[MAX_DLEN];
+
+static int place(void *ctx, u32 ttt, u32 itt, u32 off, const u8 *buf,
+		 u32 len)
+{
+	(void)ctx;
+	(void)ttt;
+	(void)itt;
+	memcpy(placed + off % MAX_DLEN / 2, buf, len > MAX_DLEN / 2 ? MAX_DLEN / 2 : len);
+	return 0;
+}
+
+static const struct cxe_model_rx_ops ops = {
+	.deliver = deliver,
+	.ppod = ppod,
+	.place = place,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

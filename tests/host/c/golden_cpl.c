@@ -605,7 +605,7 @@ static void golden_iscsi(void)
 }
 
 /*
- * The chip model's messages (kmod/cxgb4-model) against the same structs:
+ * The chip model's messages (kmod/cxgbit-ext/model) against the same structs:
  * the backend is tested against messages laid out as the chip's.
  */
 static void golden_model_rx(void)

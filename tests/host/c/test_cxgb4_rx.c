@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The cxgb4 backend's receive assembler (adapters/cxgb4/rx.c) under the
- * chip model's receive side (kmod/cxgb4-model/ulp_rx.c), against the
+ * chip model's receive side (kmod/cxgbit-ext/model/ulp_rx.c), against the
  * software adapter's stream parser (pdu/cxe_rx.c) on the same bytes.
  *
  * A random stream of PDUs (R2T windows of four tasks cut into Data-Outs,
  * some with a TTT whose page pod is valid, some not; commands, pings and
  * other PDUs between them; digests on or off, some data digests broken)
- * goes to the parser in one piece and to the model in random chunks. The
+ * goes to the parser in one piece and to the model in random chunks (or
+ * chunks that end where a PDU does at the latest, as the kernel feeds it). The
  * target must end up with the same thing either way: the same PDUs handed
  * up (less, on a T6, the placed Data-Outs a later completion stands for),
  * the same data, the same digest verdicts, and the same bytes in every
@@ -58,6 +59,7 @@ struct world {
 	u32 nev, cap;
 	int rx_err;
 	u32 msgs;
+	u32 placed_pieces;
 };
 
 static const struct window *find_win(const struct world *w, u32 ttt)
@@ -69,15 +71,27 @@ static const struct window *find_win(const struct world *w, u32 ttt)
 }
 
 /* the chip's page pod table: a valid pod of this ITT covering the bytes */
-static u8 *ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
+static bool ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
 {
 	struct world *w = ctx;
 	const struct window *win = find_win(w, ttt);
 
-	if (!win || !win->pod || win->itt != itt ||
-	    !cxe_ddp_in_window(win->off, win->len, off, len))
-		return NULL;
-	return w->buf[itt] + off;
+	return win && win->pod && win->itt == itt &&
+	       cxe_ddp_in_window(win->off, win->len, off, len);
+}
+
+/* the chip writing placed data into the pod's buffer, piece by piece */
+static int place(void *ctx, u32 ttt, u32 itt, u32 off, const u8 *buf,
+		 u32 len)
+{
+	struct world *w = ctx;
+	const struct window *win = find_win(w, ttt);
+
+	CHECK(win && win->itt == itt && off >= win->off &&
+	      off + len <= win->off + win->len);
+	w->placed_pieces++;
+	memcpy(w->buf[itt] + off, buf, len);
+	return 0;
 }
 
 static bool placeable(const struct world *w, const u8 *hdr, int hstatus)
@@ -150,6 +164,7 @@ static int deliver(void *ctx, const u8 *msg, u32 len)
 static const struct cxe_model_rx_ops model_ops = {
 	.deliver = deliver,
 	.ppod = ppod,
+	.place = place,
 };
 
 struct stream {
@@ -302,7 +317,7 @@ static void free_events(struct world *w)
  * random points too (more completions on a T6, never fewer or others).
  */
 static void run_one(struct world *w, enum cxe_chip chip, bool hd, bool dd,
-		    bool flushes, bool break_hdig, u8 *wire)
+		    bool flushes, bool break_hdig, bool bounded, u8 *wire)
 {
 	struct stream s = { .wire = wire };
 	struct rec r = { 0 };
@@ -334,12 +349,17 @@ static void run_one(struct world *w, enum cxe_chip chip, bool hd, bool dd,
 	m.hdigest = hd;
 	m.ddigest = dd;
 	for (off = 0; off < s.len && !ret;) {
-		u32 n = rnd(4) == 0 ? 1 + rnd(8) : 1 + rnd(20000);
+		u32 n = rnd(4) == 0 ? 1 + rnd(8) : 1 + rnd(20000), before = w->nev;
 
+		/* as the kernel feeds it: never past the current PDU */
+		if (bounded && n > cxe_model_rx_want(&m))
+			n = cxe_model_rx_want(&m);
 		if (n > s.len - off)
 			n = s.len - off;
 		ret = cxe_model_rx_feed(&m, wire + off, n, &model_ops, w);
 		off += n;
+		if (bounded)
+			CHECK(w->nev - before <= (chip == CXE_CHIP_T6 ? 2u : 1u));
 		if (!ret && flushes && rnd(3) == 0)
 			ret = cxe_model_rx_flush(&m, &model_ops, w);
 	}
@@ -572,10 +592,13 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 6; round++)
 		for (int chip = CXE_CHIP_T5; chip <= CXE_CHIP_T6; chip++)
 			for (int dig = 0; dig < 4; dig++) {
-				run_one(w, chip, dig & 1, dig & 2, false, false, wire);
-				run_one(w, chip, dig & 1, dig & 2, true, false, wire);
+				run_one(w, chip, dig & 1, dig & 2, false, false,
+					round & 1, wire);
+				run_one(w, chip, dig & 1, dig & 2, true, false,
+					!(round & 1), wire);
 				if (dig & 1)
-					run_one(w, chip, true, dig & 2, false, true, wire);
+					run_one(w, chip, true, dig & 2, false, true,
+						round & 1, wire);
 				runs += 2 + (dig & 1);
 			}
 	/* each case the comparison is about came up */

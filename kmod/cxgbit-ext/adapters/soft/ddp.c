@@ -87,7 +87,7 @@ int cxe_soft_bounce(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 /* ---- DDP tags -------------------------------------------------------------- */
 
 u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
-			 u32 itt, u32 off, u32 len, bool place)
+			 u32 itt, const struct cxe_data *win, bool place)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 i;
@@ -101,8 +101,10 @@ u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
 		s->owner = owner;
 		s->itt = itt;
 		s->gen = cxe_ddp_next_gen(s->gen, i);
-		s->offset = off;
-		s->len = len;
+		s->offset = win->offset;
+		s->len = win->len;
+		s->sgl = win->sgl;
+		s->nents = win->nents;
 		owner->ddp_live++;
 		spin_unlock_bh(&sc->ddp_lock);
 		return cxe_ddp_tag(i, s->gen);

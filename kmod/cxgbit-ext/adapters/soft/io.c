@@ -120,7 +120,7 @@ static int cxe_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
  * the urgent byte for good: the stream cannot go on (waiting would spin),
  * so the connection ends.
  */
-static bool cxe_urgent(struct cxe_conn *c, struct sock *sk)
+bool cxe_urgent(struct cxe_conn *c, struct sock *sk)
 {
 	if (!READ_ONCE(tcp_sk(sk)->urg_data))
 		return false;
@@ -134,7 +134,7 @@ static bool cxe_urgent(struct cxe_conn *c, struct sock *sk)
  * the peer's close, or a signal (LIO stopping the thread, or its login
  * timer). 0: it may wait.
  */
-static int cxe_wait_stop(struct sock *sk)
+int cxe_wait_stop(struct sock *sk)
 {
 	if (sk->sk_err)
 		return sock_error(sk);
@@ -150,8 +150,7 @@ static int cxe_wait_stop(struct sock *sk)
  * *timeo: the socket's receive timeout, as sock_recvmsg() honours it. LIO
  * sets it to its login timeout for the login phase and lifts it after.
  */
-static int cxe_wait_data(struct sock *sk, long *timeo,
-			 const struct sk_buff *last)
+int cxe_wait_data(struct sock *sk, long *timeo, const struct sk_buff *last)
 {
 	if (!*timeo)
 		return -EAGAIN;
@@ -317,6 +316,8 @@ int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr)
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	int ret;
 
+	if (sc->model || sc->model_err)
+		return cxe_soft_model_recv_hdr(c, hdr);
 	sc->hdr = hdr;
 	sc->got_hdr = false;
 	/*
@@ -352,6 +353,8 @@ int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 	u32 have = min(dst->len, dlen);
 	int ret;
 
+	if (sc->model)
+		return cxe_soft_model_recv_data(c, dst, dlen, bad);
 	*bad = false;
 	if (!dlen)
 		return 0;
@@ -384,8 +387,12 @@ int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 int cxe_soft_data_taken(struct cxe_conn *c)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
-	u32 taken = READ_ONCE(tcp_sk(cxe_soft(c)->sock->sk)->copied_seq) - sc->hdr_seq;
-	u32 wire = cxe_rx_data_wire_len(&sc->rx);
+	u32 taken, wire;
+
+	if (sc->model)
+		return cxe_soft_model_data_taken(c);
+	taken = READ_ONCE(tcp_sk(sc->sock->sk)->copied_seq) - sc->hdr_seq;
+	wire = cxe_rx_data_wire_len(&sc->rx);
 
 	if (taken != wire || !cxe_rx_skip_data(&sc->rx)) {
 		pr_err("%pISpc: %u bytes of a %u-byte data segment were read past the adapter: stream lost\n",
@@ -707,6 +714,8 @@ int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	int ret;
 
+	if (sc->model)
+		return cxe_soft_model_send_pdu(c, bhs, src);
 	ret = cxe_tx_start(sc);
 	if (ret)
 		return ret;
@@ -714,6 +723,17 @@ int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
 	return ret;
+}
+
+/* Bytes already on their wire form (the chip model's), copied to TCP */
+int cxe_soft_send_copy(struct cxe_soft_conn *sc, const void *buf, u32 len)
+{
+	int ret;
+
+	ret = cxe_tx_start(sc);
+	if (ret)
+		return ret;
+	return cxe_tx_end(sc, cxe_tx_copy(sc, buf, len, false));
 }
 
 /*
@@ -735,6 +755,8 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	u8 bhs[CXE_BHS_LEN];
 	int ret;
 
+	if (sc->model)
+		return cxe_soft_model_send_burst(c, b);
 	if (!n)
 		return -EINVAL;
 	ret = cxe_tx_start(sc);

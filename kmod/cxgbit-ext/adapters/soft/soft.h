@@ -17,9 +17,13 @@
 #include "cxgbit_ext.h"
 #include "pdu/cxe_ddp.h"
 #include "pdu/cxe_rx.h"
+#include "adapters/cxgb4/limits.h"
 
 struct socket;
 struct scatterlist;
+struct sock;
+struct sk_buff;
+struct cxe_soft_model;
 
 #define CXE_DDP_SLOTS	1024	/* live R2T tags per connection */
 /* TTT of an R2T that got no DDP slot: its data is checked by LIO alone */
@@ -50,6 +54,9 @@ struct cxe_ddp_slot {
 	u32		gen;
 	u32		offset;
 	u32		len;
+	/* the task's pages, for an engine that places before the header */
+	struct scatterlist *sgl;
+	u32		nents;
 };
 
 /*
@@ -88,6 +95,17 @@ struct cxe_soft_conn {
 	u32			held_len;
 	u32			held_off;
 	struct cxe_soft_tx	tx;
+	/*
+	 * The chip model engine (model.c): the adapter's model setting at
+	 * accept, and from the full feature phase on its state. The socket
+	 * is then ours to release, no longer LIO's.
+	 */
+	u8			model_chip;
+	struct cxe_soft_model	*model;
+	int			model_err;
+	/* the modelled chip's limits, the connection's (c.limits) */
+	struct cxe_cxgb4_limits	model_c4;
+	struct cxe_limits	model_limits;
 };
 
 static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
@@ -96,6 +114,9 @@ static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 }
 
 /* io.c */
+bool cxe_urgent(struct cxe_conn *c, struct sock *sk);
+int cxe_wait_stop(struct sock *sk);
+int cxe_wait_data(struct sock *sk, long *timeo, const struct sk_buff *last);
 int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr);
 int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 		       u32 dlen, bool *bad);
@@ -103,7 +124,20 @@ int cxe_soft_data_taken(struct cxe_conn *c);
 int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 		      const struct cxe_data *src);
 int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
+int cxe_soft_send_copy(struct cxe_soft_conn *sc, const void *buf, u32 len);
 void cxe_soft_tx_release(struct cxe_soft_conn *sc);
+
+/* model.c: the same ops, through the chip model */
+int cxe_soft_model_accept(struct cxe_conn *c);
+int cxe_soft_model_start(struct cxe_conn *c, u32 max_recv_dlen);
+void cxe_soft_model_release(struct cxe_conn *c);
+int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr);
+int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
+			     u32 dlen, bool *bad);
+int cxe_soft_model_data_taken(struct cxe_conn *c);
+int cxe_soft_model_send_pdu(struct cxe_conn *c, const u8 *bhs,
+			    const struct cxe_data *src);
+int cxe_soft_model_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
 
 /* ddp.c */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
@@ -111,7 +145,7 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 int cxe_soft_bounce(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		    u32 off, const u8 *buf, u32 len);
 u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
-			 u32 itt, u32 off, u32 len, bool place);
+			 u32 itt, const struct cxe_data *win, bool place);
 bool cxe_soft_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
 			u32 len, bool final);
 void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner);

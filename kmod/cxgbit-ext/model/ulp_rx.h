@@ -9,7 +9,7 @@
  *
  * It frames PDUs by their own lengths, checks and strips digests and
  * padding, places a Data-Out's data straight into the buffer the page pod
- * of its TTT names (asked through ops->ppod), and hands the rest up:
+ * of its TTT names (ops->ppod and ops->place), and hands the rest up:
  * - T5: CPL_ISCSI_HDR when the header is in, CPL_ISCSI_DATA with the data
  *   segment unless placed, CPL_RX_ISCSI_DDP with the status;
  * - T6: CPL_ISCSI_DATA unless placed, then CPL_RX_ISCSI_CMP with the
@@ -22,18 +22,22 @@
 #ifndef CXE_MODEL_ULP_RX_H
 #define CXE_MODEL_ULP_RX_H
 
-#include "../cxgbit-ext/pdu/cxe_bhs.h"
-#include "../cxgbit-ext/adapters/cxgb4/cpl.h"
+#include "../pdu/cxe_bhs.h"
+#include "../adapters/cxgb4/cpl.h"
 
 struct cxe_model_rx_ops {
 	/* one message to the host: the CPL, then its payload; 0 to go on */
 	int (*deliver)(void *ctx, const u8 *msg, u32 len);
 	/*
-	 * Where bytes [off, off + len) of a Data-Out with this TTT and ITT
-	 * go, by the page pod the TTT names; NULL when it names none that is
-	 * valid for this ITT and covers them (the data is then handed up).
+	 * Whether the page pod this TTT names is valid for this ITT and
+	 * covers bytes [off, off + len) of its buffer: the Data-Out's data
+	 * is then placed, piece by piece as it arrives, through place();
+	 * else it is handed up.
 	 */
-	u8 *(*ppod)(void *ctx, u32 ttt, u32 itt, u32 off, u32 len);
+	bool (*ppod)(void *ctx, u32 ttt, u32 itt, u32 off, u32 len);
+	/* len bytes of placed data, at byte off of the pod's buffer */
+	int (*place)(void *ctx, u32 ttt, u32 itt, u32 off, const u8 *buf,
+		     u32 len);
 };
 
 enum cxe_model_rx_state {
@@ -67,7 +71,7 @@ struct cxe_model_rx {
 	bool hcrc_err;
 	bool dcrc_err;
 	bool pad_err;
-	u8 *place;		/* where the data goes, or NULL: handed up */
+	bool place;		/* the data is placed, not handed up */
 	u8 dig[CXE_DIGEST_LEN];
 	u8 hdr[CXE_MODEL_HDR_MAX];
 	/* the data message under construction: CPL, then max_dlen bytes */
@@ -89,12 +93,20 @@ void cxe_model_rx_init(struct cxe_model_rx *m, enum cxe_chip chip, u32 tid,
 		       u32 isn, u32 max_dlen, u8 *data_msg);
 
 /*
- * Take len bytes of the TCP payload. Returns 0, what ops->deliver
- * returned when not 0, or -EMSGSIZE for a data segment above max_dlen
- * (the model then takes nothing more: the chip would abort).
+ * Take len bytes of the TCP payload. Returns 0, what ops->deliver or
+ * ops->place returned when not 0, or -EMSGSIZE for a data segment above
+ * max_dlen (the model then takes nothing more: the chip would abort).
  */
 int cxe_model_rx_feed(struct cxe_model_rx *m, const u8 *buf, size_t len,
 		      const struct cxe_model_rx_ops *ops, void *ctx);
+
+/*
+ * Bytes the model takes before the current PDU is complete, or before its
+ * BHS is when its length is not known yet (0 once it stopped). A caller
+ * that feeds no more than this at a time gets at most one PDU completed
+ * per feed (two on a T6: a completion held back goes first).
+ */
+u32 cxe_model_rx_want(const struct cxe_model_rx *m);
 
 /* The end of a receive batch: hand up a completion held back */
 int cxe_model_rx_flush(struct cxe_model_rx *m,

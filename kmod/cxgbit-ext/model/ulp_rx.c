@@ -99,6 +99,18 @@ static u32 cxe_model_ddpvld(const struct cxe_model_rx *m)
 	       (m->dcrc_err ? CXE_MODEL_DDPVLD_DCRC : 0);
 }
 
+u32 cxe_model_rx_want(const struct cxe_model_rx *m)
+{
+	switch (m->state) {
+	case CXE_MRX_DEAD:
+		return 0;
+	case CXE_MRX_BHS:
+		return CXE_BHS_LEN - m->have;
+	default:
+		return cxe_model_wire_len(m) - (m->seq - m->pdu_seq);
+	}
+}
+
 int cxe_model_rx_flush(struct cxe_model_rx *m,
 		       const struct cxe_model_rx_ops *ops, void *ctx)
 {
@@ -119,12 +131,10 @@ static int cxe_model_hdr_done(struct cxe_model_rx *m,
 {
 	u8 *b = m->hdr;
 
-	m->place = NULL;
-	if (!m->hcrc_err && m->dlen &&
-	    cxe_bhs_opcode(b) == CXE_OP_DATA_OUT)
-		m->place = ops->ppod(ctx, cxe_get_be32(b + 20),
-				     cxe_get_be32(b + 16),
-				     cxe_get_be32(b + 40), m->dlen);
+	m->place = !m->hcrc_err && m->dlen &&
+		   cxe_bhs_opcode(b) == CXE_OP_DATA_OUT &&
+		   ops->ppod(ctx, cxe_get_be32(b + 20), cxe_get_be32(b + 16),
+			     cxe_get_be32(b + 40), m->dlen);
 	m->crc = ~0u;
 	if (m->chip != CXE_CHIP_T5)
 		return 0;
@@ -294,10 +304,18 @@ int cxe_model_rx_feed(struct cxe_model_rx *m, const u8 *buf, size_t len,
 			memcpy(m->dig + m->have, buf, n);
 			break;
 		case CXE_MRX_DATA:
-			to = m->place ? m->place :
-			     m->data_msg + CXE_CPL_ISCSI_DATA_LEN;
-			memcpy(to + m->have, buf, n);
 			m->crc = cxe_crc32c(m->crc, buf, n);
+			if (!m->place) {
+				memcpy(m->data_msg + CXE_CPL_ISCSI_DATA_LEN +
+				       m->have, buf, n);
+				break;
+			}
+			ret = ops->place(ctx, cxe_get_be32(m->hdr + 20),
+					 cxe_get_be32(m->hdr + 16),
+					 cxe_get_be32(m->hdr + 40) + m->have,
+					 buf, n);
+			if (ret)
+				return ret;
 			break;
 		case CXE_MRX_PAD:
 			/* the digest covers the padding as zeros (pdu/) */

@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgbit-ext software adapter: the chip model engine. A software adapter
+ * whose model setting is t5 (configfs) runs the full feature phase of its
+ * connections through the cxgb4 backend's own receive assembler and work
+ * requests (adapters/cxgb4/rx.c, tx.c), with the model of a T5's iSCSI
+ * ULP (model/) between them and the kernel's TCP socket: the model frames
+ * the received stream, checks the digests, places Data-Out data through
+ * the connection's DDP tags (its page pods) before the header is handed
+ * up, and hands up the chip's messages, which the assembler turns back
+ * into PDUs; PDUs and Data-In bursts go out as the backend's work
+ * requests, which the model turns into the bytes on the wire (digests,
+ * ISO). Login stays on the software path (the chip model has no
+ * connection set-up). This is a test engine: it copies where the
+ * software path does not, and nothing here has run on Chelsio hardware.
+ *
+ * Once the model runs, the stream is its own: the socket is no longer
+ * lent to LIO (conn->sock), which could otherwise read bytes the model
+ * already took (a refused Data-Out's payload dump, which then fails as it
+ * does under mainline cxgbit), and the adapter releases it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+#include <target/iscsi/iscsi_target_core.h>
+
+#include "soft.h"
+#include "pdu/cxe_seg.h"
+#include "adapters/cxgb4/rx.h"
+#include "adapters/cxgb4/tx.h"
+#include "model/ulp_rx.h"
+#include "model/ulp_tx.h"
+
+#define CXE_MODEL_TID		1	/* the model's connection, for the messages */
+
+/* A PDU the assembler completed, waiting for the PDU layer */
+struct cxe_model_pdu {
+	u8	hdr[CXE_BHS_LEN + CXE_MAX_AHS_LEN];
+	u32	hdr_len;
+	u32	dlen;
+	bool	data;		/* in data_msg, after its CPL */
+	bool	placed;
+	bool	hcrc;
+	bool	dcrc;
+};
+
+struct cxe_soft_model {
+	struct cxe_model_rx	rx;
+	struct cxe_c4rx		as;
+	struct cxe_model_tx	tx;
+	struct cxe_c4tx_conn	txc;
+	u8			*data_msg;
+	/*
+	 * Receive is fed no further than the end of the PDU in progress, so
+	 * one feed completes at most one PDU (ulp_rx.h); q[head] is the one
+	 * handed up (cur) until the next recv_hdr.
+	 */
+	struct cxe_model_pdu	q[2];
+	u32			head;
+	u32			nq;
+	bool			cur;
+};
+
+/* ---- receive: the model's callbacks ----------------------------------------- */
+
+/* The slot of a live tag of this ITT whose window covers the bytes */
+static struct cxe_ddp_slot *cxe_model_slot(struct cxe_soft_conn *sc, u32 ttt,
+					   u32 itt, u32 off, u32 len)
+{
+	u32 i = cxe_ddp_tag_idx(ttt);
+	struct cxe_ddp_slot *s;
+
+	lockdep_assert_held(&sc->ddp_lock);
+	if (!sc->c.ddp || i == CXE_NODDP_IDX || i >= CXE_DDP_SLOTS)
+		return NULL;
+	s = &sc->ddp[i];
+	if (!s->owner || s->itt != itt || s->gen != cxe_ddp_tag_gen(ttt) ||
+	    !cxe_ddp_in_window(s->offset, s->len, off, len))
+		return NULL;
+	return s;
+}
+
+/* The chip's page pod lookup: the connection's DDP tags */
+static bool cxe_model_ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
+{
+	struct cxe_soft_conn *sc = cxe_soft(ctx);
+	bool ok;
+
+	spin_lock_bh(&sc->ddp_lock);
+	ok = cxe_model_slot(sc, ttt, itt, off, len);
+	spin_unlock_bh(&sc->ddp_lock);
+	/* a new PDU's data: the placement walk starts over (ddp.c) */
+	sc->place_sg = NULL;
+	return ok;
+}
+
+/*
+ * The chip writing placed data into the task's pages. Under the lock
+ * ddp_release takes, the tag checked again: a released task's pages get
+ * nothing more (the fence, adapter.h). A tag gone by now is the stream's
+ * end: the PDU layer would refuse the Data-Out all the same.
+ */
+static int cxe_model_place(void *ctx, u32 ttt, u32 itt, u32 off,
+			   const u8 *buf, u32 len)
+{
+	struct cxe_soft_conn *sc = cxe_soft(ctx);
+	struct cxe_ddp_slot *s;
+	int ret = -EPROTO;
+
+	spin_lock_bh(&sc->ddp_lock);
+	s = cxe_model_slot(sc, ttt, itt, off, len);
+	if (s) {
+		struct cxe_data dst = { .sgl = s->sgl, .nents = s->nents };
+
+		ret = cxe_soft_place(sc, &dst, off, buf, len);
+	}
+	spin_unlock_bh(&sc->ddp_lock);
+	return ret;
+}
+
+/* The backend's receive handler: each message to the assembler */
+static int cxe_model_deliver(void *ctx, const u8 *msg, u32 len)
+{
+	struct cxe_conn *c = ctx;
+	struct cxe_soft_model *mm = cxe_soft(c)->model;
+	struct cxe_c4rx_pdu pdu;
+	struct cxe_model_pdu *e;
+	int ret;
+
+	cxe_cstat(c, CXE_STAT_MODEL_CPLS, 1);
+	ret = cxe_c4rx_msg(&mm->as, msg, len, &pdu);
+	if (ret != CXE_C4RX_PDU)
+		return ret;
+	if (mm->nq == ARRAY_SIZE(mm->q))
+		return -EOVERFLOW;	/* fed past a PDU's end: a bug here */
+	e = &mm->q[(mm->head + mm->nq++) % ARRAY_SIZE(mm->q)];
+	memcpy(e->hdr, pdu.hdr, pdu.hdr_len);
+	e->hdr_len = pdu.hdr_len;
+	e->dlen = pdu.dlen;
+	e->data = pdu.data;
+	e->placed = pdu.placed;
+	e->hcrc = pdu.hcrc_err;
+	e->dcrc = pdu.dcrc_err;
+	return 0;
+}
+
+static const struct cxe_model_rx_ops cxe_model_rx_ops = {
+	.deliver	= cxe_model_deliver,
+	.ppod		= cxe_model_ppod,
+	.place		= cxe_model_place,
+};
+
+/* tcp_read_sock() actor: feed the model until a PDU is complete */
+static int cxe_model_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			   unsigned int offset, size_t len)
+{
+	struct cxe_conn *c = desc->arg.data;
+	struct cxe_soft_model *mm = cxe_soft(c)->model;
+	struct skb_seq_state st;
+	unsigned int used = 0, n;
+	const u8 *p;
+	int ret = 0;
+
+	/* tcp_read_sock() calls again for the rest of an skb: stopped is stopped */
+	if (!desc->count)
+		return 0;
+	skb_prepare_seq_read(skb, offset, offset + len, &st);
+	while (!mm->nq && (n = skb_seq_read(used, &p, &st))) {
+		n = min(n, cxe_model_rx_want(&mm->rx));
+		ret = n ? cxe_model_rx_feed(&mm->rx, p, n, &cxe_model_rx_ops, c) :
+			  -EPROTO;
+		if (ret)
+			break;
+		used += n;
+	}
+	skb_abort_seq_read(&st);
+	if (ret)
+		desc->error = ret;
+	if (ret || mm->nq)
+		desc->count = 0;
+	return used;
+}
+
+/*
+ * Until a PDU is complete: the socket's queue through the model, and
+ * when it is empty, the end of a receive batch (the model hands up what
+ * it held back); then sleep for more.
+ */
+static int cxe_model_pull(struct cxe_conn *c)
+{
+	struct cxe_soft_model *mm = cxe_soft(c)->model;
+	struct sock *sk = cxe_soft(c)->sock->sk;
+	long timeo = sock_rcvtimeo(sk, false);
+	int ret = 0;
+
+	lock_sock(sk);
+	for (;;) {
+		read_descriptor_t desc = { .arg.data = c, .count = 1 };
+
+		if (cxe_urgent(c, sk)) {
+			ret = -ECONNABORTED;
+			break;
+		}
+		tcp_read_sock(sk, &desc, cxe_model_actor);
+		if (desc.error) {
+			ret = desc.error;
+			break;
+		}
+		if (mm->nq)
+			break;
+		ret = cxe_model_rx_flush(&mm->rx, &cxe_model_rx_ops, c);
+		if (ret || mm->nq)
+			break;
+		ret = cxe_wait_stop(sk);
+		if (ret)
+			break;
+		cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
+		ret = cxe_wait_data(sk, &timeo, NULL);
+		if (ret)
+			break;
+	}
+	release_sock(sk);
+	return ret;
+}
+
+int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	struct cxe_soft_model *mm = sc->model;
+	struct cxe_model_pdu *e;
+	int ret;
+
+	if (sc->model_err)
+		return sc->model_err;
+	/* the stream is the model's now (see the top of this file) */
+	if (c->conn->sock)
+		WRITE_ONCE(c->conn->sock, NULL);
+	if (mm->cur) {
+		mm->head = (mm->head + 1) % ARRAY_SIZE(mm->q);
+		mm->nq--;
+		mm->cur = false;
+	}
+	if (!mm->nq) {
+		ret = cxe_model_pull(c);
+		if (ret) {
+			if (ret == -EPROTO || ret == -EMSGSIZE)
+				pr_err("%pISpc: the chip model refused the stream (%d): dropping the connection\n",
+				       &c->peer, ret);
+			return ret;
+		}
+	}
+	e = &mm->q[mm->head];
+	mm->cur = true;
+	if (e->hcrc) {
+		cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
+		return -EBADMSG;
+	}
+	memcpy(hdr, e->hdr, e->hdr_len);
+	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
+	return 0;
+}
+
+/*
+ * The data of the PDU handed up: placed by the chip already, or in the
+ * model's data message, copied to where the PDU layer wants it.
+ */
+int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
+			     u32 dlen, bool *bad)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	struct cxe_soft_model *mm = sc->model;
+	struct cxe_model_pdu *e = &mm->q[mm->head];
+	const u8 *src = mm->data_msg + CXE_CPL_ISCSI_DATA_LEN;
+	u32 have = min(dst->len, dlen);
+	int ret = 0;
+
+	*bad = false;
+	if (!dlen)
+		return 0;
+	if (!mm->cur || e->dlen != dlen)
+		return -EPROTO;
+	if (e->dcrc) {
+		*bad = true;
+		cxe_cstat(c, CXE_STAT_DDIGEST_ERR, 1);
+	}
+	if (e->placed) {
+		/* the chip placed it by the Data-Out's tag, in the task's pages */
+		if (!dst->sgl)
+			return -EPROTO;
+		cxe_cstat(c, CXE_STAT_BYTES_PLACED, have);
+		return 0;
+	}
+	if (!have)
+		return 0;
+	if (!dst->sgl) {
+		memcpy(dst->buf, src, have);
+		return 0;
+	}
+	sc->place_sg = NULL;
+	ret = cxe_soft_place(sc, dst, dst->offset, src, have);
+	if (!ret)
+		cxe_cstat(c, CXE_STAT_BYTES_COPIED, have);
+	return ret;
+}
+
+/* The model took the data segment with the PDU: nothing is left to skip */
+int cxe_soft_model_data_taken(struct cxe_conn *c)
+{
+	return cxe_soft(c)->model->cur ? 0 : -EPROTO;
+}
+
+/* ---- transmit ------------------------------------------------------------------ */
+
+/*
+ * One work request through the model: its head, and the payload (header,
+ * data from src, zero padding) cxgb4 would put in it or gather; the wire
+ * bytes the model makes go to TCP as the software path sends a copy.
+ */
+static int cxe_model_wr(struct cxe_soft_conn *sc, const u8 *head,
+			const struct cxe_c4tx_wr *wr, const u8 *hdr,
+			const struct cxe_data *src)
+{
+	struct cxe_soft_model *mm = sc->model;
+	u32 dlen = src ? src->len : 0;
+	u8 *req, *out;
+	long n;
+	int ret = -ENOMEM;
+
+	req = kvmalloc(wr->head_len + wr->payload, GFP_KERNEL);
+	out = kvmalloc(wr->wire, GFP_KERNEL);
+	if (!req || !out)
+		goto out;
+	memcpy(req, head, wr->head_len);
+	memcpy(req + wr->head_len, hdr, CXE_BHS_LEN);
+	ret = -EINVAL;
+	if (src && src->sgl) {
+		if (sg_pcopy_to_buffer(src->sgl, src->nents,
+				       req + wr->head_len + CXE_BHS_LEN, dlen,
+				       src->offset) != dlen)
+			goto out;
+	} else if (dlen) {
+		memcpy(req + wr->head_len + CXE_BHS_LEN, src->buf, dlen);
+	}
+	memset(req + wr->head_len + CXE_BHS_LEN + dlen, 0,
+	       wr->payload - CXE_BHS_LEN - dlen);
+	if (wr->imm)
+		n = cxe_model_tx_wr(&mm->tx, req, wr->head_len + wr->payload,
+				    NULL, 0, out, wr->wire);
+	else
+		n = cxe_model_tx_wr(&mm->tx, req, wr->head_len,
+				    req + wr->head_len, wr->payload, out,
+				    wr->wire);
+	if (n != wr->wire) {
+		pr_err("%pISpc: the chip model refused a work request (%ld)\n",
+		       &sc->c.peer, n);
+		goto out;
+	}
+	cxe_cstat(&sc->c, CXE_STAT_MODEL_WRS, 1);
+	ret = cxe_soft_send_copy(sc, out, wr->wire);
+out:
+	kvfree(out);
+	kvfree(req);
+	return ret;
+}
+
+/* gather list entries cxgb4 would write: the header, each page, the pad */
+static u32 cxe_model_sgl_entries(u32 dlen)
+{
+	return 2 + DIV_ROUND_UP(dlen, PAGE_SIZE) + 1;
+}
+
+int cxe_soft_model_send_pdu(struct cxe_conn *c, const u8 *bhs,
+			    const struct cxe_data *src)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 dlen = src ? src->len : 0;
+	u8 head[CXE_C4TX_HEAD_MAX];
+	struct cxe_c4tx_wr wr;
+	int ret;
+
+	ret = cxe_c4tx_pdu(head, sizeof(head), &sc->model->txc, CXE_BHS_LEN,
+			   dlen, cxe_model_sgl_entries(dlen), false, &wr);
+	if (ret < 0)
+		return ret;
+	ret = cxe_model_wr(sc, head, &wr, bhs, src);
+	if (!ret)
+		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
+	return ret;
+}
+
+/* A burst in the backend's slices: ISO requests, or PDU by PDU */
+int cxe_soft_model_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	struct cxe_seg_burst plan = {
+		.offset = b->offset,
+		.len = b->len,
+		.max_pdu = b->max_pdu,
+		.datasn = b->datasn,
+		.status = b->status,
+	};
+	u32 i, n = cxe_seg_count(&plan);
+	u8 head[CXE_C4TX_HEAD_MAX];
+	struct cxe_c4tx_slice s;
+	struct cxe_c4tx_wr wr;
+	int ret = 0;
+
+	if (!n)
+		return -EINVAL;
+	for (i = 0; !ret && cxe_c4tx_slice(&plan, b->tmpl, &sc->model_c4,
+					   i, &s); i++) {
+		struct cxe_data src = {
+			.sgl = b->sgl,
+			.nents = b->nents,
+			.offset = s.offset,
+			.len = s.len,
+		};
+		u32 entries = cxe_model_sgl_entries(s.len);
+
+		if (s.iso)
+			ret = cxe_c4tx_iso(head, sizeof(head), &sc->model->txc,
+					   &plan, &s, entries, false, &wr);
+		else
+			ret = cxe_c4tx_pdu(head, sizeof(head), &sc->model->txc,
+					   CXE_BHS_LEN, s.len, entries, false,
+					   &wr);
+		if (ret >= 0)
+			ret = cxe_model_wr(sc, head, &wr, s.tmpl, &src);
+	}
+	if (ret)
+		return ret;
+	if (!i)
+		return -EINVAL;
+	cxe_cstat(c, CXE_STAT_PDUS_TX, n);
+	cxe_cstat(c, CXE_STAT_BURSTS, 1);
+	cxe_cstat(c, CXE_STAT_BURST_PDUS, n);
+	return n;
+}
+
+/* ---- start and end ------------------------------------------------------------- */
+
+/*
+ * The connection is the modelled chip's from login on: the negotiation
+ * keeps to what a T5 with the largest I/O length and ISO firmware takes
+ * (adapters/cxgb4/limits.c), and placement to page-aligned windows of at
+ * least the chip's minimum, as its page pods need. Called at accept,
+ * before the negotiation.
+ */
+int cxe_soft_model_accept(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	const struct cxe_cxgb4_hw hw = {
+		.chip		= sc->model_chip,
+		.iscsi_iolen	= CXE_CXGB4_T5_MAX_PDU,
+		.fw_vers	= CXE_CXGB4_ISO_FW,
+		.page_size	= PAGE_SIZE,
+		.max_frags	= MAX_SKB_FRAGS,
+		.ddp		= true,
+	};
+	struct cxe_cxgb4_limits *l = &sc->model_c4;
+	int ret;
+
+	ret = cxe_cxgb4_limits(&hw, l);
+	if (ret)
+		return ret;
+	sc->model_limits = (struct cxe_limits) {
+		.max_recv_dlen	= l->max_recv_dlen,
+		.max_send_dlen	= l->max_send_dlen,
+		/* send_burst cuts any burst into requests (tx.c) */
+		.max_iso_burst	= CXE_NO_LIMIT,
+		.ddp_min_len	= l->ddp_min_len,
+		.ddp_align	= l->ddp_align,
+	};
+	c->limits = &sc->model_limits;
+	return 0;
+}
+
+/*
+ * The full feature phase begins (set_params, between PDUs): the model
+ * takes over the stream with the negotiated digests. A failure here is
+ * kept (model_err) and returned by the first receive, which ends the
+ * connection.
+ */
+int cxe_soft_model_start(struct cxe_conn *c, u32 max_recv_dlen)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	struct cxe_soft_model *mm;
+
+	mm = kzalloc(sizeof(*mm), GFP_KERNEL);
+	if (!mm)
+		goto fail;
+	mm->data_msg = kvmalloc(CXE_MODEL_DATA_MSG_LEN(max_recv_dlen),
+				GFP_KERNEL);
+	if (!mm->data_msg) {
+		kfree(mm);
+		goto fail;
+	}
+	cxe_model_rx_init(&mm->rx, sc->model_chip, CXE_MODEL_TID,
+			  tcp_sk(sc->sock->sk)->copied_seq, max_recv_dlen,
+			  mm->data_msg);
+	mm->rx.hdigest = c->hdigest;
+	mm->rx.ddigest = c->ddigest;
+	cxe_c4rx_init(&mm->as, sc->model_chip, max_recv_dlen);
+	mm->tx.chip = sc->model_chip;
+	mm->tx.tid = CXE_MODEL_TID;
+	mm->tx.max_dlen = sc->model_c4.max_send_dlen;
+	mm->txc.chip = sc->model_chip;
+	mm->txc.tid = CXE_MODEL_TID;
+	mm->txc.hcrc = c->hdigest;
+	mm->txc.dcrc = c->ddigest;
+	if (!c->iso)
+		sc->model_c4.max_iso_burst = 0;
+	sc->model = mm;
+	return 0;
+fail:
+	pr_err("%pISpc: no memory for the chip model: the connection ends\n",
+	       &c->peer);
+	sc->model_err = -ENOMEM;
+	return -ENOMEM;
+}
+
+/* The socket is ours once the model ran: LIO no longer releases it */
+void cxe_soft_model_release(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+
+	if (!sc->model)
+		return;
+	kvfree(sc->model->data_msg);
+	kfree(sc->model);
+	sc->model = NULL;
+	if (sc->sock && !c->conn->sock) {
+		sock_release(sc->sock);
+		sc->sock = NULL;
+	}
+}
