@@ -87,15 +87,17 @@ struct cxe_adapter_ops {
 			   u32 max_recv_dlen);
 
 	/*
-	 * RX. recv_hdr: next BHS + AHS into hdr (room for 48 + 1020 bytes);
+	 * RX. recv_hdr: next BHS + AHS into hdr (room for 48 + 1020 bytes)
+	 * and what the adapter says of the PDU in *flags (CXE_RX_*, below);
 	 * -EBADMSG on a header digest error (the stream is lost at ERL 0),
 	 * -ECONNABORTED on a stream the adapter cannot carry on (TCP urgent
-	 * data): the connection is dropped.
+	 * data, a chip's refusal): the connection is dropped.
 	 * recv_data: the data segment of dlen bytes into dst (placed straight
 	 * into pages when dst->sgl; bytes past dst->len are dropped), then pad
-	 * and data digest; *bad on a data digest error.
+	 * and data digest; *bad on a data digest error. Data the adapter
+	 * placed before the header came (hardware DDP) is not copied again.
 	 */
-	int (*recv_hdr)(struct cxe_conn *c, u8 *hdr);
+	int (*recv_hdr)(struct cxe_conn *c, u8 *hdr, u32 *flags);
 	int (*recv_data)(struct cxe_conn *c, const struct cxe_data *dst,
 			 u32 dlen, bool *bad);
 	/*
@@ -147,6 +149,18 @@ struct cxe_adapter_ops {
 			  u32 len, bool final);
 	void (*ddp_release)(struct cxe_conn *c, struct cxe_task *task);
 };
+
+/*
+ * What recv_hdr says of a PDU. CXE_RX_RANGE: a Data-Out whose data the
+ * adapter placed, completing with it the Data-Outs of its R2T placed
+ * since the task's data last stopped, which were never handed up (a T6
+ * completes a burst placed by DDP in one message). The PDU layer then
+ * takes the task's data as received up to this PDU (as mainline cxgbit
+ * does), which holds only while Data-Outs come in order: with
+ * DataPDUInOrder=No, or a range that would go backwards, the connection
+ * is dropped.
+ */
+#define CXE_RX_RANGE		BIT(0)
 
 /*
  * Offloads a backend can perform, in the order and the words the control

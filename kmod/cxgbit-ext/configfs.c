@@ -30,10 +30,11 @@
  *     caps       offloads the adapter can perform, space separated
  *     ddp, iso   toggles, 0 or 1 (read-write): direct data placement and
  *                Data-In segmentation, for connections accepted after
- *     model      "off" or "t5" (read-write, software adapters): run the
- *                full feature phase of connections accepted after through
- *                the model of a Chelsio T5 (adapters/soft/model.c); a test
- *                engine for the cxgb4 backend's code, not an offload
+ *     model      "off", "t5" or "t6" (read-write, software adapters): run
+ *                the full feature phase of connections accepted after
+ *                through the model of that Chelsio chip
+ *                (adapters/soft/model.c); a test engine for the cxgb4
+ *                backend's code, not an offload
  *     counters   "name value" per line
  *
  * This file also keeps the adapters: the list the SYN steering hook and
@@ -475,8 +476,10 @@ static ssize_t cxe_adapter_model_store(struct config_item *item,
 		WRITE_ONCE(a->model, 0);
 	} else if (sysfs_streq(page, "t5")) {
 		WRITE_ONCE(a->model, CXE_CHIP_T5);
+	} else if (sysfs_streq(page, "t6")) {
+		WRITE_ONCE(a->model, CXE_CHIP_T6);
 	} else {
-		pr_err("adapter %s: model takes off or t5\n", a->name);
+		pr_err("adapter %s: model takes off, t5 or t6\n", a->name);
 		return -EINVAL;
 	}
 	return count;

@@ -49,6 +49,7 @@ enum cxe_stat {
 	CXE_STAT_HANDED_BACK,	/* logins given to the stock listener */
 	CXE_STAT_MODEL_CPLS,	/* messages the chip model handed up */
 	CXE_STAT_MODEL_WRS,	/* work requests the chip model took */
+	CXE_STAT_RANGE_BYTES,	/* placed bytes a later Data-Out completed */
 	CXE_STAT_MAX,
 };
 
@@ -80,7 +81,7 @@ struct cxe_adapter {
 	bool			iso;
 	/*
 	 * Software adapters: run the full feature phase through the model of
-	 * a Chelsio chip (0: no; CXE_CHIP_T5), adapters/soft/model.c
+	 * a Chelsio chip (0: no; CXE_CHIP_T5 or _T6), adapters/soft/model.c
 	 */
 	u8			model;
 	/* per CPU, summed when read: every connection's threads bump them */
@@ -112,6 +113,7 @@ struct cxe_conn {
 	 * accept narrowed them (one adapter of a backend may be smaller)
 	 */
 	const struct cxe_limits	*limits;
+	u32			rx_flags;	/* recv_hdr's for the PDU in hand */
 	bool			answered;	/* a Login response went out */
 	bool			logged_in;	/* the last Login response went out */
 	atomic64_t		stats[CXE_STAT_MAX];

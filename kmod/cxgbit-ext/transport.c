@@ -56,6 +56,7 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_HANDED_BACK]	= "handed_back",
 	[CXE_STAT_MODEL_CPLS]	= "model_cpls",
 	[CXE_STAT_MODEL_WRS]	= "model_wrs",
+	[CXE_STAT_RANGE_BYTES]	= "range_bytes",
 };
 
 /* ---- portals ------------------------------------------------------------ */
@@ -402,11 +403,11 @@ static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 	struct cxe_conn *c = conn->context;
 	struct iscsi_login_req *req = (struct iscsi_login_req *)login->req;
 	u8 hdr[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN];
+	u32 dlen, flags;
 	bool bad;
-	u32 dlen;
 	int ret;
 
-	ret = cxe_ops(c)->recv_hdr(c, hdr);
+	ret = cxe_ops(c)->recv_hdr(c, hdr, &flags);
 	if (ret)
 		return -1;
 	if (cxe_bhs_ahs_len(hdr)) {
@@ -697,10 +698,46 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 	return 0;
 }
 
+/*
+ * A Data-Out that completes a range placed by the adapter (CXE_RX_RANGE):
+ * its task's data is taken as received from where it stopped up to this
+ * PDU, whose own checks LIO then makes as for any Data-Out (DataSN,
+ * offset, burst length), as mainline cxgbit does for a T6's completion.
+ * *start: where the range begins, for the tag's check. A task LIO no
+ * longer has, or a range that is not the task's next bytes, ends the
+ * connection: the adapter placed into pages nothing vouches for.
+ */
+static int cxe_data_out_range(struct cxe_conn *c, struct iscsi_data *d,
+			      u32 *start)
+{
+	struct iscsit_conn *conn = c->conn;
+	u32 off = be32_to_cpu(d->offset), skipped;
+	struct iscsit_cmd *cmd;
+
+	cmd = iscsit_find_cmd_from_itt(conn, d->itt);
+	if (!cmd || !conn->sess->sess_ops->DataPDUInOrder ||
+	    cmd->write_data_done > off) {
+		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u completes a placed range that is not the task's next data: dropping the connection\n",
+		       &c->peer, be32_to_cpu((__force __be32)d->itt), off);
+		return -EPROTO;
+	}
+	*start = cmd->write_data_done;
+	skipped = off - cmd->write_data_done;
+	if (!skipped)
+		return 0;
+	atomic_long_add(skipped, &conn->sess->rx_data_octets);
+	cxe_cstat(c, CXE_STAT_RANGE_BYTES, skipped);
+	cmd->write_data_done = off;
+	cmd->next_burst_len += skipped;
+	cmd->data_sn = be32_to_cpu(d->datasn);
+	return 0;
+}
+
 static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 {
 	struct iscsi_data *d = (struct iscsi_data *)hdr;
 	u32 dlen = ntoh24(d->dlength), off = be32_to_cpu(d->offset);
+	u32 start = off;
 	struct iscsit_cmd *cmd;
 	bool bad, held, taken = false;
 	int rc;
@@ -711,10 +748,16 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 	 */
 	if (!dlen)
 		return 0;
+	if (c->rx_flags & CXE_RX_RANGE) {
+		rc = cxe_data_out_range(c, d, &start);
+		if (rc)
+			return rc;
+	}
 	if (d->ttt != cpu_to_be32(ISCSI_RESERVED_TAG) &&
 	    !cxe_ops(c)->ddp_check(c, be32_to_cpu(d->ttt),
-					be32_to_cpu((__force __be32)d->itt), off,
-					dlen, d->flags & ISCSI_FLAG_CMD_FINAL)) {
+					be32_to_cpu((__force __be32)d->itt), start,
+					off + dlen - start,
+					d->flags & ISCSI_FLAG_CMD_FINAL)) {
 		cxe_cstat(c, CXE_STAT_DDP_TAG_ERR, 1);
 		pr_err("%pISpc: Data-Out ITT 0x%08x TTT 0x%08x offset %u length %u matches no R2T: dropping the connection\n",
 		       &c->peer, be32_to_cpu((__force __be32)d->itt),
@@ -1011,7 +1054,7 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 
 	while (!kthread_should_stop()) {
 		iscsit_thread_check_cpumask(conn, current, 0);
-		ret = cxe_ops(c)->recv_hdr(c, hdr);
+		ret = cxe_ops(c)->recv_hdr(c, hdr, &c->rx_flags);
 		if (ret == -EBADMSG) {
 			/* ERL 0: the lengths cannot be trusted, nor the stream */
 			atomic_long_inc(&conn->sess->conn_digest_errors);

@@ -1,10 +1,12 @@
 """The cxgb4 backend's receive and transmit layers on real LIO, through the
-model of a Chelsio T5 (soft0's model setting t5: adapters/soft/model.c).
+model of a Chelsio T5 and of a T6 (soft0's model setting: adapters/soft/
+model.c).
 
 After login the connection's stream goes through the model: it frames
 the PDUs, checks the digests and places R2T-solicited write data through
 the connection's DDP tags before the header is handed up; the backend's
-assembler turns its messages back into PDUs; PDUs and Data-In bursts go
+assembler turns its messages back into PDUs (on a T6, one completion may
+stand for several placed Data-Outs of an R2T); PDUs and Data-In bursts go
 out as the backend's work requests (ISO for bursts), which the model
 turns into the bytes on the wire. What the initiators see must be what
 the software path gives them: data read back equal, digests right, a
@@ -34,8 +36,12 @@ BLOCK = 512
 MODEL = CFS / "adapters/soft0/model"
 
 
-@pytest.fixture(scope="module")
-def model_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+# Both chips on the first series: the engine calls into the kernel only
+# through the software adapter's receive and send paths, which the rest of
+# the suite runs on every kernel; what differs between the chips is pure
+# code. That batch is the shorter one.
+@pytest.fixture(scope="module", params=[pytest.param(chip, marks=pytest.mark.dealt(share=0)) for chip in ("t5", "t6")])
+def model_target(request: pytest.FixtureRequest, iscsid: None, module_ko: Path) -> Iterator[str]:
     t = topology.Topology(
         iqn=IQN,
         backstores=("ramdisk", "ramdisk"),
@@ -44,9 +50,9 @@ def model_target(iscsid: None, module_ko: Path) -> Iterator[None]:
         offload=True,
     )
     with offloaded_target(module_ko, t):
-        MODEL.write_text("t5")
+        MODEL.write_text(request.param)
         try:
-            yield
+            yield request.param
         finally:
             MODEL.write_text("off")
 
@@ -71,15 +77,15 @@ def login(ip: str, params: Params | None = None) -> Connection:
     return c
 
 
-def test_model_setting_refuses_what_it_does_not_model(model_target: None) -> None:
-    assert MODEL.read_text().strip() == "t5"
+def test_model_setting_refuses_what_it_does_not_model(model_target: str) -> None:
+    assert MODEL.read_text().strip() == model_target
     with pytest.raises(OSError):
         MODEL.write_text("t4")
-    assert MODEL.read_text().strip() == "t5"
+    assert MODEL.read_text().strip() == model_target
 
 
 @pytest.mark.parametrize("digests", ["None", "CRC32C"])
-def test_write_read_through_the_model(model_target: None, digests: str) -> None:
+def test_write_read_through_the_model(model_target: str, digests: str) -> None:
     """Immediate, unsolicited and R2T-solicited write data and a read of
     three bursts: the solicited data is placed by the model, the rest
     copied from its data messages; the read goes out in ISO requests."""
@@ -108,9 +114,10 @@ def test_write_read_through_the_model(model_target: None, digests: str) -> None:
     assert moved("hdigest_errors") == 0 and moved("ddigest_errors") == 0
 
 
-def test_fio_verify_through_the_model_beside_stock(model_target: None) -> None:
+def test_fio_verify_through_the_model_beside_stock(model_target: str) -> None:
     """open-iscsi at QD32 through the model, with a stock session on the
-    same portal writing at the same time: both verify."""
+    same portal writing at the same time: both verify. On a T6 some placed
+    Data-Outs are completed by a later one (range_bytes), none on a T5."""
     off, stock = f"{OFF.tgt_ip}:3260", f"{STOCK.tgt_ip}:3260"
     try:
         for portal in (off, stock):
@@ -124,14 +131,16 @@ def test_fio_verify_through_the_model_beside_stock(model_target: None) -> None:
         assert f"{OFF.ini_ip}:" in peers and f"{STOCK.ini_ip}:" not in peers
         before = soft0_counters()
         with ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(lambda d: fio.write_verify(d, size="16M", bs="64k"), disks))
+            results = list(pool.map(lambda d: fio.write_verify(d, size="8M", bs="64k"), disks))
         for (res,) in results:
-            assert res.write_bytes == 16 * topology.MiB
+            assert res.write_bytes == 8 * topology.MiB
         after = soft0_counters()
         placed = after["bytes_placed"] - before["bytes_placed"]
         copied = after["bytes_copied"] - before["bytes_copied"]
         # each 64 KiB write: its immediate data copied, the rest placed by R2T
-        assert placed + copied == 16 * topology.MiB and placed > 3 * copied
+        assert placed + copied == 8 * topology.MiB and placed > 2 * copied
+        ranged = after["range_bytes"] - before["range_bytes"]
+        assert (ranged > 0) if model_target == "t6" else (ranged == 0)
         assert after["model_wrs"] > before["model_wrs"]
         assert after["ddigest_errors"] == before["ddigest_errors"]
     finally:

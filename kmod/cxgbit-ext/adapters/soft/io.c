@@ -311,13 +311,14 @@ static int cxe_rx_pull(struct cxe_conn *c)
 	return ret;
 }
 
-int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr)
+int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	int ret;
 
+	*flags = 0;
 	if (sc->model || sc->model_err)
-		return cxe_soft_model_recv_hdr(c, hdr);
+		return cxe_soft_model_recv_hdr(c, hdr, flags);
 	sc->hdr = hdr;
 	sc->got_hdr = false;
 	/*

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * cxgbit-ext software adapter: the chip model engine. A software adapter
- * whose model setting is t5 (configfs) runs the full feature phase of its
+ * whose model setting is t5 or t6 (configfs) runs the full feature phase of its
  * connections through the cxgb4 backend's own receive assembler and work
- * requests (adapters/cxgb4/rx.c, tx.c), with the model of a T5's iSCSI
- * ULP (model/) between them and the kernel's TCP socket: the model frames
+ * requests (adapters/cxgb4/rx.c, tx.c), with the model of that chip's
+ * iSCSI ULP (model/) between them and the kernel's TCP socket: the model frames
  * the received stream, checks the digests, places Data-Out data through
  * the connection's DDP tags (its page pods) before the header is handed
- * up, and hands up the chip's messages, which the assembler turns back
+ * up, and hands up the chip's messages (a T6's one completion for a run
+ * of placed Data-Outs: CXE_RX_RANGE), which the assembler turns back
  * into PDUs; PDUs and Data-In bursts go out as the backend's work
  * requests, which the model turns into the bytes on the wire (digests,
  * ISO). Login stays on the software path (the chip model has no
@@ -120,6 +121,8 @@ static int cxe_model_place(void *ctx, u32 ttt, u32 itt, u32 off,
 		ret = cxe_soft_place(sc, &dst, off, buf, len);
 	}
 	spin_unlock_bh(&sc->ddp_lock);
+	if (!ret)
+		cxe_cstat(ctx, CXE_STAT_BYTES_PLACED, len);
 	return ret;
 }
 
@@ -228,7 +231,7 @@ static int cxe_model_pull(struct cxe_conn *c)
 	return ret;
 }
 
-int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr)
+int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	struct cxe_soft_model *mm = sc->model;
@@ -247,12 +250,13 @@ int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr)
 	}
 	if (!mm->nq) {
 		ret = cxe_model_pull(c);
-		if (ret) {
-			if (ret == -EPROTO || ret == -EMSGSIZE)
-				pr_err("%pISpc: the chip model refused the stream (%d): dropping the connection\n",
-				       &c->peer, ret);
-			return ret;
+		if (ret == -EPROTO || ret == -EMSGSIZE || ret == -EOVERFLOW) {
+			pr_err("%pISpc: the chip model refused the stream (%d): dropping the connection\n",
+			       &c->peer, ret);
+			return -ECONNABORTED;
 		}
+		if (ret)
+			return ret;
 	}
 	e = &mm->q[mm->head];
 	mm->cur = true;
@@ -261,6 +265,9 @@ int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr)
 		return -EBADMSG;
 	}
 	memcpy(hdr, e->hdr, e->hdr_len);
+	/* a T6's placed Data-Out may stand for earlier ones (rx.h) */
+	if (e->placed && sc->model_chip == CXE_CHIP_T6)
+		*flags |= CXE_RX_RANGE;
 	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
 	return 0;
 }
@@ -288,13 +295,9 @@ int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 		*bad = true;
 		cxe_cstat(c, CXE_STAT_DDIGEST_ERR, 1);
 	}
-	if (e->placed) {
-		/* the chip placed it by the Data-Out's tag, in the task's pages */
-		if (!dst->sgl)
-			return -EPROTO;
-		cxe_cstat(c, CXE_STAT_BYTES_PLACED, have);
-		return 0;
-	}
+	/* the chip placed it by the Data-Out's tag, in the task's pages */
+	if (e->placed)
+		return dst->sgl ? 0 : -EPROTO;
 	if (!have)
 		return 0;
 	if (!dst->sgl) {
@@ -446,7 +449,7 @@ int cxe_soft_model_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 
 /*
  * The connection is the modelled chip's from login on: the negotiation
- * keeps to what a T5 with the largest I/O length and ISO firmware takes
+ * keeps to what the chip with its largest I/O length and ISO firmware takes
  * (adapters/cxgb4/limits.c), and placement to page-aligned windows of at
  * least the chip's minimum, as its page pods need. Called at accept,
  * before the negotiation.
@@ -456,7 +459,8 @@ int cxe_soft_model_accept(struct cxe_conn *c)
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	const struct cxe_cxgb4_hw hw = {
 		.chip		= sc->model_chip,
-		.iscsi_iolen	= CXE_CXGB4_T5_MAX_PDU,
+		.iscsi_iolen	= sc->model_chip == CXE_CHIP_T5 ? CXE_CXGB4_T5_MAX_PDU :
+				  CXE_CXGB4_T6_MAX_DLEN + CXE_CXGB4_PDU_OVERHEAD,
 		.fw_vers	= CXE_CXGB4_ISO_FW,
 		.page_size	= PAGE_SIZE,
 		.max_frags	= MAX_SKB_FRAGS,

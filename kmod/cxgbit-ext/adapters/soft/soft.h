@@ -117,7 +117,7 @@ static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 bool cxe_urgent(struct cxe_conn *c, struct sock *sk);
 int cxe_wait_stop(struct sock *sk);
 int cxe_wait_data(struct sock *sk, long *timeo, const struct sk_buff *last);
-int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr);
+int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags);
 int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 		       u32 dlen, bool *bad);
 int cxe_soft_data_taken(struct cxe_conn *c);
@@ -131,7 +131,7 @@ void cxe_soft_tx_release(struct cxe_soft_conn *sc);
 int cxe_soft_model_accept(struct cxe_conn *c);
 int cxe_soft_model_start(struct cxe_conn *c, u32 max_recv_dlen);
 void cxe_soft_model_release(struct cxe_conn *c);
-int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr);
+int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags);
 int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 			     u32 dlen, bool *bad);
 int cxe_soft_model_data_taken(struct cxe_conn *c);
