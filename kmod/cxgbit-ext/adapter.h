@@ -153,12 +153,12 @@ struct cxe_adapter_ops {
 /*
  * What recv_hdr says of a PDU. CXE_RX_RANGE: a Data-Out whose data the
  * adapter placed, completing with it the Data-Outs of its R2T placed
- * since the task's data last stopped, which were never handed up (a T6
- * completes a burst placed by DDP in one message). The PDU layer then
- * takes the task's data as received up to this PDU (as mainline cxgbit
- * does), which holds only while Data-Outs come in order: with
- * DataPDUInOrder=No, or a range that would go backwards, the connection
- * is dropped.
+ * before it that were never handed up (a T6 completes a run of them in
+ * one message), from byte c->rx_range_start of the task's buffer, which
+ * recv_hdr sets. The adapter vouches that every byte from there to this
+ * PDU's end was placed. The PDU layer takes them as received only where
+ * they are exactly the task's next bytes, Data-Outs come in order, and
+ * no recovery is under way; anything else ends the connection.
  */
 #define CXE_RX_RANGE		BIT(0)
 

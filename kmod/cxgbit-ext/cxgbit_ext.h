@@ -114,6 +114,7 @@ struct cxe_conn {
 	 */
 	const struct cxe_limits	*limits;
 	u32			rx_flags;	/* recv_hdr's for the PDU in hand */
+	u32			rx_range_start;	/* with CXE_RX_RANGE: set by recv_hdr */
 	bool			answered;	/* a Login response went out */
 	bool			logged_in;	/* the last Login response went out */
 	atomic64_t		stats[CXE_STAT_MAX];

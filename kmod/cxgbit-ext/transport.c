@@ -699,13 +699,14 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 }
 
 /*
- * A Data-Out that completes a range placed by the adapter (CXE_RX_RANGE):
- * its task's data is taken as received from where it stopped up to this
- * PDU, whose own checks LIO then makes as for any Data-Out (DataSN,
- * offset, burst length), as mainline cxgbit does for a T6's completion.
- * *start: where the range begins, for the tag's check. A task LIO no
- * longer has, or a range that is not the task's next bytes, ends the
- * connection: the adapter placed into pages nothing vouches for.
+ * A Data-Out that completes a range placed by the adapter (CXE_RX_RANGE,
+ * adapter.h): its task's data is taken as received from the range's start
+ * up to this PDU, whose own checks LIO then makes as for any Data-Out
+ * (DataSN, offset, burst length), as mainline cxgbit does for a T6's
+ * completion. *start: where the range begins, for the tag's check. The
+ * range must be exactly the task's next bytes, in a session whose
+ * Data-Outs come in order, outside any recovery: else the connection
+ * ends, rather than a task taking bytes nobody sent.
  */
 static int cxe_data_out_range(struct cxe_conn *c, struct iscsi_data *d,
 			      u32 *start)
@@ -716,15 +717,17 @@ static int cxe_data_out_range(struct cxe_conn *c, struct iscsi_data *d,
 
 	cmd = iscsit_find_cmd_from_itt(conn, d->itt);
 	if (!cmd || !conn->sess->sess_ops->DataPDUInOrder ||
-	    cmd->write_data_done > off) {
-		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u completes a placed range that is not the task's next data: dropping the connection\n",
-		       &c->peer, be32_to_cpu((__force __be32)d->itt), off);
+	    !conn->sess->sess_ops->DataSequenceInOrder ||
+	    cmd->cmd_flags & ICF_WITHIN_COMMAND_RECOVERY ||
+	    cmd->write_data_done != c->rx_range_start ||
+	    c->rx_range_start >= off) {
+		pr_err("%pISpc: Data-Out ITT 0x%08x offset %u completes a placed range from %u that is not the task's next data: dropping the connection\n",
+		       &c->peer, be32_to_cpu((__force __be32)d->itt), off,
+		       c->rx_range_start);
 		return -EPROTO;
 	}
-	*start = cmd->write_data_done;
-	skipped = off - cmd->write_data_done;
-	if (!skipped)
-		return 0;
+	*start = c->rx_range_start;
+	skipped = off - c->rx_range_start;
 	atomic_long_add(skipped, &conn->sess->rx_data_octets);
 	cxe_cstat(c, CXE_STAT_RANGE_BYTES, skipped);
 	cmd->write_data_done = off;

@@ -16,6 +16,7 @@ stock session beside it untouched. No Chelsio hardware is involved.
 from __future__ import annotations
 
 import os
+import struct
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ import pytest
 
 from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
+from iscsi_initiator.pdu import Op, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
@@ -112,6 +114,30 @@ def test_write_read_through_the_model(model_target: str, digests: str) -> None:
     # 1037 blocks: bursts of 256 KiB, 256 KiB and 6.5 KiB; 32 + 32 + 1 PDUs
     assert moved("bursts") == 3 and moved("burst_pdus") == 65
     assert moved("hdigest_errors") == 0 and moved("ddigest_errors") == 0
+
+
+def test_a_gap_in_placed_data_is_never_taken(model_target: str) -> None:
+    """An R2T for 64 KiB answered by one Data-Out with its last 4 KiB and
+    F: the chip places those bytes, but nothing sent the 60 KiB before
+    them. The target must not run the WRITE (with a T6 a completion may
+    stand for earlier Data-Outs, but only ones that were placed): the
+    connection ends, and the blocks keep what they held."""
+    lba, size = 8192, 65536
+    keep = os.urandom(size)
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+    c.scsi_write(lba, keep)
+    itt = c.next_itt()
+    cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, size // BLOCK, 0)
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=size))
+    r2t = c.recv()
+    assert r2t.opcode == Op.R2T and r2t.buffer_offset == 0 and r2t.desired_length == size
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=size - 4096,
+                    data=os.urandom(4096), final=True))  # fmt: skip
+    assert c.closed_by_peer(), "the target took a Data-Out that left 60 KiB unsent"
+    c.close()
+    check = login(OFF.tgt_ip)
+    assert check.scsi_read(lba, size // BLOCK) == keep
+    assert check.logout() == 0
 
 
 def test_fio_verify_through_the_model_beside_stock(model_target: str) -> None:

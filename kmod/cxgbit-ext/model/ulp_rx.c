@@ -158,6 +158,7 @@ static int cxe_model_pdu_done(struct cxe_model_rx *m,
 {
 	u32 ulp_crc = m->ddigest && m->dlen ? cxe_get_le32(m->dig) : 0;
 	u32 ttt = cxe_get_be32(m->hdr + 20), itt = cxe_get_be32(m->hdr + 16);
+	u32 datasn = cxe_get_be32(m->hdr + 36), off = cxe_get_be32(m->hdr + 40);
 	u32 data_seq = m->pdu_seq + m->hdr_len + (m->hdigest ? 4 : 0);
 	int ret;
 
@@ -165,7 +166,8 @@ static int cxe_model_pdu_done(struct cxe_model_rx *m,
 	m->have = 0;
 	/* a completion held back goes first, unless this one stands for it */
 	if (m->held && !(m->place && !m->hcrc_err && !m->dcrc_err &&
-			 !m->pad_err && m->held_ttt == ttt && m->held_itt == itt)) {
+			 !m->pad_err && m->held_ttt == ttt && m->held_itt == itt &&
+			 m->held_end == off && m->held_datasn + 1 == datasn)) {
 		ret = cxe_model_rx_flush(m, ops, ctx);
 		if (ret)
 			return ret;
@@ -192,6 +194,8 @@ static int cxe_model_pdu_done(struct cxe_model_rx *m,
 	m->held_len = CXE_CPL_RX_ISCSI_CMP_LEN + m->hdr_len;
 	m->held_ttt = ttt;
 	m->held_itt = itt;
+	m->held_end = off + m->dlen;
+	m->held_datasn = datasn;
 	m->held = true;
 	if (cxe_model_may_hold(m))
 		return 0;
@@ -273,8 +277,7 @@ static int cxe_model_next(struct cxe_model_rx *m,
 		fallthrough;
 	default:
 		if (m->state == CXE_MRX_DDIG)
-			m->dcrc_err = cxe_get_le32(m->dig) !=
-				      cxe_data_digest_finish(m->crc, m->dlen);
+			m->dcrc_err = cxe_get_le32(m->dig) != ~m->crc;
 		return cxe_model_pdu_done(m, ops, ctx);
 	}
 }
@@ -318,9 +321,10 @@ int cxe_model_rx_feed(struct cxe_model_rx *m, const u8 *buf, size_t len,
 				return ret;
 			break;
 		case CXE_MRX_PAD:
-			/* the digest covers the padding as zeros (pdu/) */
+			/* the digest covers the padding as sent */
 			for (u32 i = 0; i < n; i++)
 				m->pad_err |= buf[i] != 0;
+			m->crc = cxe_crc32c(m->crc, buf, n);
 			break;
 		default:
 			break;

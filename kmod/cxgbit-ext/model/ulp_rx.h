@@ -15,8 +15,9 @@
  * - T6: CPL_ISCSI_DATA unless placed, then CPL_RX_ISCSI_CMP with the
  *   header and the status. A placed Data-Out without the F bit and
  *   without errors is not handed up while the next PDU is a placed
- *   Data-Out of the same TTT and ITT without errors: the completion of
- *   the later one stands for both. Any other PDU, or cxe_model_rx_flush()
+ *   Data-Out of the same TTT and ITT without errors that follows it
+ *   (its Buffer Offset where the first's data ends, the next DataSN):
+ *   the completion of the later one stands for both. Any other PDU, or cxe_model_rx_flush()
  *   (the end of a receive batch), hands up the one held back first.
  */
 #ifndef CXE_MODEL_ULP_RX_H
@@ -81,6 +82,8 @@ struct cxe_model_rx {
 	bool held;
 	u32 held_ttt;
 	u32 held_itt;
+	u32 held_end;		/* Buffer Offset after its data */
+	u32 held_datasn;
 	u32 held_len;
 	u8 held_msg[CXE_MODEL_CPL_MAX + CXE_MODEL_HDR_MAX];
 };

@@ -285,7 +285,10 @@ static bool elided(const struct world *w, const struct rec *r, u32 i)
 		return false;
 	b = &r->pdus[i + 1];
 	return placeable(w, b->hdr, b->hstatus) && !b->dstatus &&
-	       !memcmp(a->hdr + 16, b->hdr + 16, 8);
+	       !memcmp(a->hdr + 16, b->hdr + 16, 8) &&
+	       cxe_get_be32(b->hdr + 40) == cxe_get_be32(a->hdr + 40) +
+					     cxe_bhs_dlen(a->hdr) &&
+	       cxe_get_be32(b->hdr + 36) == cxe_get_be32(a->hdr + 36) + 1;
 }
 
 static bool same_event(const struct world *w, const struct event *e,
@@ -552,7 +555,10 @@ static void test_refusals(void)
 	CHECK(pdu.dcrc_err && pdu.pad_err && !pdu.hcrc_err);
 }
 
-/* The model: padding that is not zero is reported, the digest unmoved */
+/*
+ * The model: padding that is not zero is reported, and the data digest
+ * covers it as sent, as the software parser's does
+ */
 static void test_model_pad(void)
 {
 	static u8 wire[256], data_msg[CXE_MODEL_DATA_MSG_LEN(64)];
@@ -571,8 +577,55 @@ static void test_model_pad(void)
 		cxe_model_rx_init(&m, chip, 1, 0, 64, data_msg);
 		m.hdigest = m.ddigest = true;
 		CHECK(cxe_model_rx_feed(&m, wire, n, &model_ops, w) == 0);
-		CHECK(w->nev == 1 && w->ev[0].pad && !w->ev[0].dcrc &&
+		CHECK(w->nev == 1 && w->ev[0].pad && w->ev[0].dcrc &&
 		      w->ev[0].data && !memcmp(w->ev[0].bytes, "abcde", 5));
+		free_events(w);
+	}
+	free(w->ev);
+	free(w);
+}
+
+/*
+ * The model merges only a Data-Out that follows the one held back: its
+ * offset where that one's data ended, the next DataSN. A gap, or a DataSN
+ * out of step, and both are handed up.
+ */
+static void test_model_merges_only_what_follows(void)
+{
+	static u8 wire[64 * 1024], data_msg[CXE_MODEL_DATA_MSG_LEN(8192)];
+	static const struct { u32 off2, sn2; u32 nev; } cases[] = {
+		{ 4096, 1, 1 },		/* follows on: one completion */
+		{ 8192, 1, 2 },		/* a gap of 4 KiB */
+		{ 4096, 2, 2 },		/* a DataSN skipped */
+	};
+	struct world *w = calloc(1, sizeof(*w));
+
+	w->nwin = 1;
+	w->win[0] = (struct window){ .itt = 0, .ttt = TTT_BASE, .off = 0,
+				     .len = 12288, .pod = true };
+	for (u32 k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct cxe_model_rx m;
+		struct gen_pdu g = { 0 };
+		u32 n = 0;
+
+		for (int i = 0; i < 2; i++) {
+			bhs(g.hdr, CXE_OP_DATA_OUT, 4096, 0);
+			g.hdr[1] = i ? CXE_FLAG_FINAL : 0;
+			cxe_put_be32(g.hdr + 16, 0);
+			cxe_put_be32(g.hdr + 20, TTT_BASE);
+			cxe_put_be32(g.hdr + 36, i ? cases[k].sn2 : 0);
+			cxe_put_be32(g.hdr + 40, i ? cases[k].off2 : 0);
+			g.hdr_len = CXE_BHS_LEN;
+			g.dlen = 4096;
+			g.data = wire + 32 * 1024;
+			n += gen_wire(&g, false, false, wire + n);
+		}
+		cxe_c4rx_init(&w->rx, CXE_CHIP_T6, 8192);
+		cxe_model_rx_init(&m, CXE_CHIP_T6, 1, 0, 8192, data_msg);
+		CHECK(cxe_model_rx_feed(&m, wire, n, &model_ops, w) == 0);
+		CHECK(cxe_model_rx_flush(&m, &model_ops, w) == 0);
+		CHECK(w->nev == cases[k].nev);
+		CHECK(w->nev && w->ev[w->nev - 1].placed);
 		free_events(w);
 	}
 	free(w->ev);
@@ -589,6 +642,7 @@ int main(int argc, char **argv)
 	srandom(seed);
 	test_refusals();
 	test_model_pad();
+	test_model_merges_only_what_follows();
 	for (int round = 0; round < 6; round++)
 		for (int chip = CXE_CHIP_T5; chip <= CXE_CHIP_T6; chip++)
 			for (int dig = 0; dig < 4; dig++) {

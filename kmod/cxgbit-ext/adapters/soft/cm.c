@@ -413,8 +413,11 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	c->ddp = READ_ONCE(a->ddp);
 	c->iso = READ_ONCE(a->iso);
 	sc->model_chip = READ_ONCE(a->model);
-	if (sc->model_chip)
-		cxe_soft_model_accept(c);
+	if (sc->model_chip && cxe_soft_model_accept(c)) {
+		pr_err("%pISpc: no limits for the chip model: the software path carries it\n",
+		       &c->peer);
+		sc->model_chip = 0;
+	}
 	sc->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*sc->ddp), GFP_KERNEL);
 	if (sc->ddp && !c->ddp)
 		sc->bounce = (u8 *)__get_free_page(GFP_KERNEL);

@@ -105,6 +105,8 @@ u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
 		s->len = win->len;
 		s->sgl = win->sgl;
 		s->nents = win->nents;
+		s->placed_to = win->offset;
+		s->done_to = win->offset;
 		owner->ddp_live++;
 		spin_unlock_bh(&sc->ddp_lock);
 		return cxe_ddp_tag(i, s->gen);

@@ -119,6 +119,8 @@ static int cxe_model_place(void *ctx, u32 ttt, u32 itt, u32 off,
 		struct cxe_data dst = { .sgl = s->sgl, .nents = s->nents };
 
 		ret = cxe_soft_place(sc, &dst, off, buf, len);
+		if (!ret && off == s->placed_to)
+			s->placed_to += len;
 	}
 	spin_unlock_bh(&sc->ddp_lock);
 	if (!ret)
@@ -231,6 +233,32 @@ static int cxe_model_pull(struct cxe_conn *c)
 	return ret;
 }
 
+/*
+ * A placed Data-Out handed up: it completes its window's data from where
+ * the last one handed up ended. When it begins further on (a T6 stood
+ * for the Data-Outs between, which were never handed up), say so
+ * (CXE_RX_RANGE) only if the window was placed without a gap up to its
+ * end: no byte the initiator never sent is vouched for.
+ */
+static void cxe_model_range(struct cxe_conn *c, const struct cxe_model_pdu *e,
+			    u32 *flags)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	u32 itt = cxe_get_be32(e->hdr + 16), ttt = cxe_get_be32(e->hdr + 20);
+	u32 off = cxe_get_be32(e->hdr + 40), end = off + e->dlen;
+	struct cxe_ddp_slot *s;
+
+	spin_lock_bh(&sc->ddp_lock);
+	s = cxe_model_slot(sc, ttt, itt, off, e->dlen);
+	if (s && off > s->done_to && s->placed_to >= end) {
+		*flags |= CXE_RX_RANGE;
+		c->rx_range_start = s->done_to;
+	}
+	if (s && end > s->done_to)
+		s->done_to = end;
+	spin_unlock_bh(&sc->ddp_lock);
+}
+
 int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
@@ -240,7 +268,12 @@ int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 
 	if (sc->model_err)
 		return sc->model_err;
-	/* the stream is the model's now (see the top of this file) */
+	/*
+	 * The stream is the model's now (see the top of this file). LIO
+	 * may still use the socket it read here (a logout of another of the
+	 * session's connections shuts its reading side): it stays valid
+	 * until conn_release, which runs after all of that.
+	 */
 	if (c->conn->sock)
 		WRITE_ONCE(c->conn->sock, NULL);
 	if (mm->cur) {
@@ -265,9 +298,8 @@ int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 		return -EBADMSG;
 	}
 	memcpy(hdr, e->hdr, e->hdr_len);
-	/* a T6's placed Data-Out may stand for earlier ones (rx.h) */
-	if (e->placed && sc->model_chip == CXE_CHIP_T6)
-		*flags |= CXE_RX_RANGE;
+	if (e->placed)
+		cxe_model_range(c, e, flags);
 	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
 	return 0;
 }
@@ -371,10 +403,13 @@ out:
 	return ret;
 }
 
-/* gather list entries cxgb4 would write: the header, each page, the pad */
+/*
+ * Gather list entries cxgb4 would write, at most: the header, each page
+ * of the data (one more for data that starts inside a page), the pad
+ */
 static u32 cxe_model_sgl_entries(u32 dlen)
 {
-	return 2 + DIV_ROUND_UP(dlen, PAGE_SIZE) + 1;
+	return 1 + DIV_ROUND_UP(dlen, PAGE_SIZE) + 1 + 1;
 }
 
 int cxe_soft_model_send_pdu(struct cxe_conn *c, const u8 *bhs,

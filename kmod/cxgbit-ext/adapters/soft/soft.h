@@ -57,6 +57,12 @@ struct cxe_ddp_slot {
 	/* the task's pages, for an engine that places before the header */
 	struct scatterlist *sgl;
 	u32		nents;
+	/*
+	 * The chip model engine: the window placed without a gap up to
+	 * placed_to, and handed up (completed) up to done_to
+	 */
+	u32		placed_to;
+	u32		done_to;
 };
 
 /*
