@@ -2,8 +2,10 @@
 same boot, over the same LUN: the offloaded portal must pass every test stock
 passes. make test deals libiscsi's suites across kernels.conf's series (each
 suite on one kernel, both transports); make conformance runs every suite
-(--every-share). Writes conformance.md and conformance-junit.xml to the
-results directory (make conformance commits them)."""
+(--every-share); --chip-model t5|t6 runs the offloaded side through the
+cxgb4 backend's layers and that chip's model (adapters/soft/model.c).
+Writes conformance.md and conformance-junit.xml to the results directory
+(make conformance commits them)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from conformance import libiscsi
 from cxgbit_ext import topology
 from testbed import topo
 
-from .conftest import offloaded_target, soft0_counters
+from .conftest import CFS, offloaded_target, soft0_counters
 from .shares import MINE, SERIES
 
 IQN = "iqn.2026-11.org.cxgbit-ext:conformance"
@@ -37,11 +39,17 @@ def suites_here(every: bool) -> str:
 
 
 @pytest.fixture(scope="module")
-def conf_target(module_ko: Path) -> Iterator[None]:
+def conf_target(module_ko: Path, request: pytest.FixtureRequest) -> Iterator[None]:
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=64 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
+    chip = request.config.getoption("--chip-model")
     with offloaded_target(module_ko, t):
-        yield
+        if chip:
+            (CFS / "adapters/soft0/model").write_text(chip)
+        try:
+            yield
+        finally:
+            (CFS / "adapters/soft0/model").write_text("off")
 
 
 @pytest.mark.timeout(1800)
@@ -56,7 +64,9 @@ def test_offload_passes_what_stock_passes(conf_target: None, request: pytest.Fix
     assert after > before, "the offloaded run made no offloaded connection"
     cmp = libiscsi.confirm(libiscsi.Comparison(stock, offload), stock_url, offload_url, INITIATOR)
     kver = os.uname().release
-    md = libiscsi.markdown(cmp, f"libiscsi iscsi-test-cu -t {suites}, kernel {kver}")
+    chip = request.config.getoption("--chip-model")
+    through = f", offloaded side through the {chip.upper()} chip model" if chip else ""
+    md = libiscsi.markdown(cmp, f"libiscsi iscsi-test-cu -t {suites}, kernel {kver}{through}")
     results = Path(os.environ.get("CXE_RESULTS", "/tmp"))
     (results / "conformance.md").write_text(md)
     (results / "conformance-junit.xml").write_text(libiscsi.junit(cmp))
