@@ -114,6 +114,8 @@ def test_write_read_through_the_model(model_target: str, digests: str) -> None:
     # 1037 blocks: bursts of 256 KiB, 256 KiB and 6.5 KiB; 32 + 32 + 1 PDUs
     assert moved("bursts") == 3 and moved("burst_pdus") == 65
     assert moved("hdigest_errors") == 0 and moved("ddigest_errors") == 0
+    if model_target == "t5":
+        assert moved("range_bytes") == 0  # a T5 completes each PDU on its own
 
 
 def test_a_gap_in_placed_data_is_never_taken(model_target: str) -> None:
@@ -142,8 +144,12 @@ def test_a_gap_in_placed_data_is_never_taken(model_target: str) -> None:
 
 def test_fio_verify_through_the_model_beside_stock(model_target: str) -> None:
     """open-iscsi at QD32 through the model, with a stock session on the
-    same portal writing at the same time: both verify. On a T6 some placed
-    Data-Outs are completed by a later one (range_bytes), none on a T5."""
+    same portal writing at the same time: both verify, and some placed
+    Data-Outs are completed by a later one (range_bytes). On the T6 only:
+    the T5's path is the T6's without the ranges, and the PDU-level cases
+    above run it (make test's time)."""
+    if model_target != "t6":
+        pytest.skip("the T6 covers the T5's path and its ranges (make test's time)")
     off, stock = f"{OFF.tgt_ip}:3260", f"{STOCK.tgt_ip}:3260"
     try:
         for portal in (off, stock):
@@ -165,8 +171,7 @@ def test_fio_verify_through_the_model_beside_stock(model_target: str) -> None:
         copied = after["bytes_copied"] - before["bytes_copied"]
         # each 64 KiB write: its immediate data copied, the rest placed by R2T
         assert placed + copied == 8 * topology.MiB and placed > 2 * copied
-        ranged = after["range_bytes"] - before["range_bytes"]
-        assert (ranged > 0) if model_target == "t6" else (ranged == 0)
+        assert after["range_bytes"] > before["range_bytes"]
         assert after["model_wrs"] > before["model_wrs"]
         assert after["ddigest_errors"] == before["ddigest_errors"]
     finally:
