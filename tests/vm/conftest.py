@@ -7,6 +7,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -271,7 +272,13 @@ def set_offload(on: bool) -> None:
 
 class TargetcliShell:
     """targetcli-offload's tree in this process (a targetcli process costs
-    ~10 s under TCG); run() returns what the command printed."""
+    ~10 s under TCG); run() returns what the command printed.
+
+    Each command runs on a thread of its own, on a stack as shallow as a
+    targetcli process's: configshell's Log.debug() reads the source of
+    every frame on the stack on each of the ~17 calls a command makes
+    (patches/configshell-fb/0001), about 1 s a call from pytest's stack
+    on this VM's 9p root."""
 
     def __init__(self, home: Path) -> None:
         import io
@@ -293,7 +300,9 @@ class TargetcliShell:
     def run(self, line: str) -> str:
         self.buf.seek(0)
         self.buf.truncate()
-        self.shell.run_cmdline(line)
+        # a thread made here shares this one's namespaces (topo.in_netns())
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(self.shell.run_cmdline, line).result()
         return self.buf.getvalue()
 
 
