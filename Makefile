@@ -34,9 +34,9 @@ lint:
 	$(VENV)/bin/ruff format --check .
 
 host-test: lint check-kmod
-	$(PY) -m pytest -q tests/host
+	$(PY) -m pytest -q -n 2 tests/host
 	$(MAKE) -C tests/host/c check REQUIRE_GOLDEN=1
-	$(MAKE) -C tests/host/c fuzz SECONDS=$(FUZZ_SECONDS)
+	$(MAKE) -C tests/host/c -j2 fuzz SECONDS=$(FUZZ_SECONDS)
 
 # One VM per kernel, side by side: each is a single TCG thread, so two
 # kernels take the two cores a CI machine has. Each batch's report is
