@@ -85,28 +85,50 @@ static const struct cxe_rx_ops cxe_soft_rx_ops = {
 	.done	= cxe_rx_done_cb,
 };
 
-/* tcp_read_sock() actor: feed the parser until it pauses or fails */
-static int cxe_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
-			unsigned int offset, size_t len)
+/* The parser's side of cxe_stream_pull(): it stops at each pause */
+static long cxe_rx_take(struct cxe_conn *c, const u8 *p, unsigned int n)
 {
-	struct cxe_conn *c = desc->arg.data;
+	return cxe_rx_feed(&cxe_soft(c)->rx, p, n, &cxe_soft_rx_ops, c);
+}
+
+static bool cxe_rx_paused(struct cxe_conn *c)
+{
+	return cxe_soft(c)->rx.paused;
+}
+
+static const struct cxe_stream_reader cxe_rx_reader = {
+	.take	= cxe_rx_take,
+	.done	= cxe_rx_paused,
+};
+
+struct cxe_stream_pull {
+	struct cxe_conn *c;
+	const struct cxe_stream_reader *r;
+};
+
+/* tcp_read_sock() actor: hand the bytes to the reader until it is done */
+static int cxe_stream_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			    unsigned int offset, size_t len)
+{
+	struct cxe_stream_pull *pl = desc->arg.data;
 	struct skb_seq_state st;
 	unsigned int used = 0, n;
 	const u8 *p;
-	long fed;
+	long took;
 
+	/* tcp_read_sock() calls again for the rest of an skb: stopped is stopped */
 	if (!desc->count)
 		return 0;
 	skb_prepare_seq_read(skb, offset, offset + len, &st);
 	while ((n = skb_seq_read(used, &p, &st))) {
-		fed = cxe_rx_feed(&cxe_soft(c)->rx, p, n, &cxe_soft_rx_ops, c);
-		if (fed < 0) {
-			desc->error = fed;
+		took = pl->r->take(pl->c, p, n);
+		if (took < 0) {
+			desc->error = took;
 			desc->count = 0;
 			break;
 		}
-		used += fed;
-		if (cxe_soft(c)->rx.paused) {
+		used += took;
+		if (pl->r->done(pl->c)) {
 			desc->count = 0;
 			break;
 		}
@@ -265,38 +287,41 @@ static int cxe_held_release(struct cxe_conn *c)
 }
 
 /*
- * Feed the parser from the socket until it pauses: after a header, or
- * after a PDU. Sleeps while the receive queue is empty (counted in
- * rx_waits); returns early on an error, the peer's close or a signal (LIO
- * stopping the thread).
+ * The socket's stream to a reader (the parser, or the chip model) until it
+ * is done: after a header or a PDU. When the receive queue is empty, the
+ * reader's idle hook may finish (the model hands up what it held back);
+ * else the thread sleeps (counted in rx_waits). Returns early on an error,
+ * the peer's close or a signal (LIO stopping the thread). *copied, when
+ * given, gets the stream's position at the end (tcp copied_seq).
  */
-static int cxe_rx_pull(struct cxe_conn *c)
+int cxe_stream_pull(struct cxe_conn *c, const struct cxe_stream_reader *r,
+		    u32 *copied)
 {
+	struct cxe_stream_pull pl = { .c = c, .r = r };
 	struct sock *sk = cxe_soft(c)->sock->sk;
 	long timeo = sock_rcvtimeo(sk, false);
 	int ret = 0;
 
-	if (cxe_soft(c)->held) {
-		ret = cxe_held_pull(c);
-		if (ret || cxe_soft(c)->held)
-			return ret;
-	}
-
 	lock_sock(sk);
 	for (;;) {
-		read_descriptor_t desc = { .arg.data = c, .count = 1 };
+		read_descriptor_t desc = { .arg.data = &pl, .count = 1 };
 
 		if (cxe_urgent(c, sk)) {
 			ret = -ECONNABORTED;
 			break;
 		}
-		tcp_read_sock(sk, &desc, cxe_rx_actor);
+		tcp_read_sock(sk, &desc, cxe_stream_actor);
 		if (desc.error) {
 			ret = desc.error;
 			break;
 		}
 		if (!desc.count)
-			break;
+			break;	/* the reader is done */
+		if (r->idle) {
+			ret = r->idle(c);
+			if (ret || r->done(c))
+				break;
+		}
 		ret = cxe_wait_stop(sk);
 		if (ret)
 			break;
@@ -305,10 +330,25 @@ static int cxe_rx_pull(struct cxe_conn *c)
 		if (ret)
 			break;
 	}
-	/* where the data segment starts, when paused after a header */
-	cxe_soft(c)->hdr_seq = tcp_sk(sk)->copied_seq;
+	if (copied)
+		*copied = tcp_sk(sk)->copied_seq;
 	release_sock(sk);
 	return ret;
+}
+
+/* The parser, first through a held Login request (cm.c) */
+static int cxe_rx_pull(struct cxe_conn *c)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	int ret;
+
+	if (sc->held) {
+		ret = cxe_held_pull(c);
+		if (ret || sc->held)
+			return ret;
+	}
+	/* hdr_seq: where the data segment starts, when paused after a header */
+	return cxe_stream_pull(c, &cxe_rx_reader, &sc->hdr_seq);
 }
 
 int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)

@@ -121,6 +121,22 @@ static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 
 /* io.c */
 bool cxe_urgent(struct cxe_conn *c, struct sock *sk);
+
+/*
+ * A reader of the connection's TCP stream (io.c's parser, model.c's chip
+ * model): take() consumes bytes (how many, or an error); done(), asked
+ * after each take() and after idle(), says it has what its caller waits
+ * for; idle() (optional) runs when the receive queue is empty, before the
+ * thread sleeps.
+ */
+struct cxe_stream_reader {
+	long (*take)(struct cxe_conn *c, const u8 *p, unsigned int n);
+	bool (*done)(struct cxe_conn *c);
+	int (*idle)(struct cxe_conn *c);
+};
+
+int cxe_stream_pull(struct cxe_conn *c, const struct cxe_stream_reader *r,
+		    u32 *copied);
 int cxe_wait_stop(struct sock *sk);
 int cxe_wait_data(struct sock *sk, long *timeo, const struct sk_buff *last);
 int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags);
