@@ -39,15 +39,14 @@
 
 #define CXE_MODEL_TID		1	/* the model's connection, for the messages */
 
-/* A PDU the assembler completed, waiting for the PDU layer */
+/*
+ * A PDU the assembler completed, waiting for the PDU layer: its report,
+ * with the header copied out of the assembler (pdu.hdr points at hdr);
+ * data not placed is in data_msg, after its CPL.
+ */
 struct cxe_model_pdu {
-	u8	hdr[CXE_BHS_LEN + CXE_MAX_AHS_LEN];
-	u32	hdr_len;
-	u32	dlen;
-	bool	data;		/* in data_msg, after its CPL */
-	bool	placed;
-	bool	hcrc;
-	bool	dcrc;
+	struct cxe_c4rx_pdu	pdu;
+	u8			hdr[CXE_BHS_LEN + CXE_MAX_AHS_LEN];
 };
 
 struct cxe_soft_model {
@@ -65,6 +64,11 @@ struct cxe_soft_model {
 	u32			head;
 	u32			nq;
 	bool			cur;
+	/* a work request and the wire bytes it makes (the TX thread's only) */
+	u8			*wr_req;
+	u8			*wr_out;
+	u32			wr_req_cap;
+	u32			wr_out_cap;
 };
 
 /* ---- receive: the model's callbacks ----------------------------------------- */
@@ -145,12 +149,8 @@ static int cxe_model_deliver(void *ctx, const u8 *msg, u32 len)
 		return -EOVERFLOW;	/* fed past a PDU's end: a bug here */
 	e = &mm->q[(mm->head + mm->nq++) % ARRAY_SIZE(mm->q)];
 	memcpy(e->hdr, pdu.hdr, pdu.hdr_len);
-	e->hdr_len = pdu.hdr_len;
-	e->dlen = pdu.dlen;
-	e->data = pdu.data;
-	e->placed = pdu.placed;
-	e->hcrc = pdu.hcrc_err;
-	e->dcrc = pdu.dcrc_err;
+	e->pdu = pdu;
+	e->pdu.hdr = e->hdr;
 	return 0;
 }
 
@@ -160,78 +160,35 @@ static const struct cxe_model_rx_ops cxe_model_rx_ops = {
 	.place		= cxe_model_place,
 };
 
-/* tcp_read_sock() actor: feed the model until a PDU is complete */
-static int cxe_model_actor(read_descriptor_t *desc, struct sk_buff *skb,
-			   unsigned int offset, size_t len)
-{
-	struct cxe_conn *c = desc->arg.data;
-	struct cxe_soft_model *mm = cxe_soft(c)->model;
-	struct skb_seq_state st;
-	unsigned int used = 0, n;
-	const u8 *p;
-	int ret = 0;
-
-	/* tcp_read_sock() calls again for the rest of an skb: stopped is stopped */
-	if (!desc->count)
-		return 0;
-	skb_prepare_seq_read(skb, offset, offset + len, &st);
-	while (!mm->nq && (n = skb_seq_read(used, &p, &st))) {
-		n = min(n, cxe_model_rx_want(&mm->rx));
-		ret = n ? cxe_model_rx_feed(&mm->rx, p, n, &cxe_model_rx_ops, c) :
-			  -EPROTO;
-		if (ret)
-			break;
-		used += n;
-	}
-	skb_abort_seq_read(&st);
-	if (ret)
-		desc->error = ret;
-	if (ret || mm->nq)
-		desc->count = 0;
-	return used;
-}
-
-/*
- * Until a PDU is complete: the socket's queue through the model, and
- * when it is empty, the end of a receive batch (the model hands up what
- * it held back); then sleep for more.
- */
-static int cxe_model_pull(struct cxe_conn *c)
+/* The model's side of cxe_stream_pull(): a PDU complete ends the pull */
+static long cxe_model_take(struct cxe_conn *c, const u8 *p, unsigned int n)
 {
 	struct cxe_soft_model *mm = cxe_soft(c)->model;
-	struct sock *sk = cxe_soft(c)->sock->sk;
-	long timeo = sock_rcvtimeo(sk, false);
-	int ret = 0;
+	int ret;
 
-	lock_sock(sk);
-	for (;;) {
-		read_descriptor_t desc = { .arg.data = c, .count = 1 };
-
-		if (cxe_urgent(c, sk)) {
-			ret = -ECONNABORTED;
-			break;
-		}
-		tcp_read_sock(sk, &desc, cxe_model_actor);
-		if (desc.error) {
-			ret = desc.error;
-			break;
-		}
-		if (mm->nq)
-			break;
-		ret = cxe_model_rx_flush(&mm->rx, &cxe_model_rx_ops, c);
-		if (ret || mm->nq)
-			break;
-		ret = cxe_wait_stop(sk);
-		if (ret)
-			break;
-		cxe_cstat(c, CXE_STAT_RX_WAITS, 1);
-		ret = cxe_wait_data(sk, &timeo, NULL);
-		if (ret)
-			break;
-	}
-	release_sock(sk);
-	return ret;
+	n = min(n, cxe_model_rx_want(&mm->rx));
+	if (!n)
+		return -EPROTO;
+	ret = cxe_model_rx_feed(&mm->rx, p, n, &cxe_model_rx_ops, c);
+	return ret ?: n;
 }
+
+static bool cxe_model_have_pdu(struct cxe_conn *c)
+{
+	return cxe_soft(c)->model->nq;
+}
+
+/* the socket's queue is empty: the end of a receive batch, as the chip sees it */
+static int cxe_model_idle(struct cxe_conn *c)
+{
+	return cxe_model_rx_flush(&cxe_soft(c)->model->rx, &cxe_model_rx_ops, c);
+}
+
+static const struct cxe_stream_reader cxe_model_reader = {
+	.take	= cxe_model_take,
+	.done	= cxe_model_have_pdu,
+	.idle	= cxe_model_idle,
+};
 
 /*
  * A placed Data-Out handed up: it completes its window's data from where
@@ -245,11 +202,11 @@ static void cxe_model_range(struct cxe_conn *c, const struct cxe_model_pdu *e,
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 itt = cxe_get_be32(e->hdr + 16), ttt = cxe_get_be32(e->hdr + 20);
-	u32 off = cxe_get_be32(e->hdr + 40), end = off + e->dlen;
+	u32 off = cxe_get_be32(e->hdr + 40), end = off + e->pdu.dlen;
 	struct cxe_ddp_slot *s;
 
 	spin_lock_bh(&sc->ddp_lock);
-	s = cxe_model_slot(sc, ttt, itt, off, e->dlen);
+	s = cxe_model_slot(sc, ttt, itt, off, e->pdu.dlen);
 	if (s && off > s->done_to && s->placed_to >= end) {
 		*flags |= CXE_RX_RANGE;
 		c->rx_range_start = s->done_to;
@@ -282,7 +239,7 @@ int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 		mm->cur = false;
 	}
 	if (!mm->nq) {
-		ret = cxe_model_pull(c);
+		ret = cxe_stream_pull(c, &cxe_model_reader, NULL);
 		if (ret == -EPROTO || ret == -EMSGSIZE || ret == -EOVERFLOW) {
 			pr_err("%pISpc: the chip model refused the stream (%d): dropping the connection\n",
 			       &c->peer, ret);
@@ -293,12 +250,12 @@ int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 	}
 	e = &mm->q[mm->head];
 	mm->cur = true;
-	if (e->hcrc) {
+	if (e->pdu.hcrc_err) {
 		cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
 		return -EBADMSG;
 	}
-	memcpy(hdr, e->hdr, e->hdr_len);
-	if (e->placed)
+	memcpy(hdr, e->hdr, e->pdu.hdr_len);
+	if (e->pdu.placed)
 		cxe_model_range(c, e, flags);
 	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
 	return 0;
@@ -321,14 +278,14 @@ int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 	*bad = false;
 	if (!dlen)
 		return 0;
-	if (!mm->cur || e->dlen != dlen)
+	if (!mm->cur || e->pdu.dlen != dlen)
 		return -EPROTO;
-	if (e->dcrc) {
+	if (e->pdu.dcrc_err) {
 		*bad = true;
 		cxe_cstat(c, CXE_STAT_DDIGEST_ERR, 1);
 	}
 	/* the chip placed it by the Data-Out's tag, in the task's pages */
-	if (e->placed)
+	if (e->pdu.placed)
 		return dst->sgl ? 0 : -EPROTO;
 	if (!have)
 		return 0;
@@ -356,6 +313,22 @@ int cxe_soft_model_data_taken(struct cxe_conn *c)
  * data from src, zero padding) cxgb4 would put in it or gather; the wire
  * bytes the model makes go to TCP as the software path sends a copy.
  */
+/* The connection's buffer *buf, grown to len bytes when shorter */
+static u8 *cxe_model_buf(u8 **buf, u32 *cap, u32 len)
+{
+	u8 *n;
+
+	if (len <= *cap)
+		return *buf;
+	n = kvmalloc(len, GFP_KERNEL);
+	if (!n)
+		return NULL;
+	kvfree(*buf);
+	*buf = n;
+	*cap = len;
+	return n;
+}
+
 static int cxe_model_wr(struct cxe_soft_conn *sc, const u8 *head,
 			const struct cxe_c4tx_wr *wr, const u8 *hdr,
 			const struct cxe_data *src)
@@ -364,20 +337,19 @@ static int cxe_model_wr(struct cxe_soft_conn *sc, const u8 *head,
 	u32 dlen = src ? src->len : 0;
 	u8 *req, *out;
 	long n;
-	int ret = -ENOMEM;
 
-	req = kvmalloc(wr->head_len + wr->payload, GFP_KERNEL);
-	out = kvmalloc(wr->wire, GFP_KERNEL);
+	req = cxe_model_buf(&mm->wr_req, &mm->wr_req_cap,
+			    wr->head_len + wr->payload);
+	out = cxe_model_buf(&mm->wr_out, &mm->wr_out_cap, wr->wire);
 	if (!req || !out)
-		goto out;
+		return -ENOMEM;
 	memcpy(req, head, wr->head_len);
 	memcpy(req + wr->head_len, hdr, CXE_BHS_LEN);
-	ret = -EINVAL;
 	if (src && src->sgl) {
 		if (sg_pcopy_to_buffer(src->sgl, src->nents,
 				       req + wr->head_len + CXE_BHS_LEN, dlen,
 				       src->offset) != dlen)
-			goto out;
+			return -EINVAL;
 	} else if (dlen) {
 		memcpy(req + wr->head_len + CXE_BHS_LEN, src->buf, dlen);
 	}
@@ -393,14 +365,10 @@ static int cxe_model_wr(struct cxe_soft_conn *sc, const u8 *head,
 	if (n != wr->wire) {
 		pr_err("%pISpc: the chip model refused a work request (%ld)\n",
 		       &sc->c.peer, n);
-		goto out;
+		return -EINVAL;
 	}
 	cxe_cstat(&sc->c, CXE_STAT_MODEL_WRS, 1);
-	ret = cxe_soft_send_copy(sc, out, wr->wire);
-out:
-	kvfree(out);
-	kvfree(req);
-	return ret;
+	return cxe_soft_send_copy(sc, out, wr->wire);
 }
 
 /*
@@ -570,6 +538,8 @@ void cxe_soft_model_release(struct cxe_conn *c)
 
 	if (!sc->model)
 		return;
+	kvfree(sc->model->wr_req);
+	kvfree(sc->model->wr_out);
 	kvfree(sc->model->data_msg);
 	kfree(sc->model);
 	sc->model = NULL;
