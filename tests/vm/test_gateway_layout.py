@@ -12,8 +12,9 @@ it on Ceph)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 from rtslib_fb import TPG, FabricModule, RTSRoot, Target
 
+from cxgbit_ext import cli as cxgbit_cli
 from cxgbit_ext import topology
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, ProtocolError
 from testbed import topo
@@ -42,9 +44,14 @@ POLL_S = 0.2
 
 
 def cli(*args: str) -> str:
-    p = subprocess.run([sys.executable, "-m", "cxgbit_ext.cli", *args], capture_output=True, text=True)
-    assert p.returncode == 0, f"cxgbit-ext {' '.join(args)}: {p.stdout}{p.stderr}"
-    return p.stdout
+    """``cxgbit-ext ARGS`` in this process (a new Python under TCG takes
+    seconds to import rtslib; the scale-out run runs the command itself):
+    its exit status must be 0; returns what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cxgbit_cli.main(list(args))
+    assert rc == 0, f"cxgbit-ext {' '.join(args)}: {out.getvalue()}{err.getvalue()}"
+    return out.getvalue()
 
 
 @pytest.fixture
