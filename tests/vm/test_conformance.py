@@ -27,8 +27,10 @@ IQN = "iqn.2026-11.org.cxgbit-ext:conformance"
 OFF, STOCK = topo.LINKS
 INITIATOR = "iqn.2026-11.org.cxgbit-ext:libiscsi"
 # iscsi-test-cu -t patterns (fnmatch on FAMILY.SUITE) that split the ALL
-# family's suites in two of about equal run time, for two series
-SUITE_SHARES = ("ALL.[CEGVW]*", "ALL.[!CEGVW]*")
+# family's suites in two, for two series. By run time, not count: the first
+# share (98 tests with Verify*) took 196 s where the second (132) took 82 s,
+# so the Verify suites go to the second.
+SUITE_SHARES = ("ALL.[CEGW]*", "ALL.[!CEGW]*")
 
 
 def suites_here(every: bool) -> str:
