@@ -25,7 +25,9 @@ def test_libiscsi_suite_shares_partition_every_suite() -> None:
         assert len(hits) == 1, f"{suite} matches {hits}"
     tests = [name for name in listed if name.count(".") == 2 and name.startswith("ALL.")]
     per_share = [sum(fnmatch.fnmatchcase(t.rsplit(".", 1)[0], p) for t in tests) for p in conf.SUITE_SHARES]
-    assert min(per_share) > len(tests) / 3, f"tests per share {per_share}: one kernel gets most of them"
+    # the split is by run time (test_conformance.SUITE_SHARES), not count,
+    # but no kernel is left a token share
+    assert min(per_share) > len(tests) / 4, f"tests per share {per_share}: one kernel gets most of them"
 
 
 def test_every_series_owns_some_work_the_same_on_every_machine() -> None:
