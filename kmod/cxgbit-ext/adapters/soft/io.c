@@ -16,6 +16,7 @@
 #include <linux/bitmap.h>
 #include <linux/scatterlist.h>
 #include <linux/bvec.h>
+#include <linux/indirect_call_wrapper.h>
 #include <linux/uio.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -106,7 +107,11 @@ struct cxe_stream_pull {
 	const struct cxe_stream_reader *r;
 };
 
-/* tcp_read_sock() actor: hand the bytes to the reader until it is done */
+/*
+ * tcp_read_sock() actor: hand the bytes to the reader until it is done.
+ * Called per skb piece; the parser's hooks are called directly (the chip
+ * model's through the pointers), as the kernel's protocol handlers are.
+ */
 static int cxe_stream_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			    unsigned int offset, size_t len)
 {
@@ -121,14 +126,14 @@ static int cxe_stream_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		return 0;
 	skb_prepare_seq_read(skb, offset, offset + len, &st);
 	while ((n = skb_seq_read(used, &p, &st))) {
-		took = pl->r->take(pl->c, p, n);
+		took = INDIRECT_CALL_1(pl->r->take, cxe_rx_take, pl->c, p, n);
 		if (took < 0) {
 			desc->error = took;
 			desc->count = 0;
 			break;
 		}
 		used += took;
-		if (pl->r->done(pl->c)) {
+		if (INDIRECT_CALL_1(pl->r->done, cxe_rx_paused, pl->c)) {
 			desc->count = 0;
 			break;
 		}
