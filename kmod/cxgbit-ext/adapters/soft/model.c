@@ -308,11 +308,6 @@ int cxe_soft_model_data_taken(struct cxe_conn *c)
 
 /* ---- transmit ------------------------------------------------------------------ */
 
-/*
- * One work request through the model: its head, and the payload (header,
- * data from src, zero padding) cxgb4 would put in it or gather; the wire
- * bytes the model makes go to TCP as the software path sends a copy.
- */
 /* The connection's buffer *buf, grown to len bytes when shorter */
 static u8 *cxe_model_buf(u8 **buf, u32 *cap, u32 len)
 {
@@ -329,6 +324,11 @@ static u8 *cxe_model_buf(u8 **buf, u32 *cap, u32 len)
 	return n;
 }
 
+/*
+ * One work request through the model: its head, and the payload (header,
+ * data from src, zero padding) cxgb4 would put in it or gather; the wire
+ * bytes the model makes go to TCP as the software path sends a copy.
+ */
 static int cxe_model_wr(struct cxe_soft_conn *sc, const u8 *head,
 			const struct cxe_c4tx_wr *wr, const u8 *hdr,
 			const struct cxe_data *src)
