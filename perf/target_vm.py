@@ -122,7 +122,7 @@ def main() -> int:
     if p.returncode:
         raise SystemExit(f"perf: insmod cxgbit_ext: {p.stderr.strip()}")
     ctl = Control()
-    ctl.set_netdev("soft0", nic)
+    ctl.adapter("soft0").netdev = nic
     size = plan.lun_size_mib << 20
     topology.create(
         topology.Topology(IQN_STOCK, ("ramdisk",), size, ((plan.target_ip, PORT_STOCK),), False, name_prefix="stock")

@@ -80,9 +80,9 @@ class UIOffload(UINode):
         """
         Shows every adapter's counters.
         """
-        for a in control().adapters():
-            self.shell.con.display(f"{a.name}:")
-            self.shell.con.display("\n".join(counter_lines(a.counters)))
+        for name, counters in control().counters().items():
+            self.shell.con.display(f"{name}:")
+            self.shell.con.display("\n".join(counter_lines(counters)))
 
 
 class UIAdapters(UINode):
@@ -140,7 +140,7 @@ class UIAdapters(UINode):
         (adapters/soft0 unbind).
         """
         try:
-            left = control().delete_adapter(name)
+            left = control().adapter(name).delete()
         except CxgbitExtError as e:
             raise ExecutionError(str(e)) from e
         self.refresh()
@@ -200,7 +200,7 @@ class UIAdapter(UINode):
         """
         self.assert_root()
         try:
-            control().set_toggle(self.name, toggle, value)
+            control().adapter(self.name).set_toggles({toggle: value})
         except CxgbitExtError as e:
             raise ExecutionError(str(e)) from e
 
@@ -234,7 +234,7 @@ class UIAdapter(UINode):
             except ValueError as e:
                 raise ExecutionError(f"Not setting {param}! {e} Nothing was changed.") from e
         try:
-            control().set_toggles(self.name, values)
+            control().adapter(self.name).set_toggles(values)
         except CxgbitExtError as e:
             raise ExecutionError(str(e)) from e
         now = self._adapter().toggles
@@ -277,10 +277,11 @@ class UIAdapter(UINode):
 
 def _bind(node: UINode, adapter: str, netdev: str) -> None:
     try:
-        control().set_netdev(adapter, netdev)
+        a = control().adapter(adapter)
+        a.netdev = netdev
+        node.shell.log.info(f"adapter {adapter} now serves {a.serving}")
     except CxgbitExtError as e:
         raise ExecutionError(str(e)) from e
-    node.shell.log.info(f"adapter {adapter} now serves {control().adapter(adapter).serving}")
 
 
 def _complete_netdev(text: str) -> list[str]:

@@ -120,7 +120,7 @@ def test_delete_refused_by_the_kernel_says_why(kernel: FakeKernel, tree: Path) -
     kernel.refuse["rmdir adapters/hw0"] = errno.EPERM  # as for any adapter the module made itself
     with pytest.raises(CxgbitExtError, match=r"cannot delete adapter hw0: it is built in \(the module refused: "
                        r"Operation not permitted\); unbind it instead"):  # fmt: skip
-        Control(tree).delete_adapter("hw0")
+        Control(tree).adapter("hw0").delete()
     assert (tree / "adapters/hw0").is_dir()
 
 
@@ -190,7 +190,7 @@ def test_set_is_undone_when_the_kernel_refuses_a_step(kernel: FakeKernel, tree: 
     kernel.refuse["adapters/soft0/iso"] = errno.EINVAL
     before = snapshot(tree)
     with pytest.raises(CxgbitExtError, match="cannot set iso to 0: Invalid argument; nothing was changed"):
-        Control(tree).set_toggles("soft0", {"ddp": "0", "iso": "0"})
+        Control(tree).adapter("soft0").set_toggles({"ddp": "0", "iso": "0"})
     assert snapshot(tree) == before
 
 
@@ -198,13 +198,46 @@ def test_bind_refuses_a_netdev_another_adapter_serves(kernel: FakeKernel, tree: 
     ctl = Control(tree)
     ctl.create_adapter("soft1")
     with pytest.raises(CxgbitExtError, match="netdev tgt0 is already served by adapter soft0; unbind soft0 first"):
-        ctl.set_netdev("soft1", "tgt0")
-    ctl.set_netdev("soft1", "*")  # a named netdev goes to soft0, the rest to soft1
-    ctl.set_netdev("soft0", "tgt1")
+        ctl.adapter("soft1").set_netdev("tgt0")
+    ctl.adapter("soft1").set_netdev("*")  # a named netdev goes to soft0, the rest to soft1
+    ctl.adapter("soft0").set_netdev("tgt1")
     with pytest.raises(CxgbitExtError, match=r"every netdev \('\*'\) is already served by adapter soft1"):
-        ctl.set_netdev("soft0", "*")
+        ctl.adapter("soft0").set_netdev("*")
     # the kernel's own refusal (a race with another tool) is just as clear
     kernel.refuse["adapters/soft0/netdev"] = errno.EBUSY
     with pytest.raises(CxgbitExtError, match="cannot serve netdev 'tgt0': another adapter already serves it"):
-        ctl.set_netdev("soft0", "tgt0")
+        ctl.adapter("soft0").set_netdev("tgt0")
     assert [(a.name, a.netdev) for a in ctl.adapters()] == [("soft0", "tgt1"), ("soft1", "*")]
+
+
+def test_adapter_objects_read_and_write_the_tree_live(kernel: FakeKernel, tree: Path) -> None:
+    # as rtslib's objects: a property reads its file when asked, setting
+    # one writes it (checked first), and another handle sees the change
+    ctl = Control(tree)
+    soft1 = ctl.create_adapter("soft1", "tgt1")
+    same = Control(tree).adapter("soft1")
+    assert soft1 == same and soft1 in set(ctl.adapters())
+    soft1.ddp = "off"
+    assert (tree / "adapters/soft1/ddp").read_text() == "0\n"
+    assert (same.ddp, same.iso, same.active) == (False, True, ("hcrc", "dcrc", "iso"))
+    same.netdev = "*"
+    assert soft1.serving == "every netdev"
+    with pytest.raises(CxgbitExtError, match="adapter soft1 iso: 'maybe' is not a boolean"):
+        soft1.iso = "maybe"
+    with pytest.raises(CxgbitExtError, match="netdev tgt0 is already served by adapter soft0"):
+        soft1.netdev = "tgt0"
+    assert soft1.dump() == {"name": "soft1", "type": "soft", "netdev": "*", "ddp": False, "iso": True}
+    # the counters the module keeps move for this handle too
+    kernel.count("soft1", "pdus_rx", 7)
+    assert same.counters["pdus_rx"] == 7 and soft1.counters == same.counters
+
+    # deleted by another handle (another admin): this one says so, and
+    # Control's listings leave it out
+    assert ctl.adapter("soft1").delete() == 0
+    assert not soft1.exists
+    with pytest.raises(CxgbitExtError, match="adapter soft1 no longer exists"):
+        _ = soft1.counters
+    with pytest.raises(CxgbitExtError, match="no adapter 'soft1'; adapters: soft0"):
+        soft1.ddp = True
+    assert list(ctl.counters()) == ["soft0"]
+    assert not (tree / "adapters/soft1").exists()

@@ -73,10 +73,10 @@ def test_status_lists_the_backends_and_why_one_is_off(tree: Path, capsys: pytest
 
 def test_bind_writes_netdev_and_rejects_unknown_adapter(tree: Path) -> None:
     ctl = Control(tree)
-    ctl.set_netdev("soft0", "lo")
+    ctl.adapter("soft0").set_netdev("lo")
     assert (tree / "adapters/soft0/netdev").read_text() == "lo\n"
     with pytest.raises(CxgbitExtError, match="no adapter 'soft9'"):
-        ctl.set_netdev("soft9", "lo")
+        ctl.adapter("soft9").set_netdev("lo")
 
 
 def test_bind_to_a_missing_netdev_says_so_and_changes_nothing(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:

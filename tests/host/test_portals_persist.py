@@ -95,13 +95,13 @@ def test_portal_caps_leave_out_what_every_serving_adapter_has_switched_off(
 ) -> None:
     ctl = Control(tree)
     ctl.create_adapter("soft1", "tgt1")
-    ctl.set_toggle("soft0", "ddp", False)
+    ctl.adapter("soft0").ddp = False
     kernel.report("198.18.0.1:3260 on tgt0=soft0\n0.0.0.0:3261 on tgt0=soft0 tgt1=soft1 *=-\n")
     assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+iso"
     # a wildcard portal is served by both: ddp is still on for logins over tgt1
     s = portals.state(ctl, "0.0.0.0", 3261, True)
     assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso on tgt0, tgt1"
-    ctl.set_toggle("soft1", "ddp", False)
+    ctl.adapter("soft1").ddp = False
     assert portals.state(ctl, "0.0.0.0", 3261, True).caps == ("hcrc", "dcrc", "iso")
 
 
@@ -109,9 +109,9 @@ def test_adapters_named_by_the_module_are_the_ones_shown(kernel: FakeKernel, tre
     """soft0 serving every netdev, soft1 bound to tgt1: the module gives tgt1's
     logins to soft1, every other netdev's to soft0."""
     ctl = Control(tree)
-    ctl.set_netdev("soft0", "*")
+    ctl.adapter("soft0").netdev = "*"
     ctl.create_adapter("soft1", "tgt1")
-    ctl.set_toggle("soft1", "iso", "0")
+    ctl.adapter("soft1").iso = "0"
     kernel.report("198.18.1.1:3260 on tgt1=soft1\n198.18.0.1:3260 on tgt0=soft0\n0.0.0.0:3261 on tgt1=soft1 *=soft0\n")
     assert portals.state(ctl, "198.18.1.1", 3260, True).summary() == "offload: soft1 hcrc+dcrc+ddp"
     assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+ddp+iso"
@@ -123,7 +123,7 @@ def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, netns, capsys
     f = tmp_path / "etc/cxgbit-ext.json"
     ctl = Control(tree)
     ctl.create_adapter("soft1", "tgt1")
-    ctl.set_toggle("soft1", "ddp", False)
+    ctl.adapter("soft1").ddp = False
     assert cli.main(["--configfs", str(tree), "save", "--file", str(f)]) == 0
     saved = json.loads(f.read_text())
     assert saved["format"] == FORMAT == 2
@@ -133,9 +133,9 @@ def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, netns, capsys
     ]
     assert f.stat().st_mode & 0o777 == 0o600
     # what a module reload leaves: soft0 alone, serving every netdev
-    ctl.delete_adapter("soft1")
-    ctl.set_netdev("soft0", "*")
-    ctl.set_toggle("soft0", "iso", False)
+    ctl.adapter("soft1").delete()
+    ctl.adapter("soft0").netdev = "*"
+    ctl.adapter("soft0").iso = False
     assert cli.main(["--configfs", str(tree), "restore", "--file", str(f)]) == 0
     assert ctl.dump() == {"format": FORMAT, "adapters": saved["adapters"]}
     assert "restored cxgbit-ext settings" in capsys.readouterr().out

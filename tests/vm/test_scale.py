@@ -76,7 +76,7 @@ class ConfigfsWork:
 @pytest.fixture
 def module(lio: None, module_ko: Path) -> Iterator[None]:
     assert insmod(module_ko).returncode == 0
-    Control().set_netdev("soft0", "*", check=False)
+    Control().adapter("soft0").set_netdev("*", check=False)
     try:
         yield
     finally:

@@ -60,7 +60,7 @@ def cmd_status(ctl: Control, a: argparse.Namespace) -> int:
 def show_adapters(ctl: Control, a: argparse.Namespace) -> int:
     ads = ctl.adapters()
     if a.json:
-        out([{**dataclasses.asdict(x), "caps": list(x.caps), "offloads": list(x.active)} for x in ads])
+        out([x.info() for x in ads])
         return 0
     width = max((len(x.name) for x in ads), default=0) + 2
     print(f"{'adapter':<{max(width, 10)}}{'type':<6}{'serves':<16}offloads")
@@ -73,7 +73,7 @@ def cmd_adapters(ctl: Control, a: argparse.Namespace) -> int:
     if a.action == "create":
         ctl.create_adapter(a.name, a.netdev)
     elif a.action == "delete":
-        left = ctl.delete_adapter(a.name)
+        left = ctl.adapter(a.name).delete()
         if left and not a.json:
             print(f"deleted adapter {a.name}; its {left} connection(s) keep running until they end")
     return show_adapters(ctl, a)
@@ -92,7 +92,7 @@ def _settings(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_set(ctl: Control, a: argparse.Namespace) -> int:
-    ctl.set_toggles(a.adapter, _settings(a.settings))
+    ctl.adapter(a.adapter).set_toggles(_settings(a.settings))
     return show_adapters(ctl, a)
 
 
@@ -133,20 +133,20 @@ def cmd_portals(ctl: Control, a: argparse.Namespace) -> int:
 
 def cmd_counters(ctl: Control, a: argparse.Namespace) -> int:
     if a.watch is None:
-        adapters = ctl.adapters()
+        counters = ctl.counters()
         if a.json:
-            out({x.name: x.counters for x in adapters})
+            out(counters)
             return 0
-        for x in adapters:
-            print(f"{x.name}:")
-            print("\n".join(counter_lines(x.counters)))
+        for name, cs in counters.items():
+            print(f"{name}:")
+            print("\n".join(counter_lines(cs)))
         return 0
     # rate view: per-second change of every counter over each interval
-    prev, t_prev = {x.name: x.counters for x in ctl.adapters()}, time.monotonic()
+    prev, t_prev = ctl.counters(), time.monotonic()
     n = 0
     while a.count is None or n < a.count:
         time.sleep(a.watch)
-        now, t_now = {x.name: x.counters for x in ctl.adapters()}, time.monotonic()
+        now, t_now = ctl.counters(), time.monotonic()
         dt = t_now - t_prev
         rates = {name: {k: (v - prev.get(name, {}).get(k, 0)) / dt for k, v in cs.items()} for name, cs in now.items()}
         if a.json:
@@ -162,12 +162,12 @@ def cmd_counters(ctl: Control, a: argparse.Namespace) -> int:
 
 
 def cmd_bind(ctl: Control, a: argparse.Namespace) -> int:
-    ctl.set_netdev(a.adapter, a.netdev)
+    ctl.adapter(a.adapter).netdev = a.netdev
     return show_adapters(ctl, a)
 
 
 def cmd_unbind(ctl: Control, a: argparse.Namespace) -> int:
-    ctl.set_netdev(a.adapter, "")
+    ctl.adapter(a.adapter).netdev = ""
     return show_adapters(ctl, a)
 
 

@@ -64,33 +64,78 @@ def parse_bool(value: bool | str, what: str) -> bool:
     raise CxgbitExtError(f"{what}: {value!r} is not a boolean; use 1 or 0 (or true/false, yes/no, on/off)")
 
 
-@dataclass(frozen=True)
 class Adapter:
-    name: str
-    type: str
-    netdev: str  # "*" = every netdev, "" = none
-    counters: dict[str, int]
-    caps: tuple[str, ...] = ()  # what it can do
-    ddp: bool = True  # toggles: what it does for connections accepted from now on
-    iso: bool = True
+    """adapters/<name>/ of the module's tree, as rtslib's objects are: each
+    property reads its file when asked (nothing is cached), setting one
+    checks the value in full before writing it, and dump() gives what
+    Control.setup() makes true again. Got from Control.adapter(),
+    adapters() or create_adapter(); an adapter deleted meanwhile raises
+    CxgbitExtError on the next read."""
+
+    def __init__(self, control: Control, name: str) -> None:
+        self.control = control
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Adapter({self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Adapter) and (other.control.root, other.name) == (self.control.root, self.name)
+
+    def __hash__(self) -> int:
+        return hash((self.control.root, self.name))
+
+    @property
+    def path(self) -> Path:
+        return self.control.root / "adapters" / self.name
+
+    @property
+    def exists(self) -> bool:
+        return (self.path / "netdev").exists()
+
+    def _need_exists(self) -> None:
+        if not self.exists:
+            self.control.adapter(self.name)  # raises, naming the adapters there are
+
+    def _read(self, attr: str) -> str:
+        try:
+            return (self.path / attr).read_text()
+        except FileNotFoundError:
+            if self.path.is_dir():
+                raise
+            self.control._need_loaded()
+            raise CxgbitExtError(f"adapter {self.name} no longer exists") from None
+
+    # -- what it is and does: read-only -------------------------------------
+
+    @property
+    def type(self) -> str:
+        return self._read("type").strip()
+
+    @property
+    def caps(self) -> tuple[str, ...]:
+        """What it can offload, in the module's words (OFFLOADS)."""
+        return tuple(self._read("caps").split())
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return {k: int(v) for k, v in (ln.split() for ln in self._read("counters").splitlines() if ln)}
 
     @property
     def serving(self) -> str:
         return {"*": "every netdev", "": "no netdev"}.get(self.netdev, self.netdev)
 
     @property
-    def toggles(self) -> dict[str, bool]:
-        return {"ddp": self.ddp, "iso": self.iso}
-
-    @property
     def active(self) -> tuple[str, ...]:
         """The capabilities a connection accepted now gets (toggled-off ones left out)."""
-        return tuple(c for c in self.caps if self.toggles.get(c, True))
+        on = self.toggles
+        return tuple(c for c in self.caps if on.get(c, True))
 
     @property
     def disabled(self) -> tuple[str, ...]:
         """Capabilities an admin has toggled off."""
-        return tuple(c for c in self.caps if not self.toggles.get(c, True))
+        on = self.toggles
+        return tuple(c for c in self.caps if not on.get(c, True))
 
     def offload_text(self) -> str:
         """``hcrc+dcrc+iso (ddp off)``: what it offloads, and what is toggled off."""
@@ -98,6 +143,110 @@ class Adapter:
         if self.disabled:
             text += f" ({', '.join(f'{c} off' for c in self.disabled)})"
         return text
+
+    # -- what an admin sets ---------------------------------------------------
+
+    @property
+    def netdev(self) -> str:
+        """The netdev it serves by name, "*" for every netdev, "" for none."""
+        return self._read("netdev").strip()
+
+    @netdev.setter
+    def netdev(self, netdev: str) -> None:
+        self.set_netdev(netdev)
+
+    def set_netdev(self, netdev: str, check: bool = True) -> None:
+        """Serve one netdev by name, "*" for all, "" for none.
+
+        With ``check``, a named netdev must exist in this network namespace
+        (the module binds by name, so a typo would otherwise be silent). A
+        netdev another adapter serves is refused, naming that adapter.
+        """
+        self._need_exists()
+        self.control._check_netdev(self.name, netdev, check, self.control.adapters())
+        self._write_netdev(netdev)
+
+    def _write_netdev(self, netdev: str) -> None:
+        try:
+            (self.path / "netdev").write_text(netdev + "\n")
+        except OSError as e:
+            why = e.strerror
+            if e.errno == errno.EBUSY:
+                why = f"another adapter already serves it (the module said: {e.strerror}); see 'cxgbit-ext adapters'"
+            raise CxgbitExtError(f"adapter {self.name}: cannot serve netdev {netdev!r}: {why}") from e
+
+    @property
+    def toggles(self) -> dict[str, bool]:
+        """Each of TOGGLES: whether connections accepted from now on get it."""
+        return {t: self._read(t).strip() == "1" for t in TOGGLES}  # the module shows 0 or 1
+
+    @property
+    def ddp(self) -> bool:
+        return self._read("ddp").strip() == "1"
+
+    @ddp.setter
+    def ddp(self, value: bool | str) -> None:
+        self.set_toggles({"ddp": value})
+
+    @property
+    def iso(self) -> bool:
+        return self._read("iso").strip() == "1"
+
+    @iso.setter
+    def iso(self, value: bool | str) -> None:
+        self.set_toggles({"iso": value})
+
+    def check_toggles(self, values: Mapping[str, bool | str]) -> dict[str, bool]:
+        """Check toggle settings without changing anything; return them as
+        booleans. Raises CxgbitExtError saying what is wrong."""
+        self._need_exists()  # an adapter that does not exist is refused first
+        out = {}
+        for toggle, value in values.items():
+            if toggle not in TOGGLES:
+                raise CxgbitExtError(f"adapter {self.name}: no setting {toggle!r}; settings: {', '.join(TOGGLES)}")
+            out[toggle] = parse_bool(value, f"adapter {self.name} {toggle}")
+        return out
+
+    def _write_toggle(self, toggle: str, on: bool) -> None:
+        try:
+            (self.path / toggle).write_text("1\n" if on else "0\n")
+        except OSError as e:
+            raise CxgbitExtError(f"adapter {self.name}: cannot set {toggle} to {int(on)}: {e.strerror}") from e
+
+    def set_toggles(self, values: Mapping[str, bool | str]) -> dict[str, bool]:
+        """Switch offloads on or off, e.g. ``{"ddp": False}``, for the
+        connections accepted from now on (live ones keep theirs). All are
+        checked before the first write; undone if the kernel refuses one."""
+        wanted = self.check_toggles(values)
+        before = self.toggles
+        with _undoing() as undo:
+            for toggle, on in wanted.items():
+                if on != before[toggle]:
+                    self._write_toggle(toggle, on)
+                    undo.append(partial(self._write_toggle, toggle, before[toggle]))
+        return wanted
+
+    def delete(self) -> int:
+        """Remove this software adapter: logins that arrive afterwards on
+        its netdev go to an adapter serving "*" if there is one, else to
+        stock TCP. Returns how many of its connections are still running
+        (they go on until they end)."""
+        if self.name == BUILTIN:
+            raise CxgbitExtError(f"cannot delete adapter {BUILTIN}: {BUILTIN} is built in; unbind it instead")
+        self._need_exists()
+        self.control._rmdir(self.name)
+        return sum(1 for c in self.control.connections() if c.adapter == self.name)
+
+    # -- save and restore -------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        """Its settings (not state), as one entry of Control.dump()."""
+        on = self.toggles
+        return {"name": self.name, "type": self.type, "netdev": self.netdev, **on}
+
+    def info(self) -> dict[str, Any]:
+        """Settings and state, as ``--json`` shows an adapter."""
+        return {**self.dump(), "counters": self.counters, "caps": list(self.caps), "offloads": list(self.active)}
 
 
 @dataclass(frozen=True)
@@ -214,7 +363,14 @@ class Status:
     backends: list[Backend]
 
     def dump(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "version": self.version,
+            "transport": self.transport,
+            "portals": self.portals,
+            "adapters": [a.info() for a in self.adapters],
+            "connections": [asdict(c) for c in self.connections],
+            "backends": [asdict(b) for b in self.backends],
+        }
 
 
 @dataclass(frozen=True)
@@ -284,33 +440,32 @@ class Control:
     def loaded(self) -> bool:
         return self.root.is_dir()
 
-    def _read_adapter(self, d: Path) -> Adapter:
-        rel = f"adapters/{d.name}"
-        counters = {k: int(v) for k, v in (ln.split() for ln in self._read(f"{rel}/counters").splitlines() if ln)}
-        on = {t: self._read(f"{rel}/{t}").strip() == "1" for t in TOGGLES}  # the module shows 0 or 1
-        return Adapter(d.name, self._read(f"{rel}/type").strip(), self._read(f"{rel}/netdev").strip(), counters,
-                       tuple(self._read(f"{rel}/caps").split()), ddp=on["ddp"], iso=on["iso"])  # fmt: skip
-
     def adapters(self) -> list[Adapter]:
+        """The adapters there are now, by name."""
         self._need_loaded()
-        out = []
-        for d in sorted(p for p in (self.root / "adapters").iterdir() if p.is_dir()):
-            try:
-                out.append(self._read_adapter(d))
-            except FileNotFoundError:
-                if d.exists():
-                    raise
-                # deleted while we read it: it is not there any more
-        return out
+        return [Adapter(self, d.name) for d in sorted(p for p in (self.root / "adapters").iterdir() if p.is_dir())]
 
     def _names(self) -> str:
         return ", ".join(a.name for a in self.adapters()) or "none"
 
     def adapter(self, name: str) -> Adapter:
+        """Adapter ``name``; CxgbitExtError naming the adapters there are when there is none."""
+        self._need_loaded()
+        a = Adapter(self, name)
+        if "/" in name or name in ("", ".", "..") or not a.exists:
+            raise CxgbitExtError(f"no adapter {name!r}; adapters: {self._names()}")
+        return a
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Each adapter's counters, read now; one deleted while they are read is left out."""
+        out = {}
         for a in self.adapters():
-            if a.name == name:
-                return a
-        raise CxgbitExtError(f"no adapter {name!r}; adapters: {self._names()}")
+            try:
+                out[a.name] = a.counters
+            except CxgbitExtError:
+                if a.exists:
+                    raise
+        return out
 
     def portals(self) -> list[str]:
         """The offloaded portals LIO has handed to the module, as "ip:port"."""
@@ -333,13 +488,6 @@ class Control:
 
     # -- changes ----------------------------------------------------------
 
-    def _adapter_dir(self, name: str) -> Path:
-        self._need_loaded()
-        d = self.root / "adapters" / name
-        if "/" in name or name in ("", ".", "..") or not (d / "netdev").exists():
-            raise CxgbitExtError(f"no adapter {name!r}; adapters: {self._names()}")
-        return d
-
     def _check_netdev(self, adapter: str, netdev: str, check: bool, adapters: list[Adapter]) -> None:
         if check and netdev not in ("*", "") and netdev not in netdevs():
             raise CxgbitExtError(
@@ -352,60 +500,6 @@ class Control:
                 f"adapter {adapter}: {_netdev_desc(netdev)} is already served by adapter {other.name}; "
                 f"unbind {other.name} first (one adapter per netdev)"
             )
-
-    def _write_netdev(self, adapter: str, netdev: str) -> None:
-        try:
-            (self.root / "adapters" / adapter / "netdev").write_text(netdev + "\n")
-        except OSError as e:
-            why = e.strerror
-            if e.errno == errno.EBUSY:
-                why = f"another adapter already serves it (the module said: {e.strerror}); see 'cxgbit-ext adapters'"
-            raise CxgbitExtError(f"adapter {adapter}: cannot serve netdev {netdev!r}: {why}") from e
-
-    def set_netdev(self, adapter: str, netdev: str, check: bool = True) -> None:
-        """Make an adapter serve one netdev by name, "*" for all, "" for none.
-
-        With ``check``, a named netdev must exist in this network namespace
-        (the module binds by name, so a typo would otherwise be silent). A
-        netdev another adapter serves is refused, naming that adapter.
-        """
-        self._adapter_dir(adapter)
-        self._check_netdev(adapter, netdev, check, self.adapters())
-        self._write_netdev(adapter, netdev)
-
-    def check_toggles(self, adapter: str, values: Mapping[str, bool | str]) -> dict[str, bool]:
-        """Check toggle settings for ``adapter`` without changing anything;
-        return them as booleans. Raises CxgbitExtError saying what is wrong."""
-        self._adapter_dir(adapter)  # an adapter that does not exist is refused first
-        out = {}
-        for toggle, value in values.items():
-            if toggle not in TOGGLES:
-                raise CxgbitExtError(f"adapter {adapter}: no setting {toggle!r}; settings: {', '.join(TOGGLES)}")
-            out[toggle] = parse_bool(value, f"adapter {adapter} {toggle}")
-        return out
-
-    def _write_toggle(self, adapter: str, toggle: str, on: bool) -> None:
-        try:
-            (self.root / "adapters" / adapter / toggle).write_text("1\n" if on else "0\n")
-        except OSError as e:
-            raise CxgbitExtError(f"adapter {adapter}: cannot set {toggle} to {int(on)}: {e.strerror}") from e
-
-    def set_toggles(self, adapter: str, values: Mapping[str, bool | str]) -> dict[str, bool]:
-        """Switch offloads of ``adapter`` on or off, e.g. ``{"ddp": False}``,
-        for the connections it accepts from now on (live ones keep theirs).
-        All are checked before the first write; undone if the kernel refuses one."""
-        wanted = self.check_toggles(adapter, values)
-        before = self.adapter(adapter).toggles
-        with _undoing() as undo:
-            for toggle, on in wanted.items():
-                if on != before[toggle]:
-                    self._write_toggle(adapter, toggle, on)
-                    undo.append(partial(self._write_toggle, adapter, toggle, before[toggle]))
-        return wanted
-
-    def set_toggle(self, adapter: str, toggle: str, value: bool | str) -> bool:
-        """One toggle ("ddp" or "iso") of ``adapter``; ``value`` a bool or 0/1/true/false/yes/no/on/off."""
-        return self.set_toggles(adapter, {toggle: value})[toggle]
 
     def _check_new_name(self, name: str) -> None:
         if not ADAPTER_NAME.fullmatch(name):
@@ -445,40 +539,23 @@ class Control:
                 f"(bind it to change its netdev)"
             )
         self._check_netdev(name, netdev, check, adapters)
+        new = Adapter(self, name)
         with _undoing() as undo:
             self._mkdir(name)
             undo.append(partial(self._rmdir, name))
             if netdev:
-                self._write_netdev(name, netdev)
-        return self.adapter(name)
-
-    def delete_adapter(self, name: str) -> int:
-        """Remove software adapter ``name``: logins that arrive afterwards on
-        its netdev go to an adapter serving "*" if there is one, else to
-        stock TCP. Returns how many of its connections are still running
-        (they go on until they end)."""
-        self._need_loaded()
-        if name == BUILTIN:
-            raise CxgbitExtError(f"cannot delete adapter {BUILTIN}: {BUILTIN} is built in; unbind it instead")
-        self._adapter_dir(name)
-        self._rmdir(name)
-        return sum(1 for c in self.connections() if c.adapter == name)
+                new._write_netdev(netdev)
+        return new
 
     # -- save and restore -------------------------------------------------
 
     def dump(self) -> dict[str, Any]:
         """The settings an admin makes (not state): what save writes."""
-        return {
-            "format": FORMAT,
-            "adapters": [
-                {"name": a.name, "type": a.type, "netdev": a.netdev, "ddp": a.ddp, "iso": a.iso}
-                for a in self.adapters()
-            ],
-        }
+        return {"format": FORMAT, "adapters": [a.dump() for a in self.adapters()]}
 
-    def _plan(self, wanted: list[AdapterConfig], check: bool) -> dict[str, Adapter]:
-        """Check that ``wanted`` can be applied here; return the adapters now."""
-        current = {a.name: a for a in self.adapters()}
+    def _plan(self, wanted: list[AdapterConfig], check: bool) -> dict[str, AdapterConfig]:
+        """Check that ``wanted`` can be applied here; return the adapters' settings now."""
+        current = {a.name: AdapterConfig(**a.dump()) for a in self.adapters()}
         for w in wanted:
             have = current.get(w.name)
             if have is None:
@@ -525,24 +602,25 @@ class Control:
                 if w.name not in current:
                     self._mkdir(w.name)
                     undo.append(partial(self._rmdir, w.name))
-            now = {a.name: a for a in self.adapters()}
+            live = {w.name: Adapter(self, w.name) for w in wanted}
+            now = {name: AdapterConfig(**a.dump()) for name, a in live.items()}
             # unbind first whatever moves, so no step puts two adapters on one netdev
             for w in wanted:
                 old = now[w.name].netdev
                 if old and old != w.netdev:
-                    self._write_netdev(w.name, "")
-                    undo.append(partial(self._write_netdev, w.name, old))
+                    live[w.name]._write_netdev("")
+                    undo.append(partial(live[w.name]._write_netdev, old))
             for w in wanted:
                 old = now[w.name].netdev
                 if w.netdev and old != w.netdev:
-                    self._write_netdev(w.name, w.netdev)
-                    undo.append(partial(self._write_netdev, w.name, ""))
+                    live[w.name]._write_netdev(w.netdev)
+                    undo.append(partial(live[w.name]._write_netdev, ""))
             for w in wanted:
                 for t in TOGGLES:
-                    on, was = getattr(w, t), now[w.name].toggles[t]
+                    on, was = getattr(w, t), getattr(now[w.name], t)
                     if on != was:
-                        self._write_toggle(w.name, t, on)
-                        undo.append(partial(self._write_toggle, w.name, t, was))
+                        live[w.name]._write_toggle(t, on)
+                        undo.append(partial(live[w.name]._write_toggle, t, was))
 
     def status(self) -> Status:
         return Status(
