@@ -32,6 +32,7 @@ check-kmod:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 host-test: lint check-kmod
 	$(PY) -m pytest -q -n 2 tests/host

@@ -47,7 +47,7 @@ class UIOffload(UINode):
         self.refresh()
 
     def refresh(self) -> None:
-        self._children = set()
+        self._children: set[UINode] = set()
         if control().loaded:
             UIAdapters(self)
             UIConnections(self)
@@ -93,7 +93,7 @@ class UIAdapters(UINode):
         self.refresh()
 
     def refresh(self) -> None:
-        self._children = set()
+        self._children: set[UINode] = set()
         for a in control().adapters():
             UIAdapter(a.name, self)
 
@@ -296,7 +296,7 @@ class UIConnections(UINode):
         self.refresh()
 
     def refresh(self) -> None:
-        self._children = set()
+        self._children: set[UINode] = set()
         for c in control().connections():
             UIConnection(c.peer, c.local, self)
 

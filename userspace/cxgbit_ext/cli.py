@@ -280,7 +280,7 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
         if a.json:
             out(have)
             return 0
-    for tag, t in sorted(have["tpgs"].items()):  # type: ignore[union-attr]
+    for tag, t in sorted(have["tpgs"].items()):
         luns = ", ".join(f"LUN {n}: {so} in ALUA group {gp}" for n, (so, gp) in t["luns"].items())
         state = "enabled" if t["enabled"] else "disabled"
         print(f"  tpg{tag} ({state}): {', '.join(t['portals'])}"

@@ -39,6 +39,7 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rtslib_fb import (
     LUN,
@@ -153,7 +154,7 @@ def _find(iqn: str) -> Target | None:
     return next((t for t in FabricModule("iscsi").targets if t.wwn == iqn), None)
 
 
-def describe(iqn: str) -> dict[str, object]:
+def describe(iqn: str) -> dict[str, Any]:
     """The target's layout on this host, as configfs has it (empty when
     there is no such target): for idempotence and for the CLI's report."""
     target = _find(iqn)
@@ -175,7 +176,7 @@ def describe(iqn: str) -> dict[str, object]:
     return {"iqn": target.wwn, "backstore": backstore, "tpgs": tpgs}
 
 
-def expected(layout: Layout) -> dict[str, object]:
+def expected(layout: Layout) -> dict[str, Any]:
     tpgs = {}
     for gw, ip in enumerate(layout.portals, 1):
         portal = f"{ip}:{layout.port}"

@@ -179,7 +179,7 @@ def _attribute_as_saved(error: str, cfg: dict[str, Any]) -> bool:
         return False
     plugin, name, attr = m.groups()
     objects = cfg.get("storage_objects", [])
-    saved = next((so for so in objects if (so.get("plugin"), so.get("name")) == (plugin, name)), {})
+    saved: dict[str, Any] = next((so for so in objects if (so.get("plugin"), so.get("name")) == (plugin, name)), {})
     if attr not in saved.get("attributes", {}):
         return False
     so = next((so for so in RTSRoot().storage_objects if (so.plugin, so.name) == (plugin, name)), None)
