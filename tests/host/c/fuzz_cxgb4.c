@@ -8,13 +8,16 @@
  * length (ASan sees a read past one). Whatever the input: the assembler
  * returns MORE, PDU or -EPROTO, a PDU's header is a BHS and its AHS
  * within the assembler, and once it refused it refuses everything; the
- * transmit model sends no more than its buffer or refuses the request.
+ * transmit model sends no more than its buffer or refuses the request;
+ * the pod memory model takes a request into its region or refuses it, and
+ * locates a byte in a page a pod names or says it cannot.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include "rx.h"
 #include "ulp_rx.h"
 #include "ulp_tx.h"
+#include "ppod.h"
 
 #define MAX_DLEN	4096
 
@@ -87,6 +90,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	chip = data[0] & 1 ? CXE_CHIP_T6 : CXE_CHIP_T5;
+	if ((data[0] & 48) == 48) {
+		/* a pod memory write (exactly its bytes), then a lookup */
+		static u8 mem[16 * CXE_PPOD_LEN];
+		struct cxe_model_ppm pm = { mem, 0x1000, sizeof(mem) };
+		u8 *wr = malloc(size - 1 ? size - 1 : 1);
+		u64 at;
+		int n;
+
+		if (!wr)
+			abort();
+		memcpy(wr, data + 1, size - 1);
+		n = cxe_model_ppm_write(&pm, wr, size - 1);
+		if (n != -EINVAL && (n < 1 || n > 16))
+			abort();
+		n = cxe_model_ppm_locate(&pm, data[0] >> 6, size > 8 ? data[5] : 0,
+					 size > 8 ? data[6] : 0, size, &at);
+		if (n && n != -ENOENT && n != -EIO)
+			abort();
+		free(wr);
+		return 0;
+	}
 	if (data[0] & 16) {
 		/* a request, then what cxgb4 would gather, split at data[1] */
 		static u8 out[1 << 17];

@@ -7,7 +7,9 @@
  * and our parsers must read back the fields of messages so built. The
  * Makefile compiles this file once per kernel whose headers are there.
  * The iSCSI status bits of CPL_RX_ISCSI_DDP/CMP are not in cxgb4's
- * headers: the Makefile takes them from that kernel's cxgbit_lro.h.
+ * headers: the Makefile takes them from that kernel's cxgbit_lro.h, and
+ * the page pod's layout from its libcxgb_ppm.h (which needs the kernel's
+ * own headers to be included whole).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,9 @@
 #include "t4fw_api.h"
 #include "t4_tcb.h"
 #include "ddp_bits.h"
+#include "ppod_bits.h"
 #include "cpl.h"
+#include "ppod.h"
 #include "ulp_rx.h"
 #include "ulp_tx.h"
 #include "check.h"
@@ -806,6 +810,67 @@ static void golden_conn(void)
 	CHECK(t.status == tr->status && t.oldval == be64_to_cpu(tr->oldval));
 }
 
+/*
+ * Page pods: a ULP_TX_MEM_WRITE of npods pods as cxgbit_ppod_init_idata()
+ * and cxgbit_set_one_ppod() write it (a buffer of single-page scatterlist
+ * entries), with the pod header as libcxgb's cxgbi_ppm_make_ppod_hdr()
+ * makes it; the model takes it, and places where the pages say.
+ */
+static void golden_ppod(void)
+{
+	u8 ours[CXE_ULP_MEM_WRITE_MAX_LEN], ref[CXE_ULP_MEM_WRITE_MAX_LEN] = { 0 };
+	static u8 mem[64 * CXE_PPOD_LEN];
+	struct cxe_model_ppm m = { .mem = mem, .base = 0x100000, .size = sizeof(mem) };
+	u32 npages = 1 + random() % 12, total = (npages + 3) / 4;
+	u32 npods = 1 + random() % (total < ULPMEM_IDATA_MAX_NPPODS ? total : ULPMEM_IDATA_MAX_NPPODS);
+	u32 first = random() % (total - npods + 1), tid = rnd32() % (CXE_CPL_TID_MAX + 1);
+	u32 idx = random() % (64 - total + 1), pm_addr = m.base + ((idx + first) << PPOD_SIZE_SHIFT);
+	u32 dlen = npods << PPOD_SIZE_SHIFT;
+	u32 wr_len = roundup(sizeof(struct ulp_mem_io) + sizeof(struct ulptx_idata) + dlen, 16);
+	struct ulp_mem_io *req = (struct ulp_mem_io *)ref;
+	struct ulptx_idata *idata = (struct ulptx_idata *)(req + 1);
+	struct cxgbi_pagepod *ppod = (struct cxgbi_pagepod *)(idata + 1);
+	struct cxe_ppod_hdr h = {
+		.tid = tid, .tag = (idx << PPOD_SIZE_SHIFT | (random() & 63)) & 0x3fffffff,
+		.page_offset = random() % 4096,
+	};
+	u64 pages[12], at;
+
+	h.max_offset = npages * 4096 - h.page_offset - random() % 4096 % (npages * 4096 - h.page_offset);
+	for (u32 i = 0; i < npages; i++)
+		pages[i] = rnd64() & 0xffffffffff000ULL;
+
+	req->wr.wr_hi = htonl(FW_WR_OP_V(FW_ULPTX_WR) | FW_WR_ATOMIC_V(0));
+	req->wr.wr_mid = htonl(FW_WR_LEN16_V(DIV_ROUND_UP(wr_len, 16)) | FW_WR_FLOWID_V(tid));
+	req->cmd = htonl(ULPTX_CMD_V(ULP_TX_MEM_WRITE) | ULP_MEMIO_ORDER_V(0) | T5_ULP_MEMIO_IMM_V(1));
+	req->dlen = htonl(ULP_MEMIO_DATA_LEN_V(dlen >> 5));
+	req->lock_addr = htonl(ULP_MEMIO_ADDR_V(pm_addr >> 5));
+	req->len16 = htonl(DIV_ROUND_UP(wr_len - sizeof(req->wr), 16));
+	/* unsigned: 0x81 << 24 overflows an int, which UBSan stops at */
+	idata->cmd_more = htonl(ULPTX_CMD_V((u32)ULP_TX_SC_IMM));
+	idata->len = htonl(dlen);
+	for (u32 i = 0; i < npods; i++, ppod++) {
+		u32 page = (first + i) * PPOD_PAGES_MAX;
+
+		ppod->hdr.vld_tid = htonl(PPOD_VALID_FLAG | PPOD_TID(tid));
+		ppod->hdr.pgsz_tag_clr = htonl(h.tag);
+		ppod->hdr.max_offset = htonl(h.max_offset);
+		ppod->hdr.page_offset = htonl(h.page_offset);
+		for (u32 j = 0; j <= PPOD_PAGES_MAX; j++)
+			ppod->addr[j] = page + j < npages ? cpu_to_be64(pages[page + j]) : 0;
+	}
+	CHECK(sizeof(struct cxgbi_pagepod) == CXE_PPOD_LEN && 1U << PPOD_SIZE_SHIFT == CXE_PPOD_LEN);
+	CHECK(ULPMEM_IDATA_MAX_NPPODS == CXE_PPOD_IMM_MAX && PPOD_PAGES_MAX == CXE_PPOD_PAGES);
+	same("ULP_TX_MEM_WRITE of page pods",
+	     ours, cxe_ulp_ppod_write(ours, sizeof(ours), pm_addr, &h, pages, npages, first, npods),
+	     ref, wr_len);
+	CHECK(cxe_model_ppm_write(&m, ref, wr_len) == (int)npods);
+	if (first == 0) {
+		CHECK(cxe_model_ppm_locate(&m, idx, tid, h.tag, 0, &at) == 0 &&
+		      at == pages[0] + h.page_offset);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	srandom(13);
@@ -827,6 +892,7 @@ int main(int argc, char **argv)
 		golden_model_tx(CXE_CHIP_T5);
 		golden_model_tx(CXE_CHIP_T6);
 		golden_conn();
+		golden_ppod();
 	}
 	printf("golden_cpl %s: %d checks against cxgb4's headers, %d failures\n",
 	       argc > 1 ? argv[1] : "", checks, failures);

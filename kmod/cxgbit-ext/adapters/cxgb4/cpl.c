@@ -23,18 +23,19 @@ static inline void put8(u8 *p, unsigned int off, u8 v)
 	p[off] = v;
 }
 
+/* each byte masked: sparse warns of a constant truncated to a u8 otherwise */
 static inline void put16(u8 *p, unsigned int off, u16 v)
 {
-	p[off] = v >> 8;
-	p[off + 1] = v;
+	p[off] = (v >> 8) & 0xff;
+	p[off + 1] = v & 0xff;
 }
 
 static inline void put32(u8 *p, unsigned int off, u32 v)
 {
-	p[off] = v >> 24;
-	p[off + 1] = v >> 16;
-	p[off + 2] = v >> 8;
-	p[off + 3] = v;
+	p[off] = (v >> 24) & 0xff;
+	p[off + 1] = (v >> 16) & 0xff;
+	p[off + 2] = (v >> 8) & 0xff;
+	p[off + 3] = v & 0xff;
 }
 
 static inline void put64(u8 *p, unsigned int off, u64 v)
@@ -504,6 +505,77 @@ int cxe_cpl_abort_req(void *buf, size_t size, u32 tid, bool rst)
 int cxe_cpl_abort_rpl(void *buf, size_t size, u32 tid, bool rst)
 {
 	return abort_msg(buf, size, CXE_CPL_ABORT_RPL, tid, rst);
+}
+
+/* ---- page pods: ULP_TX_MEM_WRITE ---- */
+
+/*
+ * Layout: WR header (op FW_ULPTX_WR, flow id the TID), then the ULP_TX
+ * command: cmd (ULP_TX_MEM_WRITE, bit 23 "immediate" on T5 and later),
+ * len16 (the request after the WR header, in 16-byte units), dlen (the
+ * data in 32-byte units), lock_addr (the pod memory address in 32-byte
+ * units); then a ULP_TX_SC_IMM sub-command with the data's byte length,
+ * then the pods. What mainline cxgbit writes; T5 and T6 alike.
+ */
+#define ULPTX_CMD_SHIFT		24
+#define ULP_TX_MEM_WRITE	3
+#define ULP_TX_SC_IMM		0x81
+#define ULP_MEMIO_IMM		BIT(23)
+/*
+ * The headers give lock_addr's address no width, only bit 31 (lock) above
+ * it; a u32 byte address in 32-byte units is at most 27 bits, below it.
+ */
+#define ULP_MEM_WRITE_HDR_LEN	40		/* WR, command, immediate sub-command */
+/* a pod's header: the valid bit above the TID in its first word */
+#define PPOD_VALID		BIT(24)
+#define PPOD_TAG_MASK		0x3fffffff
+
+int cxe_ulp_ppod_write(void *buf, size_t size, u32 pod_addr,
+		       const struct cxe_ppod_hdr *hdr, const u64 *pages,
+		       u32 npages, u32 first, u32 npods)
+{
+	const u64 page_mask = (1ULL << CXE_PPOD_PAGE_SHIFT) - 1;
+	u32 dlen = npods << CXE_PPOD_SHIFT;
+	u32 len = (ULP_MEM_WRITE_HDR_LEN + dlen + 15) & ~15U;
+	u8 *p = buf;
+	u32 i, j;
+	int ret;
+
+	if (!hdr || !pages || !npages || !npods || npods > CXE_PPOD_IMM_MAX ||
+	    first > npages ||
+	    first + npods > (npages + CXE_PPOD_PAGES - 1) / CXE_PPOD_PAGES ||
+	    hdr->tag & ~PPOD_TAG_MASK ||
+	    hdr->page_offset > page_mask || pod_addr & 31)
+		return -EINVAL;
+	for (i = 0; i < npages; i++)
+		if (pages[i] & page_mask)
+			return -EINVAL;
+	ret = start(buf, size, len, hdr->tid);
+	if (ret)
+		return ret;
+
+	put32(p, 0, (u32)CXE_FW_ULPTX_WR << WR_OP_SHIFT);
+	put32(p, 4, hdr->tid << WR_FLOWID_SHIFT | len / 16);
+	put32(p, 16, (u32)ULP_TX_MEM_WRITE << ULPTX_CMD_SHIFT | ULP_MEMIO_IMM);
+	put32(p, 20, (len - 16) / 16);
+	put32(p, 24, dlen >> 5);
+	put32(p, 28, pod_addr >> 5);
+	put32(p, 32, (u32)ULP_TX_SC_IMM << ULPTX_CMD_SHIFT);
+	put32(p, 36, dlen);
+	for (i = 0; i < npods; i++) {
+		u8 *pod = p + ULP_MEM_WRITE_HDR_LEN + i * CXE_PPOD_LEN;
+		u32 page = (first + i) * CXE_PPOD_PAGES;
+
+		put32(pod, 0, PPOD_VALID | hdr->tid);
+		put32(pod, 4, hdr->tag);
+		put32(pod, 8, hdr->max_offset);
+		put32(pod, 12, hdr->page_offset);
+		/* bytes 16..23 reserved; then four pages and the next one */
+		for (j = 0; j <= CXE_PPOD_PAGES; j++)
+			put64(pod, 24 + 8 * j,
+			      page + j < npages ? pages[page + j] : 0);
+	}
+	return len;
 }
 
 /* ---- parsers ---- */

@@ -54,6 +54,7 @@ enum cxe_chip {
 #define CXE_FW_FLOWC_WR			0x0a
 #define CXE_FW_OFLD_TX_DATA_WR		0x0b
 #define CXE_FW_ISCSI_TX_DATA_WR		0x45
+#define CXE_FW_ULPTX_WR			0x04
 
 /* status codes of CPL_ABORT_REQ_RSS that are advice, not an abort */
 #define CXE_CPL_ERR_RTX_NEG_ADVICE	35
@@ -203,6 +204,50 @@ int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid);
 /* rst: the chip sends a RST (CPL_ABORT_SEND_RST) or not (CPL_ABORT_NO_RST) */
 int cxe_cpl_abort_req(void *buf, size_t size, u32 tid, bool rst);
 int cxe_cpl_abort_rpl(void *buf, size_t size, u32 tid, bool rst);
+
+/*
+ * Page pods. A task whose data the chip places has pods in the adapter's
+ * pod memory: each is 64 bytes, a header saying which connection, tag and
+ * buffer length it is valid for, then the bus addresses of four pages of
+ * the buffer and of the page after them (the next pod's first, or 0).
+ * Pods are written with ULP_TX_MEM_WRITE work requests carrying them as
+ * immediate data, at most CXE_PPOD_IMM_MAX to a request so that it stays
+ * immediate (under 256 bytes).
+ */
+#define CXE_PPOD_LEN			64
+#define CXE_PPOD_SHIFT			6	/* log2 of CXE_PPOD_LEN */
+#define CXE_PPOD_PAGES			4
+#define CXE_PPOD_PAGE_SHIFT		12	/* the pages pods name: 4 KiB */
+#define CXE_PPOD_IMM_MAX		3
+#define CXE_ULP_MEM_WRITE_MAX_LEN	240	/* a write of CXE_PPOD_IMM_MAX pods */
+
+struct cxe_ppod_hdr {
+	u32 tid;		/* the connection the pods are valid for */
+	u32 tag;		/* as the pods hold it: the DDP tag, bits 30..31 clear */
+	u32 max_offset;		/* bytes of the buffer: the task's transfer length */
+	u32 page_offset;	/* where the buffer starts in its first page */
+};
+
+/* pods needed for a buffer of len bytes starting page_offset into its first page */
+static inline u32 cxe_ppod_count(u32 page_offset, u32 len)
+{
+	u32 pages = (page_offset + len + (1U << CXE_PPOD_PAGE_SHIFT) - 1) >>
+		    CXE_PPOD_PAGE_SHIFT;
+
+	return (pages + CXE_PPOD_PAGES - 1) / CXE_PPOD_PAGES;
+}
+
+/*
+ * Pods [first, first + npods) of a buffer whose pages (page-aligned bus
+ * addresses) are pages[0..npages), written to pod memory at byte address
+ * pod_addr (32-byte aligned: the address of pod first), on the flow of
+ * the connection the pods are for (hdr->tid). npods is 1..CXE_PPOD_IMM_MAX
+ * and the pods must be the buffer's own (first + npods at most
+ * DIV_ROUND_UP(npages, CXE_PPOD_PAGES)).
+ */
+int cxe_ulp_ppod_write(void *buf, size_t size, u32 pod_addr,
+		       const struct cxe_ppod_hdr *hdr, const u64 *pages,
+		       u32 npages, u32 first, u32 npods);
 
 /* ---- messages the backend receives ---- */
 
