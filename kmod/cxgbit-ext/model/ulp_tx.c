@@ -183,3 +183,49 @@ long cxe_model_tx_wr(const struct cxe_model_tx *m, const u8 *wr, u32 wr_len,
 		return -EINVAL;
 	return o.n;
 }
+
+/* ---- credits ---- */
+
+#define WR_COMPL		BIT(21)
+
+void cxe_model_txcred_init(struct cxe_model_txcred *m, u32 tid, u32 snd_isn)
+{
+	m->tid = tid;
+	m->held = 0;
+	m->owed = 0;
+	m->snd_nxt = snd_isn;
+}
+
+void cxe_model_txcred_took(struct cxe_model_txcred *m, const u8 *wr, u32 wire)
+{
+	m->held += wr[7];
+	if (cxe_get_be32(wr) & WR_COMPL)
+		m->owed = m->held;
+	m->snd_nxt += wire;
+}
+
+/*
+ * Layout (24 bytes): opcode/TID ; credits, 2 reserved, flags ; snd_nxt ;
+ * snd_una ; 8 reserved. The chip acks with the sequence numbers valid.
+ */
+int cxe_model_txcred_ack(struct cxe_model_txcred *m, u8 *buf, u32 credits,
+			 bool owed)
+{
+	u32 n = owed ? m->owed : credits;
+
+	if (n > m->held)
+		n = m->held;
+	if (n > 0xff)
+		n = 0xff;
+	if (!n)
+		return 0;
+	m->held -= n;
+	m->owed = m->owed > n ? m->owed - n : 0;
+	memset(buf, 0, CXE_CPL_FW4_ACK_LEN);
+	cxe_put_be32(buf, (u32)CXE_CPL_FW4_ACK << 24 | m->tid);
+	buf[4] = n;
+	buf[7] = CXE_FW4_ACK_SEQVAL;
+	cxe_put_be32(buf + 8, m->snd_nxt);
+	cxe_put_be32(buf + 12, m->snd_nxt);
+	return CXE_CPL_FW4_ACK_LEN;
+}

@@ -41,4 +41,31 @@ long cxe_model_tx_wr(const struct cxe_model_tx *m, const u8 *wr, u32 wr_len,
 		     const u8 *gathered, u32 gathered_len, u8 *out,
 		     size_t size);
 
+/*
+ * The credits of a connection's requests, on the chip's side: each
+ * request the transmit model took holds its len16 credits until the chip
+ * returns them in a CPL_FW4_ACK; it owes an ack once a request asked for
+ * one (FW_WR_COMPL), for the credits up to that request. TCP is not
+ * modelled: an ack says the peer has everything sent (snd_una).
+ */
+struct cxe_model_txcred {
+	u32 tid;
+	u32 held;		/* credits of requests taken, not yet returned */
+	u32 owed;		/* of them, up to the last request that asked for an ack */
+	u32 snd_nxt;		/* after the last byte sent */
+};
+
+void cxe_model_txcred_init(struct cxe_model_txcred *m, u32 tid, u32 snd_isn);
+/* a request cxe_model_tx_wr() took (its bytes), which sent wire bytes */
+void cxe_model_txcred_took(struct cxe_model_txcred *m, const u8 *wr, u32 wire);
+/*
+ * A CPL_FW4_ACK (CXE_CPL_FW4_ACK_LEN bytes into buf) returning credits of
+ * the oldest requests: all that are owed, at least, when owed is true (at
+ * most 255 in one ack: call again while owed), else up to credits of
+ * those held. Returns the message's length, or 0 when there is nothing to
+ * return.
+ */
+int cxe_model_txcred_ack(struct cxe_model_txcred *m, u8 *buf, u32 credits,
+			 bool owed);
+
 #endif /* CXE_MODEL_ULP_TX_H */

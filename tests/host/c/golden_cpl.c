@@ -871,6 +871,28 @@ static void golden_ppod(void)
 	}
 }
 
+/* the transmit model's CPL_FW4_ACK, read with the headers' struct */
+static void golden_fw4_ack(void)
+{
+	struct cxe_model_txcred m;
+	u8 wr[CXE_FW_OFLD_TX_DATA_WR_LEN], msg[CXE_CPL_FW4_ACK_LEN];
+	const struct cpl_fw4_ack *a = (const void *)msg;
+	struct cxe_fw_tx_data t = { .tid = rnd32() % (CXE_CPL_TID_MAX + 1), .len16 = 1 + random() % 200,
+				    .plen = random() % 65536, .compl = random() & 1 };
+	u32 isn = rnd32(), give = 1 + random() % t.len16;
+
+	cxe_model_txcred_init(&m, t.tid, isn);
+	CHECK(cxe_fw_ofld_tx_data_wr(wr, sizeof(wr), CXE_CHIP_T6, &t) == sizeof(wr));
+	cxe_model_txcred_took(&m, wr, t.plen);
+	CHECK(m.owed == (t.compl ? t.len16 : 0));
+	CHECK(cxe_model_txcred_ack(&m, msg, give, false) == sizeof(*a));
+	CHECK(sizeof(*a) == CXE_CPL_FW4_ACK_LEN);
+	CHECK(ntohl(OPCODE_TID(a)) >> 24 == CPL_FW4_ACK && GET_TID(a) == t.tid);
+	CHECK(a->credits == give && a->seq_vld == CPL_FW4_ACK_FLAGS_SEQVAL);
+	CHECK(ntohl(a->snd_nxt) == isn + t.plen && ntohl(a->snd_una) == isn + t.plen);
+	CHECK(m.held == t.len16 - give);
+}
+
 int main(int argc, char **argv)
 {
 	srandom(13);
@@ -893,6 +915,7 @@ int main(int argc, char **argv)
 		golden_model_tx(CXE_CHIP_T6);
 		golden_conn();
 		golden_ppod();
+		golden_fw4_ack();
 	}
 	printf("golden_cpl %s: %d checks against cxgb4's headers, %d failures\n",
 	       argc > 1 ? argv[1] : "", checks, failures);
