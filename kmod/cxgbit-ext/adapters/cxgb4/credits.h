@@ -11,9 +11,9 @@
  * asks when half the credits have gone out unasked since the last one
  * that did (acks keep coming while the queue is busy), and when it leaves
  * fewer credits free than the connection's largest request takes: a
- * request that has to wait then always has an ack on its way (mainline
- * cxgbit asks at half only, which leaves a request larger than the free
- * half waiting for an ack nobody asked for). An ack that returns more
+ * request that has to wait then always has an ack on its way. (Mainline
+ * cxgbit asks at half only: a request larger than half the credits can
+ * then wait for an ack nobody asked for.) An ack that returns more
  * credits than are out, or moves snd_una back, cannot come from a chip
  * that follows this: the connection is to be aborted (mainline cxgbit
  * logs it and goes on).
