@@ -107,3 +107,39 @@ def test_a_login_that_reached_stock_at_the_enable_is_dropped_and_enabled_again(t
     assert portals.enable_tpg(tpg, timeout=10, ctl=Ctl(), net=d, settle=0.3) == []  # type: ignore[arg-type]
     assert seen == ["0", "1", "0", "1"]
     assert (tpg / "enable").read_text() == "1"
+
+
+def test_logins_that_never_let_up_still_end_offloaded(tmp_path: Path) -> None:
+    """Initiators retrying all the time keep a login of theirs in flight at
+    every moment, so the wait for none runs out. The TPG is enabled all
+    the same; a login refused before the enable then reaches stock after
+    it, and the TPG goes off again and on, as when the wait did not run
+    out, until no stock session is left: only connections that were there
+    before the enable began (another TPG's stock sessions) are left as
+    they are and reported."""
+    (tmp_path / "net").mkdir()
+    d = net(tmp_path / "net", [])
+    tpg = fake_tpg(tmp_path, "1")
+    seen: list[str] = []
+
+    class Ctl:
+        loaded = True
+
+        def connections(self) -> list[SimpleNamespace]:
+            state = (tpg / "enable").read_text().strip()
+            if seen[-1:] != [state]:
+                seen.append(state)
+            if seen == ["0"]:  # a new login in flight whenever asked, until the deadline
+                peer = f"020112C6:{0x9C00 + len(seen_peers):04X}"
+                seen_peers.append(peer)
+                net(d, [line(PORTAL, peer, "01")])
+            elif seen == ["0", "1"]:  # the last one refused before the enable is stock now
+                net(d, [line(PORTAL, seen_peers[-1], "01")])
+            else:
+                net(d, [])
+            return []
+
+    seen_peers: list[str] = []
+    assert portals.enable_tpg(tpg, timeout=0.3, ctl=Ctl(), net=d, settle=0.2) == []  # type: ignore[arg-type]
+    assert seen == ["0", "1", "0", "1"] and len(seen_peers) > 1
+    assert (tpg / "enable").read_text() == "1"

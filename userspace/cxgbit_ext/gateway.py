@@ -205,6 +205,8 @@ def create(layout: Layout, dev: str | None = None) -> bool:
     size = image_size(layout.image) if layout.backstore == "user:rbd" else 0
     so: BlockStorageObject | UserBackedStorageObject | None = None
     target: Target | None = None
+    held: list[str] = []
+    opened = Path()
     try:
         if layout.backstore == "iblock":
             so = BlockStorageObject(layout.so_name, dev=dev, wwn=layout.wwn)
@@ -241,14 +243,17 @@ def create(layout: Layout, dev: str | None = None) -> bool:
             if gw == layout.index:
                 if layout.offload:
                     portals.set_offload(np, True)
-                portals.enable_tpg(Path(tpg.path))
-        return True
+                opened = Path(tpg.path)
+                held = portals.enable_tpg(opened)
     except (RTSLibError, OSError, GatewayError) as e:
         if target is not None:
             target.delete()
         if so is not None:
             so.delete()
         raise GatewayError(f"laying out gateway {layout.index} of {layout.iqn}: {e}") from e
+    # laid out: logins left on stock TCP are reported, the layout stays
+    portals.say_stock_logins(held, opened, f"gateway {layout.index} of {layout.iqn}")
+    return True
 
 
 def delete(iqn: str) -> None:

@@ -188,23 +188,44 @@ def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: I
     return out
 
 
+def _settled(ctl: Control) -> list[str]:
+    """Peers of the connections adapters hold past their login."""
+    return [c.peer for c in ctl.connections() if not c.login]
+
+
 def _settled_by(portals: list[tuple[str, int]], ctl: Control, net: Path, deadline: float) -> list[str]:
     """Wait until every connection to ``portals`` is an adapter's past its
     login, or ``deadline``; the peers of those that are not then."""
     while True:
-        settled = [c.peer for c in ctl.connections() if not c.login]
-        held = unsettled_connections(portals, settled, net)
+        held = unsettled_connections(portals, _settled(ctl), net)
         if not held or time.monotonic() >= deadline:
             return held
         time.sleep(0.05)
+
+
+class StockLogins(CxgbitExtError):
+    """A TPG was enabled, but logins reached stock TCP on its offloaded
+    portal first (enable_tpg gave up): the layout is made, those sessions
+    are not offloaded."""
+
+
+def say_stock_logins(held: list[str], tpg_dir: Path, what: str) -> None:
+    """StockLogins, saying what was made and what to do, when enable_tpg
+    left logins (``held``) on stock TCP."""
+    if held:
+        raise StockLogins(
+            f"{what} is enabled, but {len(held)} login(s) reached stock TCP on its offloaded portal before "
+            f"the adapters took them: {', '.join(held)}; they stay on stock TCP until they log out "
+            f"(disable and enable {tpg_dir.name} to move them)"
+        )
 
 
 def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control | None = None,
                net: Path = Path("/proc/thread-self/net"), settle: float = SETTLE_S) -> list[str]:  # fmt: skip
     """Open the TPG at configfs ``tpg_dir`` to logins (write its enable);
     returns the peers of the connections to its offloaded portals that
-    are not the adapters' when ``timeout`` ran out (an empty list when
-    there were none).
+    are not the adapters' when it gave up (an empty list when there were
+    none).
 
     The rule, for a TPG with an offloaded portal: no login may become a
     stock session on it. LIO looks at whether a TPG is enabled when it
@@ -215,12 +236,16 @@ def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control
     offload switch went on, or refused on the offloaded portal in the
     moment before the enable, may so be read by the stock portal after
     the enable. So the TPG is enabled once every connection to its
-    offloaded portals is an adapter's past its login; and if within
-    ``settle`` seconds after the enable one is not, the TPG is disabled
-    again (LIO drops its sessions; the initiators log in again and are
-    steered to the adapter) and the round starts over, until ``timeout``.
-    Live stock sessions of other TPGs on the same address and port never
-    settle: they hold the enable back until ``timeout``."""
+    offloaded portals is an adapter's past its login, or when ``timeout``
+    ran out waiting for that (initiators that retry all the time may
+    always have a login in flight); and if within ``settle`` seconds after
+    the enable a connection is not an adapter's that was not there when
+    this began, the TPG is disabled again (LIO drops its sessions; the
+    initiators log in again and are steered to the adapter) and the round
+    starts over, for at most another ``timeout`` past the first. Those
+    that were there before (live stock sessions of other TPGs on the same
+    address and port, a login stuck in the stock listener) never settle
+    and are reported; the TPG is not cycled for them."""
     ctl = ctl or Control()
     portals = []
     for np in (tpg_dir / "np").iterdir() if (tpg_dir / "np").is_dir() else []:
@@ -231,13 +256,16 @@ def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control
     if not portals or not ctl.loaded:
         (tpg_dir / "enable").write_text("1")
         return []
+    before = set(unsettled_connections(portals, _settled(ctl), net))
     deadline = time.monotonic() + timeout
+    last = deadline + timeout
     while True:
-        held = _settled_by(portals, ctl, net, deadline)
+        # past the deadline, a settle's worth of waiting each round
+        held = _settled_by(portals, ctl, net, max(deadline, min(last, time.monotonic() + settle)))
         (tpg_dir / "enable").write_text("1")
-        if held:
+        if held and set(held) <= before:
             return held
-        held = _settled_by(portals, ctl, net, min(deadline, time.monotonic() + settle))
-        if not held or time.monotonic() >= deadline:
+        held = _settled_by(portals, ctl, net, min(last, time.monotonic() + settle))
+        if not held or set(held) <= before or time.monotonic() >= last:
             return held
         (tpg_dir / "enable").write_text("0")

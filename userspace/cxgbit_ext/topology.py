@@ -99,14 +99,16 @@ def create(topo: Topology) -> Target:
             np = NetworkPortal(tpg, ip, port)
             if topo.offload:
                 portals.set_offload(np, True)
-        portals.enable_tpg(Path(tpg.path))
-        return target
+        held = portals.enable_tpg(Path(tpg.path))
     except (RTSLibError, OSError) as e:
         _undo(target, made_sos)
         raise TopologyError(f"creating {topo.iqn}: {e}") from e
     except TopologyError:
         _undo(target, made_sos)
         raise
+    # made: logins left on stock TCP are reported, the target stays
+    portals.say_stock_logins(held, Path(tpg.path), f"target {topo.iqn}")
+    return target
 
 
 def _undo(target: Target | None, sos: list[RDMCPStorageObject | FileIOStorageObject]) -> None:
