@@ -22,6 +22,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
+#include <linux/highmem.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -36,8 +38,17 @@
 #include "adapters/cxgb4/tx.h"
 #include "model/ulp_rx.h"
 #include "model/ulp_tx.h"
+#include "model/ppod.h"
 
 #define CXE_MODEL_TID		1	/* the model's connection, for the messages */
+/*
+ * The modelled chip's page pod memory, per connection: 4096 pods (256 KiB)
+ * hold windows of 64 MiB in all; a window that finds no room is not
+ * placed (its data comes in data messages), as on a chip whose pods run
+ * out.
+ */
+#define CXE_MODEL_PODS		4096
+#define CXE_MODEL_POD_BASE	0x100000	/* its address in adapter memory */
 
 /*
  * A PDU the assembler completed, waiting for the PDU layer: its report,
@@ -64,6 +75,9 @@ struct cxe_soft_model {
 	u32			head;
 	u32			nq;
 	bool			cur;
+	/* page pods (under the connection's ddp_lock) */
+	struct cxe_model_ppm	ppm;
+	unsigned long		*pod_map;
 	/* a work request and the wire bytes it makes (the TX thread's only) */
 	u8			*wr_req;
 	u8			*wr_out;
@@ -90,18 +104,155 @@ static struct cxe_ddp_slot *cxe_model_slot(struct cxe_soft_conn *sc, u32 ttt,
 	return s;
 }
 
-/* The chip's page pod lookup: the connection's DDP tags */
+/* ---- page pods ------------------------------------------------------------------ */
+
+/* Write pods [first, first + n) of a window from pages[0..np) */
+static int cxe_model_pods_put(struct cxe_soft_model *mm,
+			      const struct cxe_ppod_hdr *h, u32 pod,
+			      const u64 *pages, u32 np, u32 n)
+{
+	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+	int len;
+
+	len = cxe_ulp_ppod_write(wr, sizeof(wr),
+				 CXE_MODEL_POD_BASE + (pod << CXE_PPOD_SHIFT),
+				 h, pages, np, 0, n);
+	if (len < 0)
+		return len;
+	return cxe_model_ppm_write(&mm->ppm, wr, len) == (int)n ? 0 : -EINVAL;
+}
+
+/*
+ * A DDP tag's window gets its page pods, written into the modelled pod
+ * memory with the backend's ULP_TX_MEM_WRITE requests (three pods each),
+ * each page by its physical address: the model's stand-in for the bus
+ * address the chip would get from the DMA mapping. Pages must follow each
+ * other whole in the window (the PDU layer's alignment, ddp_align, makes
+ * it so); a window whose pages do not, or that finds no room, gets none
+ * and is not placed.
+ */
+void cxe_soft_model_pods_write(struct cxe_soft_conn *sc, u32 tag,
+			       struct cxe_ddp_slot *s)
+{
+	struct cxe_soft_model *mm = sc->model;
+	u64 pages[CXE_PPOD_IMM_MAX * CXE_PPOD_PAGES + 1];
+	u32 pos = s->offset, end = s->offset + s->len;
+	struct scatterlist *sg = s->sgl;
+	u32 start = 0, left = s->nents;
+	u32 idx, n, np = 0, done = 0;
+	struct cxe_ppod_hdr h;
+
+	lockdep_assert_held(&sc->ddp_lock);
+	s->pods = 0;
+	if (!mm || !s->len)
+		return;
+	while (left && pos >= start + sg->length) {
+		start += sg->length;
+		sg = --left ? sg_next(sg) : NULL;
+	}
+	if (!left)
+		return;
+	h = (struct cxe_ppod_hdr) {
+		.tid = CXE_MODEL_TID,
+		.tag = tag & 0x3fffffff,
+		.max_offset = s->len,
+		.page_offset = offset_in_page(sg->offset + pos - start),
+	};
+	n = cxe_ppod_count(h.page_offset, s->len);
+	idx = bitmap_find_next_zero_area(mm->pod_map, CXE_MODEL_PODS, 0, n, 0);
+	if (idx >= CXE_MODEL_PODS)
+		return;
+	while (pos < end) {
+		u32 in;
+
+		while (left && pos >= start + sg->length) {
+			start += sg->length;
+			sg = --left ? sg_next(sg) : NULL;
+		}
+		if (!left)
+			goto fail;
+		in = sg->offset + pos - start;
+		/* after the first, each page is one the window starts at its top */
+		if (pos != s->offset && offset_in_page(in))
+			goto fail;
+		pages[np++] = page_to_phys(nth_page(sg_page(sg), in >> PAGE_SHIFT));
+		pos += PAGE_SIZE - offset_in_page(in);
+		if (np == ARRAY_SIZE(pages)) {
+			/* three pods; the last page starts the next three */
+			if (cxe_model_pods_put(mm, &h, idx + done, pages, np,
+					       CXE_PPOD_IMM_MAX))
+				goto fail;
+			done += CXE_PPOD_IMM_MAX;
+			pages[0] = pages[np - 1];
+			np = 1;
+		}
+	}
+	if (done < n && (n - done > CXE_PPOD_IMM_MAX ||
+			 cxe_model_pods_put(mm, &h, idx + done, pages, np, n - done)))
+		goto fail;
+	bitmap_set(mm->pod_map, idx, n);
+	s->pod_idx = idx;
+	s->pods = n;
+	return;
+fail:
+	memset(mm->ppm.mem + (idx << CXE_PPOD_SHIFT), 0, n << CXE_PPOD_SHIFT);
+}
+
+/* The window's tag is done with: its pods are cleared, their room free */
+void cxe_soft_model_pods_free(struct cxe_soft_conn *sc, struct cxe_ddp_slot *s)
+{
+	struct cxe_soft_model *mm = sc->model;
+
+	lockdep_assert_held(&sc->ddp_lock);
+	if (!mm || !s->pods)
+		return;
+	memset(mm->ppm.mem + (s->pod_idx << CXE_PPOD_SHIFT), 0,
+	       s->pods << CXE_PPOD_SHIFT);
+	bitmap_clear(mm->pod_map, s->pod_idx, s->pods);
+	s->pods = 0;
+}
+
+/*
+ * The chip's page pod lookup: a live DDP tag of this ITT whose window
+ * has pods (the pods themselves are read as the data is placed)
+ */
 static bool cxe_model_ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
 {
 	struct cxe_soft_conn *sc = cxe_soft(ctx);
+	struct cxe_ddp_slot *s;
 	bool ok;
 
 	spin_lock_bh(&sc->ddp_lock);
-	ok = cxe_model_slot(sc, ttt, itt, off, len);
+	s = cxe_model_slot(sc, ttt, itt, off, len);
+	ok = s && s->pods;
 	spin_unlock_bh(&sc->ddp_lock);
 	/* a new PDU's data: the placement walk starts over (ddp.c) */
 	sc->place_sg = NULL;
 	return ok;
+}
+
+/* Each byte where the window's pods say, page by page */
+static int cxe_model_place_pods(struct cxe_soft_conn *sc,
+				const struct cxe_ddp_slot *s, u32 ttt, u32 off,
+				const u8 *buf, u32 len)
+{
+	const struct cxe_model_ppm *ppm = &sc->model->ppm;
+
+	while (len) {
+		u64 addr;
+		u32 n;
+
+		if (cxe_model_ppm_locate(ppm, s->pod_idx, CXE_MODEL_TID,
+					 ttt & 0x3fffffff, off, &addr))
+			return -EPROTO;
+		n = min_t(u32, len, PAGE_SIZE - offset_in_page(addr));
+		memcpy_to_page(pfn_to_page(PHYS_PFN(addr)), offset_in_page(addr),
+			       buf, n);
+		off += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
 }
 
 /*
@@ -119,10 +270,8 @@ static int cxe_model_place(void *ctx, u32 ttt, u32 itt, u32 off,
 
 	spin_lock_bh(&sc->ddp_lock);
 	s = cxe_model_slot(sc, ttt, itt, off, len);
-	if (s) {
-		struct cxe_data dst = { .sgl = s->sgl, .nents = s->nents };
-
-		ret = cxe_soft_place(sc, &dst, off, buf, len);
+	if (s && s->pods) {
+		ret = cxe_model_place_pods(sc, s, ttt, off - s->offset, buf, len);
 		if (!ret && off == s->placed_to)
 			s->placed_to += len;
 	}
@@ -503,10 +652,17 @@ int cxe_soft_model_start(struct cxe_conn *c, u32 max_recv_dlen)
 		goto fail;
 	mm->data_msg = kvmalloc(CXE_MODEL_DATA_MSG_LEN(max_recv_dlen),
 				GFP_KERNEL);
-	if (!mm->data_msg) {
+	mm->ppm.mem = kvzalloc(CXE_MODEL_PODS << CXE_PPOD_SHIFT, GFP_KERNEL);
+	mm->pod_map = bitmap_zalloc(CXE_MODEL_PODS, GFP_KERNEL);
+	if (!mm->data_msg || !mm->ppm.mem || !mm->pod_map) {
+		kvfree(mm->data_msg);
+		kvfree(mm->ppm.mem);
+		bitmap_free(mm->pod_map);
 		kfree(mm);
 		goto fail;
 	}
+	mm->ppm.base = CXE_MODEL_POD_BASE;
+	mm->ppm.size = CXE_MODEL_PODS << CXE_PPOD_SHIFT;
 	cxe_model_rx_init(&mm->rx, sc->model_chip, CXE_MODEL_TID,
 			  tcp_sk(sc->sock->sk)->copied_seq, max_recv_dlen,
 			  mm->data_msg);
@@ -541,6 +697,9 @@ void cxe_soft_model_release(struct cxe_conn *c)
 	kvfree(sc->model->wr_req);
 	kvfree(sc->model->wr_out);
 	kvfree(sc->model->data_msg);
+	/* after the tag table (conn_release): no tag reaches the pods now */
+	kvfree(sc->model->ppm.mem);
+	bitmap_free(sc->model->pod_map);
 	kfree(sc->model);
 	sc->model = NULL;
 	if (sc->sock && !c->conn->sock) {

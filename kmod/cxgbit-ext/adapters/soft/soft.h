@@ -63,6 +63,9 @@ struct cxe_ddp_slot {
 	 */
 	u32		placed_to;
 	u32		done_to;
+	/* and the window's page pods in the modelled chip: pods from pod_idx */
+	u32		pod_idx;
+	u32		pods;		/* 0: none, the chip does not place it */
 };
 
 /*
@@ -151,6 +154,10 @@ void cxe_soft_tx_release(struct cxe_soft_conn *sc);
 
 /* model.c: the same ops, through the chip model */
 int cxe_soft_model_accept(struct cxe_conn *c);
+void cxe_soft_model_pods_write(struct cxe_soft_conn *sc, u32 tag,
+			       struct cxe_ddp_slot *s);
+void cxe_soft_model_pods_free(struct cxe_soft_conn *sc,
+			      struct cxe_ddp_slot *s);
 int cxe_soft_model_start(struct cxe_conn *c, u32 max_recv_dlen);
 void cxe_soft_model_release(struct cxe_conn *c);
 int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags);
