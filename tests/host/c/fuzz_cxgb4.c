@@ -10,7 +10,9 @@
  * within the assembler, and once it refused it refuses everything; the
  * transmit model sends no more than its buffer or refuses the request;
  * the pod memory model takes a request into its region or refuses it, and
- * locates a byte in a page a pod names or says it cannot.
+ * locates a byte in a page a pod names or says it cannot; the credit
+ * ledger, on any sequence of requests and acks, keeps the credits its
+ * requests hold equal to those out, and an ack it refuses changes nothing.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "ulp_rx.h"
 #include "ulp_tx.h"
 #include "ppod.h"
+#include "credits.h"
 
 #define MAX_DLEN	4096
 
@@ -90,6 +93,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	chip = data[0] & 1 ? CXE_CHIP_T6 : CXE_CHIP_T5;
+	if ((data[0] & 48) == 32) {
+		/* requests (a byte with the top bit: its credits) and acks (4 bytes) */
+		static struct cxe_c4cred c, was;
+		u32 held, i;
+
+		if (cxe_c4cred_init(&c, 3 + data[0] % 64 * 4, 1 + data[0] % 17, 0))
+			return 0;
+		for (i = 1; i < size;) {
+			bool compl;
+
+			if (data[i] & 0x80) {
+				int ret = cxe_c4cred_take(&c, data[i++] & 0x1f, false, &compl);
+
+				if (ret && ret != -EAGAIN && ret != -EINVAL)
+					abort();
+			} else if (i + 4 <= size) {
+				struct cxe_cpl_fw4_ack a = {
+					.credits = data[i + 1], .flags = data[i] & 1,
+					.snd_una = (u32)data[i + 2] << 24 | (u32)data[i + 3] << 8,
+				};
+
+				was = c;
+				if (cxe_c4cred_ack(&c, &a) < 0 && memcmp(&c, &was, sizeof(c)))
+					abort();
+				i += 4;
+			} else {
+				break;
+			}
+			held = 0;
+			for (u32 k = 0; k < c.n; k++)
+				held += c.ring[(c.head + k) % CXE_C4CRED_RING];
+			if (c.avail > c.max || held != cxe_c4cred_out(&c) || c.n > CXE_C4CRED_RING)
+				abort();
+		}
+		return 0;
+	}
 	if ((data[0] & 48) == 48) {
 		/* a pod memory write (exactly its bytes), then a lookup */
 		static u8 mem[16 * CXE_PPOD_LEN];
