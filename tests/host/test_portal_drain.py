@@ -5,6 +5,7 @@ count, read from /proc/net/tcp{,6} as the kernel writes them."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -84,6 +85,26 @@ def test_a_stock_portal_is_enabled_without_looking(tmp_path: Path) -> None:
     assert (tpg / "enable").read_text() == "1"
 
 
+class WatchingCtl:
+    """A module holding no connection that, each time enable_tpg looks,
+    notes the TPG's enable state when it changed (``seen``) and makes the
+    stock connections ``stock(seen)`` names (their remote address fields)
+    the only ones to the portal."""
+
+    loaded = True
+
+    def __init__(self, tpg: Path, d: Path, stock: Callable[[list[str]], list[str]]) -> None:
+        self.tpg, self.d, self.stock = tpg, d, stock
+        self.seen: list[str] = []
+
+    def connections(self) -> list[SimpleNamespace]:
+        state = (self.tpg / "enable").read_text().strip()
+        if self.seen[-1:] != [state]:
+            self.seen.append(state)
+        net(self.d, [line(PORTAL, peer, "01") for peer in self.stock(self.seen)])
+        return []
+
+
 def test_a_login_that_reached_stock_at_the_enable_is_dropped_and_enabled_again(tmp_path: Path) -> None:
     """A login the offloaded portal refused just before the enable reaches
     the stock portal just after it: the TPG goes off again (LIO drops the
@@ -91,21 +112,10 @@ def test_a_login_that_reached_stock_at_the_enable_is_dropped_and_enabled_again(t
     (tmp_path / "net").mkdir()
     d = net(tmp_path / "net", [])
     tpg = fake_tpg(tmp_path, "1")
-    seen: list[str] = []
-
-    class Ctl:
-        loaded = True
-
-        def connections(self) -> list[SimpleNamespace]:
-            state = (tpg / "enable").read_text().strip()
-            if seen[-1:] != [state]:
-                seen.append(state)
-            # a stock session exists only while the first enable lasts
-            net(d, [line(PORTAL, "020112C6:9CA6", "01")] if seen == ["0", "1"] else [])
-            return []
-
-    assert portals.enable_tpg(tpg, timeout=10, ctl=Ctl(), net=d, settle=0.3) == []  # type: ignore[arg-type]
-    assert seen == ["0", "1", "0", "1"]
+    # a stock session exists only while the first enable lasts
+    ctl = WatchingCtl(tpg, d, lambda seen: ["020112C6:9CA6"] if seen == ["0", "1"] else [])
+    assert portals.enable_tpg(tpg, timeout=10, ctl=ctl, net=d, settle=0.3) == []  # type: ignore[arg-type]
+    assert ctl.seen == ["0", "1", "0", "1"]
     assert (tpg / "enable").read_text() == "1"
 
 
@@ -120,26 +130,17 @@ def test_logins_that_never_let_up_still_end_offloaded(tmp_path: Path) -> None:
     (tmp_path / "net").mkdir()
     d = net(tmp_path / "net", [])
     tpg = fake_tpg(tmp_path, "1")
-    seen: list[str] = []
+    peers: list[str] = []
 
-    class Ctl:
-        loaded = True
+    def stock(seen: list[str]) -> list[str]:
+        if seen == ["0"]:  # a new login in flight whenever asked, until the deadline
+            peers.append(f"020112C6:{0x9C00 + len(peers):04X}")
+            return peers[-1:]
+        if seen == ["0", "1"]:  # the last one refused before the enable is stock now
+            return peers[-1:]
+        return []
 
-        def connections(self) -> list[SimpleNamespace]:
-            state = (tpg / "enable").read_text().strip()
-            if seen[-1:] != [state]:
-                seen.append(state)
-            if seen == ["0"]:  # a new login in flight whenever asked, until the deadline
-                peer = f"020112C6:{0x9C00 + len(seen_peers):04X}"
-                seen_peers.append(peer)
-                net(d, [line(PORTAL, peer, "01")])
-            elif seen == ["0", "1"]:  # the last one refused before the enable is stock now
-                net(d, [line(PORTAL, seen_peers[-1], "01")])
-            else:
-                net(d, [])
-            return []
-
-    seen_peers: list[str] = []
-    assert portals.enable_tpg(tpg, timeout=0.3, ctl=Ctl(), net=d, settle=0.2) == []  # type: ignore[arg-type]
-    assert seen == ["0", "1", "0", "1"] and len(seen_peers) > 1
+    ctl = WatchingCtl(tpg, d, stock)
+    assert portals.enable_tpg(tpg, timeout=0.3, ctl=ctl, net=d, settle=0.2) == []  # type: ignore[arg-type]
+    assert ctl.seen == ["0", "1", "0", "1"] and len(peers) > 1
     assert (tpg / "enable").read_text() == "1"
