@@ -175,14 +175,17 @@ class Adapter:
                 why = f"another adapter already serves it (the module said: {e.strerror}); see 'cxgbit-ext adapters'"
             raise CxgbitExtError(f"adapter {self.name}: cannot serve netdev {netdev!r}: {why}") from e
 
+    def _on(self, toggle: str) -> bool:
+        return self._read(toggle).strip() == "1"  # the module shows 0 or 1
+
     @property
     def toggles(self) -> dict[str, bool]:
         """Each of TOGGLES: whether connections accepted from now on get it."""
-        return {t: self._read(t).strip() == "1" for t in TOGGLES}  # the module shows 0 or 1
+        return {t: self._on(t) for t in TOGGLES}
 
     @property
     def ddp(self) -> bool:
-        return self._read("ddp").strip() == "1"
+        return self._on("ddp")
 
     @ddp.setter
     def ddp(self, value: bool | str) -> None:
@@ -190,7 +193,7 @@ class Adapter:
 
     @property
     def iso(self) -> bool:
-        return self._read("iso").strip() == "1"
+        return self._on("iso")
 
     @iso.setter
     def iso(self, value: bool | str) -> None:
