@@ -12,7 +12,11 @@
  * the pod memory model takes a request into its region or refuses it, and
  * locates a byte in a page a pod names or says it cannot; the credit
  * ledger, on any sequence of requests and acks, keeps the credits its
- * requests hold equal to those out, and an ack it refuses changes nothing.
+ * requests hold equal to those out, and an ack it refuses changes nothing;
+ * a connection's life (conn_life.h), on any sequence of the peer's, the
+ * PDU layer's and the timer's doings, never sends the chip model what it
+ * refuses, keeps every rule conn_life.h checks, and ends once everyone
+ * behaves.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +25,7 @@
 #include "ulp_tx.h"
 #include "ppod.h"
 #include "credits.h"
+#include "conn_life.h"
 
 #define MAX_DLEN	4096
 
@@ -148,6 +153,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n && n != -ENOENT && n != -EIO)
 			abort();
 		free(wr);
+		return 0;
+	}
+	if ((data[0] & 0xf0) == 0xc0) {
+		/* a life: two bytes a step, then everyone behaves */
+		static struct life l;
+		u32 i;
+
+		life_start(&l, 1 + data[0] % 16, size);
+		for (i = 1; i + 2 <= size && !l.refused; i += 2)
+			life_step(&l, data[i] % 100, data[i + 1], data[0] & 1, false);
+		for (i = 0; i < 1000 && !life_over(&l) && !l.refused; i++)
+			life_step(&l, i % 100, 0, true, true);
+		if (!life_over(&l) || l.refused || failures)
+			abort();
 		return 0;
 	}
 	if (data[0] & 16) {

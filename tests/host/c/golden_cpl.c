@@ -24,6 +24,7 @@
 #include "ppod.h"
 #include "ulp_rx.h"
 #include "ulp_tx.h"
+#include "ulp_conn.h"
 #include "check.h"
 
 static u32 rnd32(void)
@@ -893,6 +894,59 @@ static void golden_fw4_ack(void)
 	CHECK(m.held == t.len16 - give);
 }
 
+/*
+ * The connection model's messages, read with the headers' structs: the
+ * establishment, the peer's close, the reply to our close, a reset and
+ * the reply to our abort, each for the model's TID.
+ */
+static void golden_model_conn(void)
+{
+	u32 tid = 1 + rnd32() % CXE_CPL_TID_MAX, isn = rnd32();
+	u8 acc[CXE_CPL_PASS_ACCEPT_RPL_LEN], flowc[CXE_FW_FLOWC_WR_MAX_LEN];
+	u8 close[CXE_CPL_CLOSE_CON_REQ_LEN], abort[CXE_CPL_ABORT_REQ_LEN];
+	u8 msg[CXE_MODEL_CONN_MSG];
+	struct cxe_cpl_accept a = { .tid = tid };
+	struct cxe_fw_flowc f = { .tid = tid };
+	struct cxe_model_conn m;
+	const struct cpl_pass_establish *e = (const void *)msg;
+	const struct cpl_peer_close *pc = (const void *)msg;
+	const struct cpl_close_con_rpl *cr = (const void *)msg;
+	const struct cpl_abort_req_rss *ar = (const void *)msg;
+	const struct cpl_abort_rpl_rss *rr = (const void *)msg;
+	u8 st = random() & 1 ? CPL_ERR_CONN_RESET : CPL_ERR_FINWAIT2_TIMEDOUT;
+
+	cxe_model_conn_init(&m, tid, isn, ~isn);
+	CHECK(cxe_model_conn_take(&m, acc, cxe_cpl_pass_accept_rpl(acc, sizeof(acc),
+								   CXE_CHIP_T6, &a)) == 0);
+	CHECK(cxe_model_conn_take(&m, flowc, cxe_fw_flowc_wr(flowc, sizeof(flowc), &f)) == 0);
+	CHECK(cxe_model_conn_ack(&m));
+	CHECK(cxe_model_conn_next(&m, msg) == sizeof(*e));
+	CHECK(ntohl(OPCODE_TID(e)) >> 24 == CPL_PASS_ESTABLISH && GET_TID(e) == tid);
+	CHECK(ntohl(e->snd_isn) == isn && ntohl(e->rcv_isn) == ~isn);
+
+	CHECK(cxe_model_conn_fin(&m));
+	CHECK(cxe_model_conn_next(&m, msg) == sizeof(*pc));
+	CHECK(ntohl(OPCODE_TID(pc)) >> 24 == CPL_PEER_CLOSE && GET_TID(pc) == tid);
+
+	CHECK(cxe_model_conn_take(&m, close, cxe_cpl_close_con_req(close, sizeof(close), tid)) == 0);
+	if (random() & 1) {
+		CHECK(cxe_model_conn_ack_fin(&m));
+		CHECK(cxe_model_conn_next(&m, msg) == sizeof(*cr));
+		CHECK(ntohl(OPCODE_TID(cr)) >> 24 == CPL_CLOSE_CON_RPL &&
+		      GET_TID(cr) == tid && cr->status == CPL_ERR_NONE);
+		CHECK(cxe_model_conn_release(&m) == 0);
+		return;
+	}
+	CHECK(cxe_model_conn_reset(&m, st));
+	CHECK(cxe_model_conn_next(&m, msg) == sizeof(*ar));
+	CHECK(ntohl(OPCODE_TID(ar)) >> 24 == CPL_ABORT_REQ_RSS && GET_TID(ar) == tid);
+	CHECK(ar->status == st);
+	CHECK(cxe_model_conn_take(&m, abort, cxe_cpl_abort_req(abort, sizeof(abort), tid, true)) == 0);
+	CHECK(cxe_model_conn_next(&m, msg) == sizeof(*rr));
+	CHECK(ntohl(OPCODE_TID(rr)) >> 24 == CPL_ABORT_RPL_RSS && GET_TID(rr) == tid);
+	CHECK(rr->status == CPL_ERR_NONE);
+}
+
 int main(int argc, char **argv)
 {
 	srandom(13);
@@ -916,6 +970,7 @@ int main(int argc, char **argv)
 		golden_conn();
 		golden_ppod();
 		golden_fw4_ack();
+		golden_model_conn();
 	}
 	printf("golden_cpl %s: %d checks against cxgb4's headers, %d failures\n",
 	       argc > 1 ? argv[1] : "", checks, failures);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cxgb4 backend: the life of an offloaded connection, from the accept
+ * reply to the release of its TID. Pure code (pdu/cxe_env.h); the device
+ * glue feeds it the chip's messages and the PDU layer's requests and does
+ * what it answers, in the order of the answer's bits.
+ *
+ * The chip runs TCP. The backend knows the connection only by messages,
+ * and these rules hold for every TID:
+ *  - It is up at CPL_PASS_ESTABLISH. Until then only a peer's reset can
+ *    end it, and the PDU layer does not know of it.
+ *  - The first work request on its transmit queue is FW_FLOWC_WR,
+ *    whatever follows (data, a close, an abort, an abort reply): the
+ *    firmware learns the flow from it. TCB changes and receive credits do
+ *    not go on that queue.
+ *  - Our close is CPL_CLOSE_CON_REQ (a FIN after the data queued before
+ *    it), answered by CPL_CLOSE_CON_RPL once the peer acked it; no data
+ *    goes after it. The peer's FIN is CPL_PEER_CLOSE. The connection is
+ *    over when both have come.
+ *  - Our abort is CPL_ABORT_REQ, answered by CPL_ABORT_RPL_RSS; nothing
+ *    but abort replies goes after it, and messages the chip sent before
+ *    it took the abort (a peer close, a close reply) are dropped. A
+ *    peer's reset, or the chip giving up, is CPL_ABORT_REQ_RSS, which we
+ *    answer with CPL_ABORT_RPL, also while our own abort is out (the
+ *    chip then still answers ours). Negative advice is a warning only.
+ *  - The TID is released once, when the chip will send nothing more for
+ *    it and waits for nothing from us; the connection is freed once the
+ *    TID is released and the PDU layer is done with it (or never had it).
+ *  - A close that the peer never completes is aborted when the close
+ *    timer (the glue's) fires.
+ * A message that cannot come in the connection's state is a protocol
+ * error (-EPROTO): the glue aborts the connection. Mainline cxgbit logs
+ * such messages and goes on.
+ */
+#ifndef CXE_CXGB4_CONN_H
+#define CXE_CXGB4_CONN_H
+
+#include "cpl.h"
+
+enum cxe_c4conn_state {
+	CXE_C4CONN_CONNECTING,	/* accept reply sent, not established */
+	CXE_C4CONN_UP,
+	CXE_C4CONN_CLOSING,	/* a FIN sent or received, not both done */
+	CXE_C4CONN_ABORTING,	/* our CPL_ABORT_REQ out, no reply yet */
+	CXE_C4CONN_DONE,	/* the chip is done with the TID */
+};
+
+/* what the glue does, in this order */
+#define CXE_C4_SEND_FLOWC	BIT(0)	/* FW_FLOWC_WR */
+#define CXE_C4_SEND_ABORT_RPL	BIT(1)	/* CPL_ABORT_RPL (no RST) */
+#define CXE_C4_SEND_CLOSE	BIT(2)	/* CPL_CLOSE_CON_REQ, after queued data */
+#define CXE_C4_SEND_ABORT	BIT(3)	/* CPL_ABORT_REQ (RST); queued data dropped */
+#define CXE_C4_UP		BIT(4)	/* give the connection to the PDU layer */
+#define CXE_C4_END		BIT(5)	/* tell it no more data comes (see reset) */
+#define CXE_C4_ARM_TIMER	BIT(6)	/* start the close timer */
+#define CXE_C4_RELEASE_TID	BIT(7)
+#define CXE_C4_FREE		BIT(8)	/* drop the connection's last reference */
+
+struct cxe_c4conn {
+	u32 tid;
+	enum cxe_c4conn_state state;
+	bool flowc_sent;
+	bool fin_sent;		/* CPL_CLOSE_CON_REQ went */
+	bool fin_acked;		/* CPL_CLOSE_CON_RPL came */
+	bool peer_fin;		/* CPL_PEER_CLOSE came */
+	bool reset;		/* ended by an abort, ours or the peer's */
+	bool given;		/* the PDU layer had it (CXE_C4_UP) */
+	bool ended;		/* CXE_C4_END said */
+	bool released;		/* the PDU layer is done with it */
+	bool tid_released;
+	bool freed;
+};
+
+/* after the accept reply for tid went */
+void cxe_c4conn_init(struct cxe_c4conn *c, u32 tid);
+
+/* the chip's messages for the connection: CXE_C4_* bits, or -EPROTO */
+int cxe_c4conn_established(struct cxe_c4conn *c);
+int cxe_c4conn_peer_close(struct cxe_c4conn *c);
+int cxe_c4conn_close_rpl(struct cxe_c4conn *c);
+int cxe_c4conn_peer_abort(struct cxe_c4conn *c, bool neg_adv);
+int cxe_c4conn_abort_rpl(struct cxe_c4conn *c);
+
+/* the PDU layer's and the glue's requests: CXE_C4_* bits */
+int cxe_c4conn_close(struct cxe_c4conn *c);	/* after a logout */
+int cxe_c4conn_abort(struct cxe_c4conn *c);
+int cxe_c4conn_release(struct cxe_c4conn *c);	/* the PDU layer is done */
+int cxe_c4conn_timeout(struct cxe_c4conn *c);	/* the close timer fired */
+
+/*
+ * Whether a data work request may go now; the first one is preceded by
+ * FW_FLOWC_WR (cxe_c4conn_tx_begin() says so and records it).
+ */
+bool cxe_c4conn_may_send(const struct cxe_c4conn *c);
+int cxe_c4conn_tx_begin(struct cxe_c4conn *c);
+
+#endif /* CXE_CXGB4_CONN_H */
