@@ -18,6 +18,7 @@
 #include "t4_msg.h"
 #include "t4fw_api.h"
 #include "t4_tcb.h"
+#include "t4_hw.h"
 #include "ddp_bits.h"
 #include "ppod_bits.h"
 #include "cpl.h"
@@ -25,7 +26,11 @@
 #include "ulp_rx.h"
 #include "ulp_tx.h"
 #include "ulp_conn.h"
+#include "conn.h"
 #include "check.h"
+
+/* cxgb4's and libcxgb's own choices of MSS and window scale (Makefile) */
+#include "cm_fns.h"
 
 static u32 rnd32(void)
 {
@@ -947,6 +952,59 @@ static void golden_model_conn(void)
 	CHECK(rr->status == CPL_ERR_NONE);
 }
 
+/*
+ * The options of an accept: the MTU table entry, window and scale chosen
+ * as mainline cxgbit chooses them (cxgbit_pass_accept_req() clamps the
+ * path MTU to the peer's MSS, cxgb_best_mtu() asks
+ * cxgb4_best_aligned_mtu() for an 8-byte aligned payload, and
+ * cxgbit_set_tcp_window() scales the windows with the link), on random
+ * tables (sorted like an adapter's, or not), paths and SYNs.
+ */
+static void golden_accept_opts(void)
+{
+	u16 mtus[NMTUS];
+	struct cxe_cpl_accept_req req = {
+		.ip_version = random() & 1 ? 6 : 4, .tstamp = random() & 1,
+		.peer_mss = random() & 3 ? 200 + random() % 9000 : 0,
+		.ece = random() & 1, .cwr = random() & 1, .sack = random() & 1,
+	};
+	static const u32 speeds[] = { 1000, 10000, 25000, 40000, 50000, 100000 };
+	struct cxe_c4_path p = { mtus, 200 + random() % 9500,
+				 speeds[random() % 6] };
+	struct cxe_cpl_accept a = { 0 };
+	unsigned int idx, hdr, mtu = p.mtu, scale = p.speed_mbps / 10000;
+	u32 rcv_win = 256 * 1024, snd_win = 256 * 1024, snd;
+	bool sorted = random() & 1;
+
+	CHECK(CXE_C4_NMTUS == NMTUS);
+	for (int i = 0; i < NMTUS; i++)
+		mtus[i] = 88 + random() % 9600;
+	for (int i = 1; sorted && i < NMTUS; i++)
+		for (int j = i; j > 0 && mtus[j - 1] > mtus[j]; j--) {
+			u16 t = mtus[j];
+
+			mtus[j] = mtus[j - 1];
+			mtus[j - 1] = t;
+		}
+	hdr = (req.ip_version == 4 ? 20 : 40) + 20 + (req.tstamp ? 12 : 0);
+	if (req.peer_mss && mtu > req.peer_mss + hdr)
+		mtu = req.peer_mss + hdr;
+	cxgb4_best_aligned_mtu(mtus, hdr, mtu - hdr, 8, &idx);
+	if (scale) {
+		rcv_win *= scale;
+		snd_win *= scale;
+	}
+	rcv_win = rcv_win < RCV_BUFSIZ_M << 10 ? rcv_win : RCV_BUFSIZ_M << 10;
+	snd_win = snd_win < 512U * 1024 ? snd_win : 512U * 1024;
+
+	snd = cxe_c4conn_accept_opts(&req, &p, &a);
+	CHECK(a.mss_idx == idx);
+	CHECK(a.rcv_win == rcv_win && a.wscale == cxgb_compute_wscale(rcv_win));
+	CHECK(snd == snd_win);
+	CHECK(a.tstamps == req.tstamp && a.sack == req.sack &&
+	      a.ecn == (req.ece && req.cwr));
+}
+
 int main(int argc, char **argv)
 {
 	srandom(13);
@@ -971,6 +1029,7 @@ int main(int argc, char **argv)
 		golden_ppod();
 		golden_fw4_ack();
 		golden_model_conn();
+		golden_accept_opts();
 	}
 	printf("golden_cpl %s: %d checks against cxgb4's headers, %d failures\n",
 	       argc > 1 ? argv[1] : "", checks, failures);

@@ -8,7 +8,9 @@
  * is parsed by cpl.c and fed to the state machine.
  *
  * First each rule on its own: a scripted life for each way a connection
- * ends, the state machine's refusals and the model's. Then random lives:
+ * ends, the state machine's refusals and the model's, and the options an
+ * accept chooses on the MTU table cxgb4 gives an adapter (golden_cpl
+ * compares them with mainline's on random tables). Then random lives:
  * the peer (ACK, FIN, ack of our FIN, reset, negative advice), the PDU
  * layer (data, close, abort, release), the close timer and the delivery
  * of the chip's messages interleaved at random, so that messages cross
@@ -208,6 +210,61 @@ static void test_model_refusals(void)
 	CHECK(cxe_model_conn_take(&m, acc, 7) == -EPROTO);
 }
 
+/* ---- accept options, on the MTU table cxgb4 gives an adapter ---- */
+
+static void test_accept_opts(void)
+{
+	/* the firmware's table with cxgb4's 1488 in place of 1492 */
+	static const u16 mtus[CXE_C4_NMTUS] = {
+		88, 88, 256, 512, 576, 1024, 1280, 1488, 1500, 2002, 2048,
+		4096, 4352, 8192, 9000, 9600,
+	};
+	struct cxe_c4_path p = { mtus, 1500, 10000 };
+	struct cxe_cpl_accept_req req = { .ip_version = 4, .peer_mss = 1460 };
+	struct cxe_cpl_established e = { .mss_idx = 7 };
+	struct cxe_cpl_accept a;
+
+	/* 1500 leaves 1460 bytes, 1488 leaves 1448 = 181 * 8 */
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) == 256 * 1024);
+	CHECK(a.mss_idx == 7 && a.rcv_win == 256 * 1024 && a.wscale == 3);
+	CHECK(cxe_c4conn_emss(mtus, &e, false) == 1448);
+	/* with timestamps 1500 leaves 1448 itself */
+	req.tstamp = true;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) && a.mss_idx == 8 && a.tstamps);
+	e.mss_idx = 8;
+	e.tstamp = true;
+	CHECK(cxe_c4conn_emss(mtus, &e, false) == 1448);
+	/* IPv6 without timestamps: 1440 */
+	req.tstamp = false;
+	req.ip_version = 6;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) && a.mss_idx == 8);
+	/* the peer's MSS bounds the path: 536 + 40 = 576 */
+	req.ip_version = 4;
+	req.peer_mss = 536;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) && a.mss_idx == 4);
+	/* jumbo path, 100 Gb/s: windows at their caps */
+	req.peer_mss = 8960;
+	p.mtu = 9000;
+	p.speed_mbps = 100000;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) == 512 * 1024);
+	CHECK(a.mss_idx == 14 && a.rcv_win == 1023 * 1024 && a.wscale == 4);
+	/* a 1 Gb/s port keeps the 10 Gb/s windows */
+	p.speed_mbps = 1000;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) == 256 * 1024 &&
+	      a.rcv_win == 256 * 1024);
+	/* below every entry: the first; a tiny entry: 128 bytes at least */
+	p.mtu = 60;
+	req.peer_mss = 0;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) && a.mss_idx == 0);
+	e.mss_idx = 0;
+	CHECK(cxe_c4conn_emss(mtus, &e, true) == 128);
+	/* ECN only when the SYN asked with both flags */
+	req.ece = true;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) && !a.ecn);
+	req.cwr = true;
+	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) && a.ecn);
+}
+
 /* ---- random lives ---- */
 
 static void one_life(u32 tid)
@@ -245,6 +302,7 @@ int main(int argc, char **argv)
 	test_scripted();
 	test_conn_refusals();
 	test_model_refusals();
+	test_accept_opts();
 	for (u32 i = 0; i < 20000; i++)
 		one_life(1 + i % CXE_CPL_TID_MAX);
 	printf("test_cxgb4_conn (seed %u): %u lives in %u steps: %u up, %u ended "

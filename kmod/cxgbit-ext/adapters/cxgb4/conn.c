@@ -179,3 +179,61 @@ int cxe_c4conn_tx_begin(struct cxe_c4conn *c)
 		return -EPIPE;
 	return sending(c, 0);
 }
+
+/* ---- accept options ---- */
+
+#define WIN_PER_10G		(256U * 1024)
+#define RCV_WIN_MAX		(1023U * 1024)	/* opt0's 10-bit KiB field */
+#define SND_WIN_MAX		(512U * 1024)
+#define WSCALE_MAX		14
+#define EMSS_MIN		128
+
+static u32 hdr_bytes(bool ipv6, bool tstamp)
+{
+	/* IP, TCP, and the timestamp option rounded to 4 bytes */
+	return (ipv6 ? 40 : 20) + 20 + (tstamp ? 12 : 0);
+}
+
+u8 cxe_c4_mtu_idx(const u16 *mtus, u32 hdr, u32 mtu)
+{
+	u8 i = 0;
+
+	while (i + 1 < CXE_C4_NMTUS && mtus[i + 1] <= mtu)
+		i++;
+	if (((mtus[i] - hdr) & 7) && i && !((mtus[i - 1] - hdr) & 7))
+		i--;
+	return i;
+}
+
+u32 cxe_c4conn_accept_opts(const struct cxe_cpl_accept_req *req,
+			   const struct cxe_c4_path *p,
+			   struct cxe_cpl_accept *a)
+{
+	u32 hdr = hdr_bytes(req->ip_version == 6, req->tstamp);
+	u32 scale = p->speed_mbps / 10000 ? p->speed_mbps / 10000 : 1;
+	u32 mtu = p->mtu, snd_win;
+
+	if (req->peer_mss && mtu > req->peer_mss + hdr)
+		mtu = req->peer_mss + hdr;
+	a->mss_idx = cxe_c4_mtu_idx(p->mtus, hdr, mtu);
+	a->rcv_win = WIN_PER_10G * scale < RCV_WIN_MAX ? WIN_PER_10G * scale :
+							  RCV_WIN_MAX;
+	a->wscale = 0;
+	while (a->wscale < WSCALE_MAX && (65535U << a->wscale) < a->rcv_win)
+		a->wscale++;
+	a->tstamps = req->tstamp;
+	a->sack = req->sack;
+	a->ecn = req->ece && req->cwr;
+	a->tos = req->tos;
+	snd_win = WIN_PER_10G * scale;
+	return snd_win < SND_WIN_MAX ? snd_win : SND_WIN_MAX;
+}
+
+u32 cxe_c4conn_emss(const u16 *mtus, const struct cxe_cpl_established *e,
+		    bool ipv6)
+{
+	u32 hdr = hdr_bytes(ipv6, e->tstamp);
+	u32 mtu = mtus[e->mss_idx % CXE_C4_NMTUS];
+
+	return mtu > hdr + EMSS_MIN ? mtu - hdr : EMSS_MIN;
+}

@@ -94,4 +94,43 @@ int cxe_c4conn_timeout(struct cxe_c4conn *c);	/* the close timer fired */
 bool cxe_c4conn_may_send(const struct cxe_c4conn *c);
 int cxe_c4conn_tx_begin(struct cxe_c4conn *c);
 
+/*
+ * What the backend chooses at accept, from the SYN and the path to the
+ * peer, as mainline cxgbit chooses it:
+ *  - the MSS, as an index into the adapter's MTU table: the largest entry
+ *    not above the path MTU (less, when the peer's MSS is smaller; the
+ *    first entry when none fits), or the entry below it when that one
+ *    leaves a payload of whole 8-byte units and the largest does not
+ *    (cxgb4 keeps 1488 beside 1500 for this);
+ *  - the receive window, 256 KiB per 10 Gb/s of link, at most what opt0
+ *    carries (1023 KiB), and the smallest window scale that covers it;
+ *  - timestamps and SACK as the peer offered them, ECN when its SYN had
+ *    both ECE and CWR, and the SYN's TOS.
+ * The caller fills in the rest of the accept reply (TID, ISS, L2T entry,
+ * queue, channel, source MAC). Returns the send window in bytes (256 KiB
+ * per 10 Gb/s, at most 512 KiB) for FW_FLOWC_WR.
+ */
+#define CXE_C4_NMTUS		16
+
+struct cxe_c4_path {
+	const u16 *mtus;	/* the adapter's MTU table, CXE_C4_NMTUS entries */
+	u32 mtu;		/* the route's MTU toward the peer */
+	u32 speed_mbps;		/* the port's link speed */
+};
+
+u32 cxe_c4conn_accept_opts(const struct cxe_cpl_accept_req *req,
+			   const struct cxe_c4_path *p,
+			   struct cxe_cpl_accept *a);
+
+/* the entry of mtus chosen for a path MTU, hdr bytes of TCP/IP headers */
+u8 cxe_c4_mtu_idx(const u16 *mtus, u32 hdr, u32 mtu);
+
+/*
+ * The payload of a full segment once established (CPL_PASS_ESTABLISH's
+ * MSS index and timestamps): the entry less the TCP/IP headers, at least
+ * 128 bytes, as mainline takes it for FW_FLOWC_WR's MSS.
+ */
+u32 cxe_c4conn_emss(const u16 *mtus, const struct cxe_cpl_established *e,
+		    bool ipv6);
+
 #endif /* CXE_CXGB4_CONN_H */
