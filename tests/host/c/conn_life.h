@@ -215,7 +215,9 @@ static void life_step(struct life *l, u32 r, u32 x, bool polite, bool late)
 		if (l->up && !l->c.released)
 			life_act(l, cxe_c4conn_close(&l->c));
 	} else if (r < 86) {
-		if (l->up && !l->c.released)
+		/* the PDU layer's abort, or the listener's going away */
+		if ((l->up && !l->c.released) ||
+		    (l->c.state == CXE_C4CONN_CONNECTING && x % 4 == 0))
 			life_act(l, cxe_c4conn_abort(&l->c));
 	} else if (r < 93) {
 		/* the PDU layer lets go once it heard of the end, or at will */

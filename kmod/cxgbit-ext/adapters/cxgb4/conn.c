@@ -60,6 +60,8 @@ static int send_abort(struct cxe_c4conn *c)
 
 int cxe_c4conn_established(struct cxe_c4conn *c)
 {
+	if (c->state == CXE_C4CONN_ABORTING && !c->given)
+		return 0;	/* sent before the chip took our abort */
 	if (c->state != CXE_C4CONN_CONNECTING)
 		return -EPROTO;
 	c->state = CXE_C4CONN_UP;

@@ -7,8 +7,9 @@
  *
  * The chip runs TCP. The backend knows the connection only by messages,
  * and these rules hold for every TID:
- *  - It is up at CPL_PASS_ESTABLISH. Until then only a peer's reset can
- *    end it, and the PDU layer does not know of it.
+ *  - It is up at CPL_PASS_ESTABLISH. Until then only a peer's reset, or
+ *    our abort (a listener going away), can end it, and the PDU layer
+ *    does not know of it.
  *  - The first work request on its transmit queue is FW_FLOWC_WR,
  *    whatever follows (data, a close, an abort, an abort reply): the
  *    firmware learns the flow from it. TCB changes and receive credits do
