@@ -22,48 +22,42 @@
  * arrives in order, so the walk goes on from where the last piece of the
  * same PDU ended: placing a segment is linear in its length, where
  * sg_pcopy_from_buffer() walks from the start of the list for each piece.
- * Each page piece is copied by copy_to_iter(), the kernel's copy into a
- * destination iterator, as stock TCP receive copies (through
- * skb_copy_datagram_iter()), rather than by a copy of our own.
+ * Each piece is copied by one copy_to_iter() into an iterator over the
+ * pages it covers, as stock TCP receive (skb_copy_datagram_iter()) copies
+ * each skb piece into its destination with one call.
  */
+#define CXE_PLACE_BVECS	16
+
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len)
 {
-	struct scatterlist *sg = sc->place_sg;
-	u32 start = sc->place_start, left = sc->place_left;
+	struct cxe_sg_pos *p = &sc->place;
 
-	if (!sg || sc->place_sgl != dst->sgl || pos < start) {
+	if (sc->place_sgl != dst->sgl || pos < p->start) {
 		sc->place_sgl = dst->sgl;
-		sg = dst->sgl;
-		start = 0;
-		left = dst->nents;
+		cxe_sg_pos_init(p, dst->sgl, dst->nents);
 	}
 	while (len) {
+		struct bio_vec bv[CXE_PLACE_BVECS];
 		struct iov_iter iter;
-		struct bio_vec bv;
-		u32 in, n;
+		u32 nbv = 0, chunk = 0, off, n;
+		struct page *pg;
 
-		while (left && pos >= start + sg->length) {
-			start += sg->length;
-			sg = --left ? sg_next(sg) : NULL;
+		while (chunk < len && nbv < CXE_PLACE_BVECS) {
+			if (!cxe_sg_seek(p, pos + chunk))
+				return -EINVAL;
+			pg = cxe_sg_page(p, pos + chunk, &off, &n);
+			n = min(n, len - chunk);
+			bvec_set_page(&bv[nbv++], pg, n, off);
+			chunk += n;
 		}
-		if (!left)
-			return -EINVAL;
-		in = sg->offset + pos - start;
-		n = min3(len, start + sg->length - pos,
-			 (u32)PAGE_SIZE - offset_in_page(in));
-		bvec_set_page(&bv, nth_page(sg_page(sg), in >> PAGE_SHIFT), n,
-			      offset_in_page(in));
-		iov_iter_bvec(&iter, ITER_DEST, &bv, 1, n);
-		if (copy_to_iter(buf, n, &iter) != n)
+		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);
+		if (copy_to_iter(buf, chunk, &iter) != chunk)
 			return -EFAULT;
-		pos += n;
-		buf += n;
-		len -= n;
+		pos += chunk;
+		buf += chunk;
+		len -= chunk;
 	}
-	sc->place_sg = sg;
-	sc->place_start = start;
-	sc->place_left = left;
 	return 0;
 }
 

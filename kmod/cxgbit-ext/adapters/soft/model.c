@@ -122,6 +122,12 @@ static int cxe_model_pods_put(struct cxe_soft_model *mm,
 	return cxe_model_ppm_write(&mm->ppm, wr, len) == (int)n ? 0 : -EINVAL;
 }
 
+/* n pods from idx no longer valid: a pod written in part is cleared too */
+static void cxe_model_pods_clear(struct cxe_soft_model *mm, u32 idx, u32 n)
+{
+	memset(mm->ppm.mem + (idx << CXE_PPOD_SHIFT), 0, n << CXE_PPOD_SHIFT);
+}
+
 /*
  * A DDP tag's window gets its page pods, written into the modelled pod
  * memory with the backend's ULP_TX_MEM_WRITE requests (three pods each),
@@ -137,46 +143,39 @@ void cxe_soft_model_pods_write(struct cxe_soft_conn *sc, u32 tag,
 	struct cxe_soft_model *mm = sc->model;
 	u64 pages[CXE_PPOD_IMM_MAX * CXE_PPOD_PAGES + 1];
 	u32 pos = s->offset, end = s->offset + s->len;
-	struct scatterlist *sg = s->sgl;
-	u32 start = 0, left = s->nents;
-	u32 idx, n, np = 0, done = 0;
+	u32 idx, n, np = 0, done = 0, off, avail;
 	struct cxe_ppod_hdr h;
+	struct cxe_sg_pos p;
 
 	lockdep_assert_held(&sc->ddp_lock);
 	s->pods = 0;
 	if (!mm || !s->len)
 		return;
-	while (left && pos >= start + sg->length) {
-		start += sg->length;
-		sg = --left ? sg_next(sg) : NULL;
-	}
-	if (!left)
+	cxe_sg_pos_init(&p, s->sgl, s->nents);
+	if (!cxe_sg_seek(&p, pos))
 		return;
+	cxe_sg_page(&p, pos, &off, &avail);
 	h = (struct cxe_ppod_hdr) {
 		.tid = CXE_MODEL_TID,
 		.tag = tag & 0x3fffffff,
 		.max_offset = s->len,
-		.page_offset = offset_in_page(sg->offset + pos - start),
+		.page_offset = off,
 	};
 	n = cxe_ppod_count(h.page_offset, s->len);
 	idx = bitmap_find_next_zero_area(mm->pod_map, CXE_MODEL_PODS, 0, n, 0);
 	if (idx >= CXE_MODEL_PODS)
 		return;
 	while (pos < end) {
-		u32 in;
+		struct page *pg;
 
-		while (left && pos >= start + sg->length) {
-			start += sg->length;
-			sg = --left ? sg_next(sg) : NULL;
-		}
-		if (!left)
+		if (!cxe_sg_seek(&p, pos))
 			goto fail;
-		in = sg->offset + pos - start;
+		pg = cxe_sg_page(&p, pos, &off, &avail);
 		/* after the first, each page is one the window starts at its top */
-		if (pos != s->offset && offset_in_page(in))
+		if (pos != s->offset && off)
 			goto fail;
-		pages[np++] = page_to_phys(nth_page(sg_page(sg), in >> PAGE_SHIFT));
-		pos += PAGE_SIZE - offset_in_page(in);
+		pages[np++] = page_to_phys(pg);
+		pos += PAGE_SIZE - off;
 		if (np == ARRAY_SIZE(pages)) {
 			/* three pods; the last page starts the next three */
 			if (cxe_model_pods_put(mm, &h, idx + done, pages, np,
@@ -195,7 +194,7 @@ void cxe_soft_model_pods_write(struct cxe_soft_conn *sc, u32 tag,
 	s->pods = n;
 	return;
 fail:
-	memset(mm->ppm.mem + (idx << CXE_PPOD_SHIFT), 0, n << CXE_PPOD_SHIFT);
+	cxe_model_pods_clear(mm, idx, n);
 }
 
 /* The window's tag is done with: its pods are cleared, their room free */
@@ -206,8 +205,7 @@ void cxe_soft_model_pods_free(struct cxe_soft_conn *sc, struct cxe_ddp_slot *s)
 	lockdep_assert_held(&sc->ddp_lock);
 	if (!mm || !s->pods)
 		return;
-	memset(mm->ppm.mem + (s->pod_idx << CXE_PPOD_SHIFT), 0,
-	       s->pods << CXE_PPOD_SHIFT);
+	cxe_model_pods_clear(mm, s->pod_idx, s->pods);
 	bitmap_clear(mm->pod_map, s->pod_idx, s->pods);
 	s->pods = 0;
 }
@@ -227,7 +225,7 @@ static bool cxe_model_ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
 	ok = s && s->pods;
 	spin_unlock_bh(&sc->ddp_lock);
 	/* a new PDU's data: the placement walk starts over (ddp.c) */
-	sc->place_sg = NULL;
+	sc->place_sgl = NULL;
 	return ok;
 }
 
@@ -442,7 +440,7 @@ int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 		memcpy(dst->buf, src, have);
 		return 0;
 	}
-	sc->place_sg = NULL;
+	sc->place_sgl = NULL;
 	ret = cxe_soft_place(sc, dst, dst->offset, src, have);
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_BYTES_COPIED, have);

@@ -13,6 +13,8 @@
 #include <linux/types.h>
 #include <linux/bvec.h>
 #include <linux/mm_types.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
 
 #include "cxgbit_ext.h"
 #include "pdu/cxe_ddp.h"
@@ -69,6 +71,50 @@ struct cxe_ddp_slot {
 };
 
 /*
+ * A place in a scatterlist, walked forward only: byte pos of the list is
+ * in entry sg once cxe_sg_seek(pos) found it. Placement and the chip
+ * model's page pods both walk a task's list this way, so that a buffer
+ * costs one walk, not one per piece from the list's start.
+ */
+struct cxe_sg_pos {
+	struct scatterlist	*sg;
+	u32			start;	/* the list's byte at which sg begins */
+	u32			left;	/* entries from sg to the list's end */
+};
+
+static inline void cxe_sg_pos_init(struct cxe_sg_pos *p,
+				   struct scatterlist *sgl, u32 nents)
+{
+	p->sg = sgl;
+	p->start = 0;
+	p->left = nents;
+}
+
+/* to the entry holding byte pos, at or after the current one; false: past the end */
+static inline bool cxe_sg_seek(struct cxe_sg_pos *p, u32 pos)
+{
+	while (p->left && pos >= p->start + p->sg->length) {
+		p->start += p->sg->length;
+		p->sg = --p->left ? sg_next(p->sg) : NULL;
+	}
+	return p->left;
+}
+
+/*
+ * After a seek to pos: the page holding byte pos, its offset there, and
+ * how many bytes from pos on are in that page and entry.
+ */
+static inline struct page *cxe_sg_page(const struct cxe_sg_pos *p, u32 pos,
+				       u32 *off, u32 *avail)
+{
+	u32 in = p->sg->offset + pos - p->start;
+
+	*off = offset_in_page(in);
+	*avail = min_t(u32, p->start + p->sg->length - pos, PAGE_SIZE - *off);
+	return nth_page(sg_page(p->sg), in >> PAGE_SHIFT);
+}
+
+/*
  * A connection as the software adapter keeps it: the shared part first
  * (the PDU layer allocates conn_size bytes, see struct cxe_backend), the
  * socket and its stream state after it.
@@ -85,10 +131,8 @@ struct cxe_soft_conn {
 	u8			*hdr;		/* recv_hdr's buffer */
 	const struct cxe_data	*dst;		/* recv_data's destination */
 	/* where the last piece of this PDU's data went (cxe_soft_place()) */
-	struct scatterlist	*place_sgl;	/* the list walked */
-	struct scatterlist	*place_sg;
-	u32			place_start;	/* place_sg's first byte in dst */
-	u32			place_left;	/* entries from place_sg on */
+	struct scatterlist	*place_sgl;	/* the list walked, NULL: none yet */
+	struct cxe_sg_pos	place;
 	int			dstatus;	/* digest status of the PDU */
 	bool			pdu_done;
 	bool			got_hdr;
