@@ -120,9 +120,19 @@ def by_function(dump: str, syms: Symbols, modules: frozenset[str] = TRANSPORT) -
     return out
 
 
+# A dump must account for its point's window: its total per I/O within this
+# share of the counter's figure (which has the idle rate taken out; the idle
+# share of a window is about 1 % here). A dump that does not is another
+# window's, and its buckets would be reported against the wrong point.
+WINDOW_TOLERANCE = 0.10
+
+
 def per_io(points: list[dict[str, Any]], dumps: Path) -> int:
     """Add ``target_buckets_per_io`` to each point whose window has a dump
-    in ``dumps`` (with the target's kallsyms there); how many got one."""
+    in ``dumps`` (with the target's kallsyms there) that accounts for the
+    window; how many got one. A point whose dump does not gets
+    ``target_prof_mismatch`` (the dump's total per I/O over the counter's)
+    instead of buckets."""
     syms_file = dumps / "kallsyms"
     if not syms_file.exists():
         return 0
@@ -133,6 +143,11 @@ def per_io(points: list[dict[str, Any]], dumps: Path) -> int:
         if rec.get("target_prof") and f.exists() and rec.get("ios"):
             dump = f.read_text()
             b = buckets(dump, syms)
+            want = rec.get("target_insn_per_io")
+            got = sum(b.values()) / rec["ios"]
+            if want and abs(got / want - 1) > WINDOW_TOLERANCE:
+                rec["target_prof_mismatch"] = got / want
+                continue
             rec["target_buckets_per_io"] = {k: v / rec["ios"] for k, v in b.items()}
             rec["transport_functions_per_io"] = {k: v / rec["ios"] for k, v in by_function(dump, syms).items()}
             done += 1
@@ -193,6 +208,15 @@ def markdown(points: list[dict[str, Any]]) -> str:
         ["digest", "rw", "bs", "transport", *used, "total"],
         table,
     )[1:]
+    odd = [p for p in points if "target_prof_mismatch" in p]
+    if odd:
+        worst = max(odd, key=lambda p: abs(p["target_prof_mismatch"] - 1))["target_prof_mismatch"]
+        lines += [
+            "",
+            f"{len(odd)} of {len(points)} points are left out: the dump made at the end of their window "
+            f"does not account for it (its total per I/O off the counter's by more than "
+            f"{WINDOW_TOLERANCE:.0%}; the worst {worst:.2f}x), so it holds another window's instructions.",
+        ]
     return "\n".join(lines + _outside_copy(points) + _functions(points) + _hardware_model(points)) + "\n"
 
 

@@ -67,6 +67,26 @@ def test_points_get_buckets_per_io_and_a_table(tmp_path) -> None:
     assert "| off | randread | 4K | offload | " in md and "| 3.0 |" in md
 
 
+def test_a_dump_that_is_not_its_windows_is_left_out(tmp_path) -> None:
+    """A dump holding another window's instructions (the counter says the
+    window ran 3000 per I/O, the dump has 1000) gets no buckets, and the
+    table says a point was left out."""
+    (tmp_path / "kallsyms").write_text(KALLSYMS)
+    (tmp_path / "insn.prof.s00002").write_text("ffffffff81001010 200000\nffffffffc0800010 100000\n")
+    (tmp_path / "insn.prof.s00004").write_text("ffffffff81001010 100000\n")
+    points = [
+        {"digest": "off", "rw": "randread", "bs_bytes": 4096, "transport": "offload", "ios": 100.0,
+         "target_prof": "s00002", "target_insn_per_io": 2950.0},
+        {"digest": "off", "rw": "randread", "bs_bytes": 4096, "transport": "stock", "ios": 100.0,
+         "target_prof": "s00004", "target_insn_per_io": 3000.0},
+    ]  # fmt: skip
+    assert profile.per_io(points, tmp_path) == 1
+    assert "target_buckets_per_io" in points[0]
+    assert "target_buckets_per_io" not in points[1]
+    assert round(points[1]["target_prof_mismatch"], 3) == 0.333
+    assert "1 of 2 points are left out" in profile.markdown(points)
+
+
 def test_transport_layer_is_listed_by_function() -> None:
     syms = profile.load_kallsyms(KALLSYMS)
     dump = "1 500\nffffffffc0800010 20\nffffffffc0800020 5\nffffffffc0801010 30\nffffffff81001010 100\n"
