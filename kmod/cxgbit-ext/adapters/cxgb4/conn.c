@@ -36,11 +36,8 @@ static int done(struct cxe_c4conn *c)
 	int what = end(c) | CXE_C4_RELEASE_TID;
 
 	c->state = CXE_C4CONN_DONE;
-	c->tid_released = true;
-	if (c->released || !c->given) {
-		c->freed = true;
+	if (c->released || !c->given)
 		what |= CXE_C4_FREE;
-	}
 	return what;
 }
 
@@ -157,7 +154,6 @@ int cxe_c4conn_release(struct cxe_c4conn *c)
 	case CXE_C4CONN_CLOSING:
 		return c->fin_sent ? 0 : send_close(c);
 	case CXE_C4CONN_DONE:
-		c->freed = true;
 		return CXE_C4_FREE;
 	default:
 		return 0;

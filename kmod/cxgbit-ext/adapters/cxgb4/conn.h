@@ -68,8 +68,6 @@ struct cxe_c4conn {
 	bool given;		/* the PDU layer had it (CXE_C4_UP) */
 	bool ended;		/* CXE_C4_END said */
 	bool released;		/* the PDU layer is done with it */
-	bool tid_released;
-	bool freed;
 };
 
 /* after the accept reply for tid went */
