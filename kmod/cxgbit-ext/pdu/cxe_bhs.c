@@ -93,9 +93,9 @@ bool cxe_bhs_data_ok(const u8 *hdr)
 	       (hdr[1] & CXE_CMD_WRITE);
 }
 
-bool cxe_keys_have(const u8 *text, u32 len, const char *key, const char *value)
+const u8 *cxe_keys_value(const u8 *text, u32 len, const char *key, u32 *vlen)
 {
-	size_t klen = strlen(key), vlen = strlen(value);
+	size_t klen = strlen(key);
 	u32 i = 0;
 
 	while (i < len) {
@@ -103,12 +103,27 @@ bool cxe_keys_have(const u8 *text, u32 len, const char *key, const char *value)
 		const u8 *end = memchr(pair, '\0', len - i);
 
 		if (!end)
-			return false;	/* cut off: not a pair */
-		if ((size_t)(end - pair) == klen + 1 + vlen &&
-		    !memcmp(pair, key, klen) && pair[klen] == '=' &&
-		    !memcmp(pair + klen + 1, value, vlen))
-			return true;
+			return NULL;	/* cut off: not a pair */
+		if ((size_t)(end - pair) > klen && !memcmp(pair, key, klen) &&
+		    pair[klen] == '=') {
+			*vlen = end - pair - klen - 1;
+			return pair + klen + 1;
+		}
 		i += end - pair + 1;
+	}
+	return NULL;
+}
+
+bool cxe_keys_have(const u8 *text, u32 len, const char *key, const char *value)
+{
+	size_t want = strlen(value);
+	const u8 *v;
+	u32 off = 0, vlen;
+
+	while ((v = cxe_keys_value(text + off, len - off, key, &vlen))) {
+		if (vlen == want && !memcmp(v, value, want))
+			return true;
+		off = v + vlen + 1 - text;	/* past the pair's NUL */
 	}
 	return false;
 }

@@ -136,6 +136,12 @@ bool cxe_bhs_data_ok(const u8 *hdr);
 bool cxe_keys_have(const u8 *text, u32 len, const char *key, const char *value);
 
 /*
+ * The value of the first whole pair with this key (its length in *vlen,
+ * no NUL counted), or NULL when there is none.
+ */
+const u8 *cxe_keys_value(const u8 *text, u32 len, const char *key, u32 *vlen);
+
+/*
  * Bytes a whole PDU takes on the wire: BHS, AHS, optional header digest,
  * data, padding, optional data digest (only when there is data).
  */

@@ -397,6 +397,23 @@ static void test_keys_have(void)
 	CHECK(cxe_keys_have((const u8 *)"=\0", 2, "", ""));
 }
 
+/* the first whole pair's value, as the login's TargetName is read */
+static void test_keys_value(void)
+{
+	static const u8 keys[] = "TargetNameX=no\0TargetName=iqn.t\0TargetName=iqn.u\0TargetName=cut";
+	u32 len = sizeof(keys) - 1, vlen = 99;
+	const u8 *v;
+
+	v = cxe_keys_value(keys, len, "TargetName", &vlen);
+	CHECK(v && vlen == 5 && !memcmp(v, "iqn.t", 5));
+	CHECK(cxe_keys_have(keys, len, "TargetName", "iqn.u"));	/* a later pair */
+	CHECK(!cxe_keys_have(keys, len, "TargetName", "cut"));	/* cut off */
+	CHECK(!cxe_keys_value(keys, len, "Target", &vlen));	/* a prefix */
+	CHECK(!cxe_keys_value(keys, 20, "TargetName", &vlen));	/* cut mid-pair */
+	v = cxe_keys_value((const u8 *)"TargetName=\0", 12, "TargetName", &vlen);
+	CHECK(v && vlen == 0);
+}
+
 /* a SCSI Command's data segment is write data: none without the W bit */
 static void test_data_ok(void)
 {
@@ -583,6 +600,7 @@ int main(void)
 	test_cdb();
 	test_data_ok();
 	test_keys_have();
+	test_keys_value();
 	test_skip_data();
 	test_framing();
 	test_parser_streams();
