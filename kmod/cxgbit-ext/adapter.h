@@ -74,9 +74,13 @@ struct cxe_adapter_ops {
 	 * gives the connection in that state to the host's own listener for
 	 * its address (LIO's stock iSCSI/TCP portal), taking back from LIO
 	 * whatever it lent it (a socket); 0 when it did, and the PDU layer
-	 * then forgets the connection. Optional.
+	 * then forgets the connection. target: the login's TargetName, NULL
+	 * for a discovery session; a login for a target that is held
+	 * (holds.c) is not handed back (-EAGAIN), and one handed back is
+	 * reset if its target becomes held before the stock portal answered
+	 * it (reset_handed_back). Optional.
 	 */
-	int (*hand_back)(struct cxe_conn *c);
+	int (*hand_back)(struct cxe_conn *c, const char *target);
 	/*
 	 * The connection is gone: every tag it still has is fenced (see
 	 * "Fencing" below) before this returns, and c is freed after.
@@ -215,6 +219,11 @@ struct cxe_backend {
 	 * why and any detail. NULL: always " on". The backends file shows it.
 	 */
 	ssize_t (*show_state)(char *page, ssize_t at);
+	/*
+	 * Reset the connections for target it handed back (hand_back) that
+	 * the stock portal has not answered yet. Optional.
+	 */
+	void (*reset_handed_back)(const char *target);
 };
 
 #endif /* CXE_ADAPTER_H */

@@ -66,6 +66,15 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags)
 }
 
 /* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
+void cxe_backends_reset_handed_back(const char *target)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++)
+		if (cxe_backends[i] && cxe_backends[i]->reset_handed_back)
+			cxe_backends[i]->reset_handed_back(target);
+}
+
 static const char *const cxe_cap_names[CXE_CAP_MAX] = {
 	[CXE_CAP_HCRC]	= "hcrc",
 	[CXE_CAP_DCRC]	= "dcrc",

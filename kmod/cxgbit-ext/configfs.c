@@ -13,6 +13,11 @@
  *                each can carry offloaded connections now and what it
  *                offloads (cxe_backend_show_all):
  *                  name on|off [why [detail...]] caps=hcrc,dcrc,...
+ *   login_holds  targets whose logins LIO refuses on an offloaded portal
+ *                are refused there, not handed to the stock portal
+ *                (holds.c), one "target ms-left" per line; write
+ *                "target seconds" to hold (at most 600), "target 0" to
+ *                end the hold
  *   connections  offloaded connections, one per line: peer, local, adapter,
  *                digests, offloads, counters (a binary attribute: not
  *                limited to a page, 1024 connections take ~200 KiB)
@@ -95,6 +100,19 @@ CONFIGFS_ATTR_RO(cxe_root_, transport);
 CONFIGFS_ATTR_RO(cxe_root_, portals);
 CONFIGFS_ATTR_RO(cxe_root_, portal_state);
 CONFIGFS_ATTR_RO(cxe_root_, backends);
+
+static ssize_t cxe_root_login_holds_show(struct config_item *item, char *page)
+{
+	return cxe_holds_show(page);
+}
+
+static ssize_t cxe_root_login_holds_store(struct config_item *item,
+					  const char *page, size_t count)
+{
+	return cxe_holds_store(page, count);
+}
+
+CONFIGFS_ATTR(cxe_root_, login_holds);
 CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
 static struct configfs_attribute *cxe_root_attrs[] = {
@@ -103,6 +121,7 @@ static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_portals,
 	&cxe_root_attr_portal_state,
 	&cxe_root_attr_backends,
+	&cxe_root_attr_login_holds,
 	NULL,
 };
 

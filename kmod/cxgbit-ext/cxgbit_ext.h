@@ -47,6 +47,7 @@ enum cxe_stat {
 	CXE_STAT_BURST_PDUS,	/* Data-In PDUs those bursts became */
 	CXE_STAT_RX_WAITS,	/* times RX found nothing queued and slept */
 	CXE_STAT_HANDED_BACK,	/* logins given to the stock listener */
+	CXE_STAT_LOGINS_HELD,	/* refusals answered here: the target was held */
 	CXE_STAT_MODEL_CPLS,	/* messages the chip model handed up */
 	CXE_STAT_MODEL_WRS,	/* work requests the chip model took */
 	CXE_STAT_RANGE_BYTES,	/* placed bytes a later Data-Out completed */
@@ -176,6 +177,12 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags);
 ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
 		      ssize_t at);
 ssize_t cxe_backend_show_all(char *page);
+void cxe_backends_reset_handed_back(const char *target);
+
+/* holds.c: targets whose refused logins are not handed back */
+bool cxe_hold_has(const char *target, size_t len);
+ssize_t cxe_holds_store(const char *page, size_t count);
+ssize_t cxe_holds_show(char *page);
 
 /* configfs.c: the control interface, which also keeps the adapters */
 int cxe_configfs_init(void);
@@ -186,6 +193,7 @@ ssize_t cxe_portal_state_show(const struct cxe_np *cnp, char *page, ssize_t at);
 
 /* The backends; main.c registers them (adapters/soft/cm.c) */
 extern const struct cxe_backend cxe_soft_backend;
+void cxe_soft_exit(void);
 /* adapters/cxgb4/main.c: the backend and cxgb4's ULD slot with it */
 #ifdef CXE_HAVE_CXGB4
 int cxe_cxgb4_init(void);

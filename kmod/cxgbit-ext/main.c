@@ -88,6 +88,7 @@ static void __exit cxe_exit(void)
 	cxe_configfs_exit();
 	cxe_cxgb4_exit();
 	cxe_backend_unregister(&cxe_soft_backend);
+	cxe_soft_exit();
 	unregister_module_notifier(&cxe_module_nb);
 	pr_info("unloaded\n");
 }

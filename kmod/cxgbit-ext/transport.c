@@ -54,6 +54,7 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_BURST_PDUS]	= "burst_pdus",
 	[CXE_STAT_RX_WAITS]	= "rx_waits",
 	[CXE_STAT_HANDED_BACK]	= "handed_back",
+	[CXE_STAT_LOGINS_HELD]	= "logins_held",
 	[CXE_STAT_MODEL_CPLS]	= "model_cpls",
 	[CXE_STAT_MODEL_WRS]	= "model_wrs",
 	[CXE_STAT_RANGE_BYTES]	= "range_bytes",
@@ -388,9 +389,22 @@ static bool cxe_ddp_fits(const struct cxe_conn *c, struct iscsit_cmd *cmd,
  *   portal finds the target's TPG, or answers the same refusal.
  * LIO's own TPG lookup decides, so the rule follows its configuration.
  */
-static bool cxe_hand_back(struct cxe_conn *c, const char *why)
+static bool cxe_hand_back(struct cxe_conn *c, const char *why,
+			  const char *target)
 {
-	if (c->answered || !cxe_ops(c)->hand_back || cxe_ops(c)->hand_back(c))
+	int ret;
+
+	if (c->answered || !cxe_ops(c)->hand_back)
+		return false;
+	/* a held target's TPG is being enabled (holds.c): LIO's answer stands */
+	ret = target && cxe_hold_has(target, strlen(target)) ?
+	      -EAGAIN : cxe_ops(c)->hand_back(c, target);
+	if (ret == -EAGAIN) {
+		cxe_cstat(c, CXE_STAT_LOGINS_HELD, 1);
+		pr_info_ratelimited("connection %pISpc -> %pISpc: %s: target %s is held, answered here\n",
+				    &c->peer, &c->local, why, target);
+	}
+	if (ret)
 		return false;
 	cxe_cstat(c, CXE_STAT_HANDED_BACK, 1);
 	pr_info("connection %pISpc -> %pISpc: %s: handed to the stock portal\n",
@@ -437,7 +451,7 @@ static int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 		return -1;
 	if (login->first_request &&
 	    cxe_keys_have(login->req_buf, dlen, "SessionType", "Discovery") &&
-	    cxe_hand_back(c, "discovery session"))
+	    cxe_hand_back(c, "discovery session", NULL))
 		return -1;	/* LIO forgets the connection */
 	return 0;
 }
@@ -467,15 +481,34 @@ static int cxe_login_params(struct cxe_conn *c)
 	return 0;
 }
 
+/* The first Login request's TargetName in buf, or NULL without one */
+static const char *cxe_login_target(struct iscsi_login *login,
+				    char buf[ISCSI_IQN_LEN])
+{
+	const struct iscsi_login_req *req = (const struct iscsi_login_req *)login->req;
+	u32 dlen = min_t(u32, ntoh24(req->dlength), MAX_KEY_VALUE_PAIRS);
+	const u8 *v;
+	u32 vlen;
+
+	v = cxe_keys_value(login->req_buf, dlen, "TargetName", &vlen);
+	if (!v || !vlen || vlen >= ISCSI_IQN_LEN)
+		return NULL;
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	return buf;
+}
+
 static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 			    u32 length)
 {
 	struct cxe_conn *c = conn->context;
+	char target[ISCSI_IQN_LEN];
 	struct cxe_data src = { .buf = login->rsp_buf, .len = length };
 	const struct iscsi_login_rsp *rsp = (const struct iscsi_login_rsp *)login->rsp;
 
 	if (!conn->tpg && rsp->status_class &&
-	    cxe_hand_back(c, "no TPG of this target behind the offloaded portal"))
+	    cxe_hand_back(c, "no TPG of this target behind the offloaded portal",
+			  cxe_login_target(login, target)))
 		return 0;	/* LIO is failing the login: it forgets the connection */
 	c->answered = true;
 	if (cxe_ops(c)->send_pdu(c, login->rsp, &src))

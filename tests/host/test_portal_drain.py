@@ -1,11 +1,13 @@
-"""A TPG with an offloaded portal opens to logins only once the stock
-listener holds none (cxgbit_ext.portals.enable_tpg): which connections
-count, read from /proc/net/tcp{,6} as the kernel writes them."""
+"""A TPG with an offloaded portal opens to logins with its target held in
+the module and once no stock connection holds a login nobody has read
+(cxgbit_ext.portals.enable_tpg): which connections count, read from
+/proc/net/tcp{,6} as the kernel writes them."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,8 +18,8 @@ HEAD = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrn
 PORTAL = "010112C6:0CBC"
 
 
-def line(local: str, remote: str, st: str) -> str:
-    return f"   0: {local} {remote} {st} 00000000:00000000 00:00000000 00000000     0        0 1 1 0 10 0\n"
+def line(local: str, remote: str, st: str, unread: int = 0) -> str:
+    return f"   0: {local} {remote} {st} 00000000:{unread:08X} 00:00000000 00000000     0        0 1 1 0 10 0\n"
 
 
 def net(tmp_path: Path, tcp: list[str], tcp6: list[str] | None = None) -> Path:
@@ -48,40 +50,93 @@ def test_only_unheld_connections_to_the_portal_count(tmp_path: Path) -> None:
     assert portals.unsettled_connections([("198.18.1.1", 3261)], [], d) == []
 
 
+def test_unread_connections_are_those_with_bytes_received_and_not_read(tmp_path: Path) -> None:
+    d = net(
+        tmp_path,
+        [
+            line(PORTAL, "020112C6:9CA6", "01", unread=48),  # a login request in the queue
+            line(PORTAL, "020112C6:9CA8", "01"),  # a stock session, all read
+            line(PORTAL, "020112C6:9CAA", "01", unread=300),  # the adapter's, peeked at
+        ],
+    )
+    assert portals.unsettled_connections([("198.18.1.1", 3260)], ["198.18.1.2:40106"], d, unread=True) == [
+        "198.18.1.2:40102"
+    ]
+
+
 def fake_tpg(tmp_path: Path, offload: str) -> Path:
-    np = tmp_path / "tpgt_1/np/198.18.1.1:3260"
+    """TPG 1 of target iqn.x, laid out as in configfs."""
+    np = tmp_path / "iqn.x/tpgt_1/np/198.18.1.1:3260"
     np.mkdir(parents=True)
     (np / "cxgbit").write_text(offload + "\n")
-    (tmp_path / "tpgt_1/enable").write_text("0\n")
-    return tmp_path / "tpgt_1"
+    (tmp_path / "iqn.x/tpgt_1/enable").write_text("0\n")
+    return tmp_path / "iqn.x/tpgt_1"
 
 
-def ctl(peers: list[str], login: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(loaded=True, connections=lambda: [SimpleNamespace(peer=p, login=login) for p in peers])
+class Holds:
+    """The module's login holds, as enable_tpg takes and ends them, with
+    the TPG's enable state at each."""
+
+    def __init__(self, tpg: Path) -> None:
+        self.tpg = tpg
+        self.log: list[tuple[str, int, str]] = []
+
+    @contextmanager
+    def login_hold(self, target: str, seconds: int) -> Iterator[None]:
+        self.log.append((target, seconds, (self.tpg / "enable").read_text().strip()))
+        yield
+        self.log.append((target, 0, (self.tpg / "enable").read_text().strip()))
 
 
-def test_enable_waits_out_a_stock_login_then_gives_up(tmp_path: Path) -> None:
+def ctl(tpg: Path, peers: list[str], login: bool = False) -> SimpleNamespace:
+    holds = Holds(tpg)
+    return SimpleNamespace(loaded=True, login_hold=holds.login_hold, holds=holds,
+                           connections=lambda: [SimpleNamespace(peer=p, login=login) for p in peers])  # fmt: skip
+
+
+def test_the_target_is_held_while_its_tpg_is_enabled(tmp_path: Path) -> None:
     (tmp_path / "net").mkdir()
-    d = net(tmp_path / "net", [line(PORTAL, "020112C6:9CA6", "01")])
+    d = net(tmp_path / "net", [])
+    tpg = fake_tpg(tmp_path, "1")
+    c = ctl(tpg, [])
+    assert portals.enable_tpg(tpg, timeout=16, ctl=c, net=d, settle=2) == []  # type: ignore[arg-type]
+    # held from before the enable to after it, long enough for the longest enable
+    assert c.holds.log == [("iqn.x", 41, "0"), ("iqn.x", 0, "1")]
+
+
+def test_enable_waits_out_an_unread_stock_login_then_gives_up(tmp_path: Path) -> None:
+    (tmp_path / "net").mkdir()
+    d = net(tmp_path / "net", [line(PORTAL, "020112C6:9CA6", "01", unread=48)])
     tpg = fake_tpg(tmp_path, "1")
     t0 = time.monotonic()
-    held = portals.enable_tpg(tpg, timeout=0.3, ctl=ctl([]), net=d)  # type: ignore[arg-type]
+    held = portals.enable_tpg(tpg, timeout=0.3, ctl=ctl(tpg, []), net=d)  # type: ignore[arg-type]
     assert held == ["198.18.1.2:40102"] and time.monotonic() - t0 >= 0.3
     assert (tpg / "enable").read_text() == "1"
-    # the adapter's, still logging in: LIO may yet hand it to stock
-    (tpg / "enable").write_text("0")
-    assert portals.enable_tpg(tpg, timeout=0.2, ctl=ctl(["198.18.1.2:40102"], login=True), net=d)  # type: ignore[arg-type]
-    # the adapter's, logged in: enabled at once
-    (tpg / "enable").write_text("0")
-    assert portals.enable_tpg(tpg, timeout=30, ctl=ctl(["198.18.1.2:40102"]), net=d) == []  # type: ignore[arg-type]
+
+
+def test_stock_sessions_that_were_there_are_reported_not_waited_for(tmp_path: Path) -> None:
+    """Another TPG's stock session on the same address and port, all read:
+    enabled at once, the session reported; an adapter's connection still
+    logging in does not hold the enable up (its target is held: it cannot
+    reach stock)."""
+    (tmp_path / "net").mkdir()
+    d = net(tmp_path / "net", [line(PORTAL, "020112C6:9CA6", "01"), line(PORTAL, "020112C6:9CA8", "01", unread=48)])
+    tpg = fake_tpg(tmp_path, "1")
+    t0 = time.monotonic()
+    held = portals.enable_tpg(tpg, timeout=30, ctl=ctl(tpg, ["198.18.1.2:40104"], login=True), net=d)  # type: ignore[arg-type]
+    assert held == ["198.18.1.2:40102"] and time.monotonic() - t0 < 5
     assert (tpg / "enable").read_text() == "1"
+    # all of them the adapters': nothing to report
+    (tpg / "enable").write_text("0")
+    c = ctl(tpg, ["198.18.1.2:40102", "198.18.1.2:40104"])
+    assert portals.enable_tpg(tpg, timeout=30, ctl=c, net=d) == []  # type: ignore[arg-type]
 
 
 def test_a_stock_portal_is_enabled_without_looking(tmp_path: Path) -> None:
     (tmp_path / "net").mkdir()
     d = net(tmp_path / "net", [line(PORTAL, "020112C6:9CA6", "01")])
     tpg = fake_tpg(tmp_path, "0")
-    assert portals.enable_tpg(tpg, timeout=30, ctl=ctl([]), net=d) == []  # type: ignore[arg-type]
+    assert portals.enable_tpg(tpg, timeout=30, ctl=ctl(tpg, []), net=d) == []  # type: ignore[arg-type]
     assert (tpg / "enable").read_text() == "1"
 
 
@@ -89,19 +144,20 @@ class WatchingCtl:
     """A module holding no connection that, each time enable_tpg looks,
     notes the TPG's enable state when it changed (``seen``) and makes the
     stock connections ``stock(seen)`` names (their remote address fields)
-    the only ones to the portal."""
+    the only ones to the portal, each with its unread bytes."""
 
     loaded = True
 
-    def __init__(self, tpg: Path, d: Path, stock: Callable[[list[str]], list[str]]) -> None:
+    def __init__(self, tpg: Path, d: Path, stock: Callable[[list[str]], list[tuple[str, int]]]) -> None:
         self.tpg, self.d, self.stock = tpg, d, stock
         self.seen: list[str] = []
+        self.login_hold = Holds(tpg).login_hold
 
     def connections(self) -> list[SimpleNamespace]:
         state = (self.tpg / "enable").read_text().strip()
         if self.seen[-1:] != [state]:
             self.seen.append(state)
-        net(self.d, [line(PORTAL, peer, "01") for peer in self.stock(self.seen)])
+        net(self.d, [line(PORTAL, peer, "01", unread) for peer, unread in self.stock(self.seen)])
         return []
 
 
@@ -113,31 +169,29 @@ def test_a_login_that_reached_stock_at_the_enable_is_dropped_and_enabled_again(t
     d = net(tmp_path / "net", [])
     tpg = fake_tpg(tmp_path, "1")
     # a stock session exists only while the first enable lasts
-    ctl = WatchingCtl(tpg, d, lambda seen: ["020112C6:9CA6"] if seen == ["0", "1"] else [])
+    ctl = WatchingCtl(tpg, d, lambda seen: [("020112C6:9CA6", 0)] if seen == ["0", "1"] else [])
     assert portals.enable_tpg(tpg, timeout=10, ctl=ctl, net=d, settle=0.3) == []  # type: ignore[arg-type]
     assert ctl.seen == ["0", "1", "0", "1"]
     assert (tpg / "enable").read_text() == "1"
 
 
-def test_logins_that_never_let_up_still_end_offloaded(tmp_path: Path) -> None:
-    """Initiators retrying all the time keep a login of theirs in flight at
-    every moment, so the wait for none runs out. The TPG is enabled all
-    the same; a login refused before the enable then reaches stock after
-    it, and the TPG goes off again and on, as when the wait did not run
-    out, until no stock session is left: only connections that were there
-    before the enable began (another TPG's stock sessions) are left as
-    they are and reported."""
+def test_unread_logins_that_never_let_up_still_end_offloaded(tmp_path: Path) -> None:
+    """Stock connections that keep a login unread at every moment (taken
+    by the stock listener itself, on a netdev no adapter serves) make the
+    wait for none run out. The TPG is enabled all the same; one of them
+    then becomes a stock session after the enable, and the TPG goes off
+    again and on, until no new stock session is left."""
     (tmp_path / "net").mkdir()
     d = net(tmp_path / "net", [])
     tpg = fake_tpg(tmp_path, "1")
     peers: list[str] = []
 
-    def stock(seen: list[str]) -> list[str]:
-        if seen == ["0"]:  # a new login in flight whenever asked, until the deadline
+    def stock(seen: list[str]) -> list[tuple[str, int]]:
+        if seen == ["0"]:  # a new login unread whenever asked, until the deadline
             peers.append(f"020112C6:{0x9C00 + len(peers):04X}")
-            return peers[-1:]
-        if seen == ["0", "1"]:  # the last one refused before the enable is stock now
-            return peers[-1:]
+            return [(peers[-1], 48)]
+        if seen == ["0", "1"]:  # the last one, read after the enable, is a session
+            return [(peers[-1], 0)]
         return []
 
     ctl = WatchingCtl(tpg, d, stock)

@@ -13,6 +13,7 @@ it on Ceph)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import subprocess
 import threading
@@ -21,14 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rtslib_fb import TPG, FabricModule, RTSRoot, Target
+from rtslib_fb import LUN, TPG, BlockStorageObject, FabricModule, NetworkPortal, RTSRoot, Target
 
 from cxgbit_ext import cli as cxgbit_cli
-from cxgbit_ext import topology
+from cxgbit_ext import portals, topology
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, ProtocolError
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, insmod, offloaded_peers
+from .conftest import CFS, PDU_INITIATOR, insmod, offloaded_peers, soft0_counters
 
 # a tool's or stock LIO's behaviour, not a kernel difference of ours
 pytestmark = pytest.mark.dealt
@@ -112,8 +113,8 @@ class RetryingInitiator:
     """One session, as iscsid keeps it: logged in again whenever it cannot
     log in or its connection ends, a NOP-Out every POLL_S to find out."""
 
-    def __init__(self, portal: str, iqn: str = IQN) -> None:
-        self.portal, self.iqn = portal, iqn
+    def __init__(self, portal: str, iqn: str = IQN, timeout: float = 5) -> None:
+        self.portal, self.iqn, self.timeout = portal, iqn, timeout
         self.conn: Connection | None = None
         self.peer = ""
         self.logins = 0
@@ -124,7 +125,7 @@ class RetryingInitiator:
         while not self.stop.is_set():
             if self.conn is None:
                 try:
-                    c = Connection(self.portal, timeout=5)
+                    c = Connection(self.portal, timeout=self.timeout)
                 except OSError:
                     time.sleep(0.05)
                     continue
@@ -151,7 +152,8 @@ class RetryingInitiator:
 
     def close(self) -> None:
         self.stop.set()
-        self.thread.join(30)
+        if self.thread.ident is not None:  # started
+            self.thread.join(30)
         if self.conn is not None:
             self.conn.close()
 
@@ -204,3 +206,123 @@ def test_initiators_retrying_through_the_layout_end_up_offloaded(block_dev: str)
         neighbour.close()
     print(f"{logins} logins of {INITIATORS} initiators over {ROUNDS} layouts; sessions left on stock TCP: {stock}")
     assert not stock, f"sessions on stock TCP on an offloaded portal: {stock}"
+    # none reached stock, so no TPG had to be disabled again under its sessions
+    assert logins == ROUNDS * INITIATORS, f"{logins} logins: sessions were dropped after their login"
+
+
+def test_a_login_handed_to_stock_before_the_enable_stays_off_it(block_dev: str) -> None:
+    """A login for a target whose TPG is still disabled, handed to the stock
+    portal but not read there yet (its login thread is busy with another
+    connection, as it is for up to a login timeout with an initiator that
+    sends nothing), must not become a stock session when the stock portal
+    reads it after the TPG's enable: the enable resets it, the initiator
+    logs in again and ends on the offloaded portal. The stalled stock
+    connection, there before the enable, is reported and left alone; a
+    neighbour target's session on the same portal goes on."""
+    ip = topo.LINKS[1].tgt_ip
+    with topo.in_netns():
+        topology.create(topology.Topology(iqn=NEIGHBOUR, backstores=("ramdisk",), lun_size=topology.MiB,
+                                          portals=((ip, 3260),), offload=True, name_prefix="nb"))  # fmt: skip
+        target = Target(FabricModule("iscsi"), IQN)
+        tpg = TPG(target, 1)
+        for name, value in (("authentication", "0"), ("generate_node_acls", "1"),
+                            ("demo_mode_write_protect", "0"), ("cache_dynamic_acls", "1")):  # fmt: skip
+            tpg.set_attribute(name, value)
+        LUN(tpg, 0, storage_object=BlockStorageObject("stalled", dev=block_dev))
+        portals.set_offload(NetworkPortal(tpg, ip, 3260), True)
+    neighbour = RetryingInitiator(ip, NEIGHBOUR)
+    neighbour.thread.start()
+    initiator = RetryingInitiator(ip, timeout=60)  # its first login waits behind the stalled one
+    staller = None
+    try:
+        deadline = time.monotonic() + 30
+        while not neighbour.logged_in() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert neighbour.logged_in() in offloaded_peers(), "the neighbour target's session is not offloaded"
+        # a connection straight to the stock listener that sends nothing:
+        # the stock portal's login thread waits for its first PDU
+        netdev = CFS / "adapters/soft0/netdev"
+        served = netdev.read_text().strip()
+        netdev.write_text("\n")  # none (an empty write never reaches the kernel)
+        try:
+            staller = Connection(ip, timeout=60)
+        finally:
+            netdev.write_text(served)
+        stalled = "{}:{}".format(*staller.sock.getsockname()[:2])
+        assert stalled not in offloaded_peers()
+        handed = soft0_counters()["handed_back"]
+        initiator.thread.start()
+        deadline = time.monotonic() + 30
+        while soft0_counters()["handed_back"] == handed and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert soft0_counters()["handed_back"] > handed, "the login was not handed to the stock portal"
+        with topo.in_netns():
+            held = portals.enable_tpg(Path(tpg.path), timeout=3)
+        # the stock portal's login thread moves on to what is queued behind
+        staller.close()
+        staller = None
+        deadline = time.monotonic() + 60
+        while not initiator.logged_in() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        session = initiator.logged_in()
+        assert session, "the initiator could not log in once the TPG was enabled"
+        time.sleep(1)  # a stock session made from the stale login would show by now
+        assert initiator.logged_in() == session and session in offloaded_peers(), (
+            f"the session {session} is on stock TCP ({initiator.logins} logins)"
+        )
+        assert initiator.logins == 1
+        assert held == [stalled], f"enable_tpg reported {held}, not the stalled stock connection {stalled}"
+        assert neighbour.logins == 1 and neighbour.logged_in(), "the neighbour target's session was dropped"
+    finally:
+        initiator.close()
+        neighbour.close()
+        if staller is not None:
+            staller.close()
+
+
+def test_a_held_target_is_answered_on_the_offloaded_portal(block_dev: str) -> None:
+    """login_holds: while a target is held, a login LIO refuses for it on
+    the offloaded portal (its TPG is disabled) is refused there, as the
+    stock portal would refuse it, and not handed over; once the hold ends
+    it is handed over again. Bad writes are refused and change nothing."""
+    ip = topo.LINKS[1].tgt_ip
+    holds = CFS / "login_holds"
+    with topo.in_netns():
+        target = Target(FabricModule("iscsi"), IQN)
+        tpg = TPG(target, 1)
+        tpg.set_attribute("authentication", "0")
+        portals.set_offload(NetworkPortal(tpg, ip, 3260), True)
+
+    def login() -> str:
+        c = Connection(ip, timeout=30)
+        try:
+            c.login(PDU_INITIATOR, IQN)
+        except LoginError as e:
+            return str(e)
+        finally:
+            c.close()
+        raise AssertionError("a login to a disabled TPG succeeded")
+
+    for bad in (f"{IQN}\n", f"{IQN} 601\n", f"{IQN} -1\n", " 5\n", "x" * 224 + " 5\n"):
+        with pytest.raises(OSError) as e:
+            holds.write_text(bad)
+        assert e.value.errno == errno.EINVAL, bad
+    with pytest.raises(OSError) as e:
+        holds.write_text(f"{IQN} 0\n")  # not held
+    assert e.value.errno == errno.ENOENT
+    assert holds.read_text() == ""
+    before = soft0_counters()
+    holds.write_text(f"{IQN} 60\n")
+    (line,) = holds.read_text().splitlines()
+    name, ms = line.split()
+    assert name == IQN and 55_000 < int(ms) <= 60_000
+    held = login()
+    after = soft0_counters()
+    assert after["logins_held"] == before["logins_held"] + 1
+    assert after["handed_back"] == before["handed_back"]
+    holds.write_text(f"{IQN} 0\n")
+    assert holds.read_text() == ""
+    stock = login()
+    assert soft0_counters()["handed_back"] == after["handed_back"] + 1
+    # the same refusal either way: the initiator cannot tell where it came from
+    assert held == stock, (held, stock)

@@ -22,6 +22,8 @@ from typing import Any
 CONFIGFS = Path("/sys/kernel/config/cxgbit_ext")
 FORMAT = 2  # of dump()/save files; bump on an incompatible change
 
+# the longest a login hold lasts (login_holds)
+HOLD_MAX_S = 600
 BUILTIN = "soft0"  # made at module load; can be unbound, not deleted
 ADAPTER_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")  # what the module accepts for a soft adapter
 ADAPTER_NAME_RULE = "1 to 15 characters of A-Z a-z 0-9 _ -"
@@ -488,6 +490,35 @@ class Control:
 
     def connections(self) -> list[Connection]:
         return [_parse_connection(ln) for ln in self._read("connections").splitlines() if ln.strip()]
+
+    def login_holds(self) -> dict[str, int]:
+        """The targets held now (login_holds), each with its milliseconds left."""
+        return {t: int(ms) for t, ms in (ln.split() for ln in self._read("login_holds").splitlines() if ln.strip())}
+
+    @contextmanager
+    def login_hold(self, target: str, seconds: int) -> Iterator[None]:
+        """Hold ``target`` while the block runs, for at most ``seconds``:
+        the module answers the logins for it that LIO refuses on an
+        offloaded portal itself instead of handing them to the stock one,
+        and resets those it handed there that are not answered yet."""
+        self._need_loaded()
+        self._write_hold(target, min(max(seconds, 1), HOLD_MAX_S))
+        try:
+            yield
+        finally:
+            try:
+                (self.root / "login_holds").write_text(f"{target} 0\n")
+            except FileNotFoundError:
+                pass  # the module went away, and its holds with it
+            except OSError as e:
+                if e.errno != errno.ENOENT:  # not ENOENT: its time was up
+                    raise CxgbitExtError(f"cannot end the login hold on {target}: {e.strerror}") from e
+
+    def _write_hold(self, target: str, seconds: int) -> None:
+        try:
+            (self.root / "login_holds").write_text(f"{target} {seconds}\n")
+        except OSError as e:
+            raise CxgbitExtError(f"cannot hold the logins for {target}: {e.strerror}") from e
 
     # -- changes ----------------------------------------------------------
 

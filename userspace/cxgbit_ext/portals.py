@@ -12,8 +12,9 @@ that the switch is off, or that the module is not loaded.
 from __future__ import annotations
 
 import ipaddress
+import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,12 +162,13 @@ def _addr(text: str) -> Addr:
 
 
 def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: Iterable[str],
-                          net: Path = Path("/proc/thread-self/net")) -> list[str]:  # fmt: skip
+                          net: Path = Path("/proc/thread-self/net"), unread: bool = False) -> list[str]:  # fmt: skip
     """Peers (``ip:port``) of the connections to ``portals`` in this
-    thread's network namespace that are not ``offloaded_peers``, those
-    adapters hold past their login: the stock listener's, made or being
-    made, and the adapters' still logging in (a login LIO refuses on the
-    offloaded portal goes to the stock one, its request unread). A
+    thread's network namespace that are not ``offloaded_peers``: the stock
+    listener's, made or being made, and, when those are the adapters'
+    (their connections file) only past their login, the adapters' still
+    logging in. With ``unread``, only those holding received bytes nothing
+    has read yet (a login request the stock portal has still to read). A
     wildcard portal matches every local address."""
     want = {_addr(f"{ip}:{port}") for ip, port in portals}
     ours = {_addr(p) for p in offloaded_peers}
@@ -177,8 +179,10 @@ def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: I
         except FileNotFoundError:  # no IPv6 in this kernel
             continue
         for line in lines:
-            _, local, remote, st, *_ = line.split()
+            _, local, remote, st, queues, *_ = line.split()
             if int(st, 16) not in (_TCP_ESTABLISHED, _TCP_SYN_RECV):
+                continue
+            if unread and not int(queues.split(":")[1], 16):
                 continue
             (lip, lport), peer = _proc_addr(local), _proc_addr(remote)
             if peer in ours:
@@ -188,18 +192,17 @@ def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: I
     return out
 
 
-def _settled(ctl: Control) -> list[str]:
-    """Peers of the connections adapters hold past their login."""
-    return [c.peer for c in ctl.connections() if not c.login]
+def _stock(portals: list[tuple[str, int]], ctl: Control, net: Path, unread: bool = False) -> list[str]:
+    """Peers of the connections to ``portals`` that are not the adapters'."""
+    return unsettled_connections(portals, [c.peer for c in ctl.connections()], net, unread)
 
 
-def _settled_by(portals: list[tuple[str, int]], ctl: Control, net: Path, deadline: float) -> list[str]:
-    """Wait until every connection to ``portals`` is an adapter's past its
-    login, or ``deadline``; the peers of those that are not then."""
+def _wait(what: Callable[[], list[str]], done: Callable[[list[str]], bool], deadline: float) -> list[str]:
+    """what() every 50 ms until done() says so of it, or ``deadline``; its last value."""
     while True:
-        held = unsettled_connections(portals, _settled(ctl), net)
-        if not held or time.monotonic() >= deadline:
-            return held
+        got = what()
+        if done(got) or time.monotonic() >= deadline:
+            return got
         time.sleep(0.05)
 
 
@@ -224,28 +227,28 @@ def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control
                net: Path = Path("/proc/thread-self/net"), settle: float = SETTLE_S) -> list[str]:  # fmt: skip
     """Open the TPG at configfs ``tpg_dir`` to logins (write its enable);
     returns the peers of the connections to its offloaded portals that
-    are not the adapters' when it gave up (an empty list when there were
-    none).
+    are the stock listener's when it is done (an empty list when there
+    are none).
 
     The rule, for a TPG with an offloaded portal: no login may become a
-    stock session on it. LIO looks at whether a TPG is enabled when it
-    reads a login's first PDU, not when it accepts the connection; and a
-    login it refuses on the offloaded portal for want of an enabled TPG
-    goes to the stock portal, its request unread, to be answered there as
-    stock LIO would. A login accepted by the stock listener before the
-    offload switch went on, or refused on the offloaded portal in the
-    moment before the enable, may so be read by the stock portal after
-    the enable. So the TPG is enabled once every connection to its
-    offloaded portals is an adapter's past its login, or when ``timeout``
-    ran out waiting for that (initiators that retry all the time may
-    always have a login in flight); and if within ``settle`` seconds after
-    the enable a connection is not an adapter's that was not there when
-    this began, the TPG is disabled again (LIO drops its sessions; the
+    stock session on it. LIO looks for an enabled TPG when it reads a
+    login's first PDU; the module hands a login LIO refused on the
+    offloaded portal (no TPG there) to the stock portal, its request
+    unread. One the stock portal read only after the enable would find
+    the TPG there. So the target is held in the module while this runs
+    (Control.login_hold): its refused logins are answered on the offloaded
+    portal, and those already handed over that the stock portal has not
+    answered are reset (the initiators log in again). Connections the
+    stock listener took itself before the offload switch went on may hold
+    a login it has not read yet: the enable waits, for at most
+    ``timeout``, until none holds unread bytes. If within ``settle``
+    seconds after the enable a stock connection is there that was not
+    there before, the TPG is disabled again (LIO drops its sessions; the
     initiators log in again and are steered to the adapter) and the round
     starts over, for at most another ``timeout`` past the first. Those
     that were there before (live stock sessions of other TPGs on the same
-    address and port, a login stuck in the stock listener) never settle
-    and are reported; the TPG is not cycled for them."""
+    address and port, a login stuck in the stock listener) are reported;
+    the TPG is not cycled for them."""
     ctl = ctl or Control()
     portals = []
     for np in (tpg_dir / "np").iterdir() if (tpg_dir / "np").is_dir() else []:
@@ -256,16 +259,18 @@ def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control
     if not portals or not ctl.loaded:
         (tpg_dir / "enable").write_text("1")
         return []
-    before = set(unsettled_connections(portals, _settled(ctl), net))
-    deadline = time.monotonic() + timeout
-    last = deadline + timeout
-    while True:
-        # past the deadline, a settle's worth of waiting each round
-        held = _settled_by(portals, ctl, net, max(deadline, min(last, time.monotonic() + settle)))
-        (tpg_dir / "enable").write_text("1")
-        if held and set(held) <= before:
-            return held
-        held = _settled_by(portals, ctl, net, min(last, time.monotonic() + settle))
-        if not held or set(held) <= before or time.monotonic() >= last:
-            return held
-        (tpg_dir / "enable").write_text("0")
+    # configfs: target/iscsi/<target>/tpgt_<tag>
+    with ctl.login_hold(tpg_dir.parent.name, math.ceil(2 * timeout + 2 * settle) + 5):
+        before = set(_stock(portals, ctl, net))
+        deadline = time.monotonic() + timeout
+        last = deadline + timeout
+        while True:
+            # past the deadline, a settle's worth of waiting each round
+            _wait(lambda: _stock(portals, ctl, net, unread=True), lambda got: not got,
+                  max(deadline, min(last, time.monotonic() + settle)))  # fmt: skip
+            (tpg_dir / "enable").write_text("1")
+            held = _wait(lambda: _stock(portals, ctl, net), lambda got: set(got) <= before,
+                         min(last, time.monotonic() + settle))  # fmt: skip
+            if set(held) <= before or time.monotonic() >= last:
+                return held
+            (tpg_dir / "enable").write_text("0")

@@ -464,6 +464,147 @@ static void cxe_login_callbacks_off(struct iscsit_conn *conn)
 }
 
 /*
+ * Logins handed to the stock portal that it has not answered yet, with
+ * the target each is for: a hold on that target (holds.c) resets them, so
+ * that the stock portal never reads one after the target's TPG is
+ * enabled. Answered means the stock portal sent something (its Login
+ * response) or the connection is closing; a record is also forgotten
+ * after CXE_HANDED_KEEP_S, by when the stock portal's login timeout has
+ * ended any login it left unread.
+ */
+#define CXE_HANDED_MAX		1024
+#define CXE_HANDED_KEEP_S	60
+
+struct cxe_handed {
+	struct list_head	node;
+	struct sock		*sk;		/* held */
+	u32			snd_nxt;	/* at the hand-back */
+	unsigned long		until;		/* jiffies */
+	struct sockaddr_storage	peer, local;
+	bool			taken;		/* off the list: its taker frees it */
+	char			target[ISCSI_IQN_LEN];
+};
+
+static LIST_HEAD(cxe_handed);
+static DEFINE_SPINLOCK(cxe_handed_lock);
+static unsigned int cxe_handed_count;
+
+static bool cxe_handed_answered(const struct cxe_handed *h)
+{
+	int state = inet_sk_state_load(h->sk);
+
+	return (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) ||
+	       READ_ONCE(tcp_sk(h->sk)->snd_nxt) != h->snd_nxt ||
+	       time_after_eq(jiffies, h->until);
+}
+
+static void cxe_handed_free(struct list_head *list)
+{
+	struct cxe_handed *h, *n;
+
+	list_for_each_entry_safe(h, n, list, node) {
+		sock_put(h->sk);
+		kfree(h);
+	}
+}
+
+/*
+ * Move the answered records to done and, with target, that target's
+ * unanswered ones to take. cxe_handed_lock held.
+ */
+static void cxe_handed_sort(const char *target, struct list_head *done,
+			    struct list_head *take)
+{
+	struct cxe_handed *h, *n;
+
+	list_for_each_entry_safe(h, n, &cxe_handed, node) {
+		if (cxe_handed_answered(h))
+			list_move(&h->node, done);
+		else if (target && !strcmp(h->target, target))
+			list_move(&h->node, take);
+		else
+			continue;
+		h->taken = true;
+		cxe_handed_count--;
+	}
+}
+
+/*
+ * Track a login about to be handed back for target: 0, or -EBUSY when too
+ * many are tracked (a hold could not reach it), -EAGAIN when the target is
+ * held. The record goes in before the hold is read, and a hold is set
+ * before the records are read (holds.c): a login is either seen by the
+ * hold's reset or sees the hold.
+ */
+static int cxe_handed_add(struct cxe_handed *h)
+{
+	LIST_HEAD(done);
+	bool full;
+
+	spin_lock_bh(&cxe_handed_lock);
+	cxe_handed_sort(NULL, &done, NULL);
+	full = cxe_handed_count >= CXE_HANDED_MAX;
+	if (!full) {
+		list_add_tail(&h->node, &cxe_handed);
+		cxe_handed_count++;
+	}
+	spin_unlock_bh(&cxe_handed_lock);
+	cxe_handed_free(&done);
+	if (full)
+		return -EBUSY;
+	smp_mb();	/* the record before the hold: pairs with holds.c */
+	return cxe_hold_has(h->target, strlen(h->target)) ? -EAGAIN : 0;
+}
+
+/* Forget a record whose login was not handed back, unless a reset took it */
+static void cxe_handed_drop(struct cxe_handed *h)
+{
+	bool mine;
+
+	spin_lock_bh(&cxe_handed_lock);
+	mine = !h->taken;
+	if (mine) {
+		list_del(&h->node);
+		cxe_handed_count--;
+	}
+	spin_unlock_bh(&cxe_handed_lock);
+	if (mine) {
+		sock_put(h->sk);
+		kfree(h);
+	}
+}
+
+/* Reset the handed-back logins for target the stock portal has not answered */
+static void cxe_soft_reset_handed_back(const char *target)
+{
+	struct cxe_handed *h;
+	LIST_HEAD(done);
+	LIST_HEAD(take);
+
+	spin_lock_bh(&cxe_handed_lock);
+	cxe_handed_sort(target, &done, &take);
+	spin_unlock_bh(&cxe_handed_lock);
+	list_for_each_entry(h, &take, node) {
+		pr_info("connection %pISpc -> %pISpc: login for %s handed to the stock portal and not answered there: reset (the target is held)\n",
+			&h->peer, &h->local, h->target);
+		tcp_abort(h->sk, ECONNRESET);
+	}
+	cxe_handed_free(&done);
+	cxe_handed_free(&take);
+}
+
+void cxe_soft_exit(void)
+{
+	LIST_HEAD(all);
+
+	spin_lock_bh(&cxe_handed_lock);
+	list_splice_init(&cxe_handed, &all);
+	cxe_handed_count = 0;
+	spin_unlock_bh(&cxe_handed_lock);
+	cxe_handed_free(&all);
+}
+
+/*
  * Give a connection whose first Login request is still unread to the
  * listener the host's own stack would have chosen for it (LIO's stock
  * iSCSI/TCP portal for the same address): queued on that listener as a
@@ -471,13 +612,15 @@ static void cxe_login_callbacks_off(struct iscsit_conn *conn)
  * The stock portal then reads the request and answers it as it would have
  * without offload. The socket struct is freed; the sock goes on.
  */
-static int cxe_soft_hand_back(struct cxe_conn *c)
+static int cxe_soft_hand_back(struct cxe_conn *c, const char *target)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	struct socket *sock = sc->sock;
+	struct cxe_handed *h = NULL;
 	struct sock *sk, *lsk;
 	struct request_sock *req;
 	struct net *net;
+	int ret;
 
 	if (!c->conn->sock)
 		return -ENOTCONN;	/* LIO let the socket go */
@@ -505,8 +648,35 @@ static int cxe_soft_hand_back(struct cxe_conn *c)
 	rcu_read_unlock();
 	if (!lsk)
 		return -ENOENT;
+	if (target) {
+		h = kzalloc(sizeof(*h), GFP_KERNEL);
+		if (!h) {
+			sock_put(lsk);
+			return -ENOMEM;
+		}
+		strscpy(h->target, target, sizeof(h->target));
+		h->peer = c->peer;
+		h->local = c->local;
+		h->sk = sk;
+		sock_hold(sk);
+		h->snd_nxt = READ_ONCE(tcp_sk(sk)->snd_nxt);
+		h->until = jiffies + CXE_HANDED_KEEP_S * HZ;
+		ret = cxe_handed_add(h);
+		if (ret == -EBUSY) {
+			sock_put(sk);
+			kfree(h);
+		} else if (ret) {
+			cxe_handed_drop(h);
+		}
+		if (ret) {
+			sock_put(lsk);
+			return ret;
+		}
+	}
 	req = inet_reqsk_alloc(lsk->sk_prot->rsk_prot, lsk, true);
 	if (!req) {
+		if (h)
+			cxe_handed_drop(h);
 		sock_put(lsk);
 		return -ENOMEM;
 	}
@@ -518,6 +688,8 @@ static int cxe_soft_hand_back(struct cxe_conn *c)
 		release_sock(lsk);
 		reqsk_put(req);
 		sock_put(lsk);
+		if (h)
+			cxe_handed_drop(h);
 		return -ENOTCONN;
 	}
 	/* the inverse of sock_graft(): sk belongs to no socket struct */
@@ -617,4 +789,5 @@ const struct cxe_backend cxe_soft_backend = {
 		.ddp_align	= 1,
 	},
 	.ops	= &cxe_soft_ops,
+	.reset_handed_back = cxe_soft_reset_handed_back,
 };
