@@ -18,7 +18,7 @@ from configshell_fb import ConfigNode, ExecutionError
 from rtslib_fb.utils import RTSLibError
 from targetcli.ui_node import UINode, UIRTSLibNode
 from targetcli.ui_root import UIRoot, default_save_file
-from targetcli.ui_target import UIPortal
+from targetcli.ui_target import UITPG, UIMultiTPGTarget, UIPortal
 
 from cxgbit_ext import persist, portals
 from cxgbit_ext.control import (
@@ -383,6 +383,68 @@ class OffloadPortal(UIPortal):  # type: ignore[misc]
         self.shell.log.info(f"offload enable now: True ({s.summary()})")
 
 
+class OffloadTPG(UITPG):  # type: ignore[misc]
+    """A TPG whose enable follows cxgbit-ext's rule for offloaded portals."""
+
+    def ui_command_enable(self) -> None:
+        """
+        Enables the TPG.
+
+        With an offloaded portal, its target is held in cxgbit_ext while
+        the TPG opens (see cxgbit-ext(1), login_holds): no login for it
+        ends on stock TCP. Connections stock TCP still holds on the portal
+        when it is done are named.
+
+        SEE ALSO
+        ========
+        disable status
+        """
+        self.assert_root()
+        if self.rtsnode.enable:
+            self.shell.log.info("The TPGT is already enabled.")
+            return
+        try:
+            held = portals.enable_tpg(Path(self.rtsnode.path), ctl=control())
+        except (RTSLibError, OSError, CxgbitExtError) as e:
+            raise ExecutionError(f"The TPGT could not be enabled: {e}") from e
+        self.shell.log.info("The TPGT has been enabled.")
+        if held:
+            self.shell.log.warning(
+                f"stock TCP holds {len(held)} connection(s) on its offloaded portal: {', '.join(held)}; "
+                "a login among them stays on stock TCP until it logs out (disable and enable to move it)"
+            )
+
+
+class OffloadTarget(UIMultiTPGTarget):  # type: ignore[misc]
+    """A target whose TPG nodes are OffloadTPG."""
+
+    def __init__(self, target: Any, parent: UINode) -> None:
+        # UIMultiTPGTarget.__init__ says super(UIMultiTPGTarget, self), and
+        # install() rebinds that name to this class: its two steps here.
+        UIRTSLibNode.__init__(self, target.wwn, target, parent)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self._children: set[UINode] = set()
+        for tpg in self.rtsnode.tpgs:
+            OffloadTPG(tpg, self)
+
+    def ui_command_create(self, tag: str | None = None) -> Any:
+        """
+        Creates a new Target Portal Group within the target. The
+        tag must be a positive integer value, optionally prefaced
+        by 'tpg'. If omitted, the next available Target Portal Group
+        Tag (TPGT) will be used.
+
+        SEE ALSO
+        ========
+        delete
+        """
+        entered = UIMultiTPGTarget.ui_command_create(self, tag)
+        self.refresh()  # the new TPG's node as OffloadTPG
+        return self.ui_command_cd(entered.path) if entered is not None else None
+
+
 class OffloadRoot(UIRoot):  # type: ignore[misc]
     """targetcli's root with /offload, and save/restore of our settings too."""
 
@@ -453,13 +515,15 @@ def shell_class() -> type:
 
 
 def install() -> None:
-    """Make targetcli build our nodes: its portal lists and its entry point
-    create ``UIPortal`` and ``UIRoot`` by module name, so rebinding those
-    names in this process is enough (stock ``targetcli`` is untouched)."""
+    """Make targetcli build our nodes: its portal lists, fabric modules and
+    entry point create ``UIPortal``, ``UIMultiTPGTarget`` and ``UIRoot`` by
+    module name, so rebinding those names in this process is enough (stock
+    ``targetcli`` is untouched)."""
     import targetcli
     import targetcli.ui_root
     import targetcli.ui_target
 
     targetcli.ui_target.UIPortal = OffloadPortal
+    targetcli.ui_target.UIMultiTPGTarget = OffloadTarget
     targetcli.UIRoot = OffloadRoot
     targetcli.ui_root.UIRoot = OffloadRoot

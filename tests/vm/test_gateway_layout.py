@@ -29,7 +29,7 @@ from cxgbit_ext import portals, topology
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, ProtocolError
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, insmod, offloaded_peers, soft0_counters
+from .conftest import CFS, PDU_INITIATOR, TargetcliShell, insmod, offloaded_peers, soft0_counters
 
 # a tool's or stock LIO's behaviour, not a kernel difference of ours
 pytestmark = pytest.mark.dealt
@@ -210,7 +210,8 @@ def test_initiators_retrying_through_the_layout_end_up_offloaded(block_dev: str)
     assert logins == ROUNDS * INITIATORS, f"{logins} logins: sessions were dropped after their login"
 
 
-def test_a_login_handed_to_stock_before_the_enable_stays_off_it(block_dev: str) -> None:
+@pytest.mark.parametrize("how", ["enable_tpg", "targetcli"])
+def test_a_login_handed_to_stock_before_the_enable_stays_off_it(block_dev: str, tmp_path: Path, how: str) -> None:
     """A login for a target whose TPG is still disabled, handed to the stock
     portal but not read there yet (its login thread is busy with another
     connection, as it is for up to a login timeout with an initiator that
@@ -218,7 +219,9 @@ def test_a_login_handed_to_stock_before_the_enable_stays_off_it(block_dev: str) 
     reads it after the TPG's enable: the enable resets it, the initiator
     logs in again and ends on the offloaded portal. The stalled stock
     connection, there before the enable, is reported and left alone; a
-    neighbour target's session on the same portal goes on."""
+    neighbour target's session on the same portal goes on. The enable is
+    the library's (as gateway create, topology create and restore make
+    it) or targetcli-offload's ``enable`` command."""
     ip = topo.LINKS[1].tgt_ip
     with topo.in_netns():
         topology.create(topology.Topology(iqn=NEIGHBOUR, backstores=("ramdisk",), lun_size=topology.MiB,
@@ -230,6 +233,8 @@ def test_a_login_handed_to_stock_before_the_enable_stays_off_it(block_dev: str) 
             tpg.set_attribute(name, value)
         LUN(tpg, 0, storage_object=BlockStorageObject("stalled", dev=block_dev))
         portals.set_offload(NetworkPortal(tpg, ip, 3260), True)
+        # built before the stall: LIO's login timeout (15 s) ends it
+        sh = TargetcliShell(tmp_path / "tcli") if how == "targetcli" else None
     neighbour = RetryingInitiator(ip, NEIGHBOUR)
     neighbour.thread.start()
     initiator = RetryingInitiator(ip, timeout=60)  # its first login waits behind the stalled one
@@ -257,7 +262,12 @@ def test_a_login_handed_to_stock_before_the_enable_stays_off_it(block_dev: str) 
             time.sleep(0.05)
         assert soft0_counters()["handed_back"] > handed, "the login was not handed to the stock portal"
         with topo.in_netns():
-            held = portals.enable_tpg(Path(tpg.path), timeout=3)
+            if sh is None:
+                held = portals.enable_tpg(Path(tpg.path), timeout=3)
+            else:
+                out = sh.run(f"/iscsi/{IQN}/tpg1 enable")
+                assert "The TPGT has been enabled." in out, out
+                held = [stalled] if f"connection(s) on its offloaded portal: {stalled};" in out else [out]
         # the stock portal's login thread moves on to what is queued behind
         staller.close()
         staller = None
@@ -273,6 +283,13 @@ def test_a_login_handed_to_stock_before_the_enable_stays_off_it(block_dev: str) 
         assert initiator.logins == 1
         assert held == [stalled], f"enable_tpg reported {held}, not the stalled stock connection {stalled}"
         assert neighbour.logins == 1 and neighbour.logged_in(), "the neighbour target's session was dropped"
+        if sh is not None:  # a TPG made in targetcli gets the same enable
+            with topo.in_netns():
+                for line in ("set global auto_enable_tpgt=false auto_add_default_portal=false",
+                             f"/iscsi/{IQN} create 2"):  # fmt: skip
+                    sh.run(line)
+                assert "The TPGT has been enabled." in sh.run(f"/iscsi/{IQN}/tpg2 enable")
+                assert sorted((t.tag, t.enable) for t in target.tpgs) == [(1, True), (2, True)]
     finally:
         initiator.close()
         neighbour.close()
