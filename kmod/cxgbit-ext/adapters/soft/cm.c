@@ -481,7 +481,9 @@ struct cxe_handed {
 	u32			snd_nxt;	/* at the hand-back */
 	unsigned long		until;		/* jiffies */
 	struct sockaddr_storage	peer, local;
-	bool			taken;		/* off the list: its taker frees it */
+	/* the list's (while listed) and the handing-back thread's */
+	refcount_t		ref;
+	bool			listed;		/* cxe_handed_lock */
 	char			target[ISCSI_IQN_LEN];
 };
 
@@ -498,14 +500,21 @@ static bool cxe_handed_answered(const struct cxe_handed *h)
 	       time_after_eq(jiffies, h->until);
 }
 
+static void cxe_handed_put(struct cxe_handed *h)
+{
+	if (refcount_dec_and_test(&h->ref)) {
+		sock_put(h->sk);
+		kfree(h);
+	}
+}
+
+/* Drop the list's references of records sorted off it */
 static void cxe_handed_free(struct list_head *list)
 {
 	struct cxe_handed *h, *n;
 
-	list_for_each_entry_safe(h, n, list, node) {
-		sock_put(h->sk);
-		kfree(h);
-	}
+	list_for_each_entry_safe(h, n, list, node)
+		cxe_handed_put(h);
 }
 
 /*
@@ -524,7 +533,7 @@ static void cxe_handed_sort(const char *target, struct list_head *done,
 			list_move(&h->node, take);
 		else
 			continue;
-		h->taken = true;
+		h->listed = false;
 		cxe_handed_count--;
 	}
 }
@@ -541,11 +550,14 @@ static int cxe_handed_add(struct cxe_handed *h)
 	LIST_HEAD(done);
 	bool full;
 
+	refcount_set(&h->ref, 1);	/* the handing-back thread's */
 	spin_lock_bh(&cxe_handed_lock);
 	cxe_handed_sort(NULL, &done, NULL);
 	full = cxe_handed_count >= CXE_HANDED_MAX;
 	if (!full) {
+		refcount_inc(&h->ref);	/* the list's */
 		list_add_tail(&h->node, &cxe_handed);
+		h->listed = true;
 		cxe_handed_count++;
 	}
 	spin_unlock_bh(&cxe_handed_lock);
@@ -556,22 +568,28 @@ static int cxe_handed_add(struct cxe_handed *h)
 	return cxe_hold_has(h->target, strlen(h->target)) ? -EAGAIN : 0;
 }
 
-/* Forget a record whose login was not handed back, unless a reset took it */
-static void cxe_handed_drop(struct cxe_handed *h)
+/*
+ * The handing-back thread is done with its record: when the login was not
+ * handed back, it is taken off the list too (unless a reset or a sort
+ * took it first).
+ */
+static void cxe_handed_done(struct cxe_handed *h, bool handed)
 {
-	bool mine;
+	bool unlist = false;
 
-	spin_lock_bh(&cxe_handed_lock);
-	mine = !h->taken;
-	if (mine) {
-		list_del(&h->node);
-		cxe_handed_count--;
+	if (!handed) {
+		spin_lock_bh(&cxe_handed_lock);
+		unlist = h->listed;
+		if (unlist) {
+			list_del(&h->node);
+			h->listed = false;
+			cxe_handed_count--;
+		}
+		spin_unlock_bh(&cxe_handed_lock);
 	}
-	spin_unlock_bh(&cxe_handed_lock);
-	if (mine) {
-		sock_put(h->sk);
-		kfree(h);
-	}
+	if (unlist)
+		cxe_handed_put(h);
+	cxe_handed_put(h);
 }
 
 /* Reset the handed-back logins for target the stock portal has not answered */
@@ -662,13 +680,8 @@ static int cxe_soft_hand_back(struct cxe_conn *c, const char *target)
 		h->snd_nxt = READ_ONCE(tcp_sk(sk)->snd_nxt);
 		h->until = jiffies + CXE_HANDED_KEEP_S * HZ;
 		ret = cxe_handed_add(h);
-		if (ret == -EBUSY) {
-			sock_put(sk);
-			kfree(h);
-		} else if (ret) {
-			cxe_handed_drop(h);
-		}
 		if (ret) {
+			cxe_handed_done(h, false);
 			sock_put(lsk);
 			return ret;
 		}
@@ -676,7 +689,7 @@ static int cxe_soft_hand_back(struct cxe_conn *c, const char *target)
 	req = inet_reqsk_alloc(lsk->sk_prot->rsk_prot, lsk, true);
 	if (!req) {
 		if (h)
-			cxe_handed_drop(h);
+			cxe_handed_done(h, false);
 		sock_put(lsk);
 		return -ENOMEM;
 	}
@@ -689,7 +702,7 @@ static int cxe_soft_hand_back(struct cxe_conn *c, const char *target)
 		reqsk_put(req);
 		sock_put(lsk);
 		if (h)
-			cxe_handed_drop(h);
+			cxe_handed_done(h, false);
 		return -ENOTCONN;
 	}
 	/* the inverse of sock_graft(): sk belongs to no socket struct */
@@ -705,6 +718,8 @@ static int cxe_soft_hand_back(struct cxe_conn *c, const char *target)
 	local_bh_enable();
 	release_sock(lsk);
 	sock_put(lsk);
+	if (h)
+		cxe_handed_done(h, true);
 
 	sock_release(sock);
 	sc->sock = NULL;
