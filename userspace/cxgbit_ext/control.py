@@ -491,10 +491,6 @@ class Control:
     def connections(self) -> list[Connection]:
         return [_parse_connection(ln) for ln in self._read("connections").splitlines() if ln.strip()]
 
-    def login_holds(self) -> dict[str, int]:
-        """The targets held now (login_holds), each with its milliseconds left."""
-        return {t: int(ms) for t, ms in (ln.split() for ln in self._read("login_holds").splitlines() if ln.strip())}
-
     @contextmanager
     def login_hold(self, target: str, seconds: int) -> Iterator[None]:
         """Hold ``target`` while the block runs, for at most ``seconds``:
