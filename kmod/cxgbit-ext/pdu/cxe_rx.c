@@ -99,6 +99,42 @@ bool cxe_rx_skip_data(struct cxe_rx *rx)
 	return true;
 }
 
+/* n more bytes of the data segment are in: at its end, on to the pad */
+static int cxe_rx_data_in(struct cxe_rx *rx, u32 n,
+			  const struct cxe_rx_ops *ops, void *ctx)
+{
+	rx->have += n;
+	if (rx->have < rx->dlen)
+		return 0;
+	rx->have = 0;
+	rx->state = CXE_RX_PAD;
+	if (!cxe_pad_len(rx->dlen))
+		rx->state = rx->ddigest ? CXE_RX_DDIG : CXE_RX_HDR;
+	return rx->state == CXE_RX_HDR ? cxe_rx_pdu_done(rx, ops, ctx) : 0;
+}
+
+u32 cxe_rx_data_left(const struct cxe_rx *rx)
+{
+	return rx->state == CXE_RX_DATA ? rx->dlen - rx->have : 0;
+}
+
+long cxe_rx_data_took(struct cxe_rx *rx, u32 n, u32 crc,
+		      const struct cxe_rx_ops *ops, void *ctx)
+{
+	int ret;
+
+	rx->paused = false;
+	if (!n || n > cxe_rx_data_left(rx))
+		return cxe_rx_die(rx, EINVAL);
+	if (rx->ddigest)
+		rx->crc = crc;
+	ret = cxe_rx_data_in(rx, n, ops, ctx);
+	if (ret < 0)
+		return cxe_rx_die(rx, -ret);
+	rx->paused = ret > 0;
+	return n;
+}
+
 u32 cxe_rx_data_wire_len(const struct cxe_rx *rx)
 {
 	return rx->dlen + cxe_pad_len(rx->dlen) +
@@ -181,19 +217,11 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
 			if (rx->ddigest)
 				rx->crc = cxe_crc32c(rx->crc, p, n);
 			ret = ops->data(ctx, rx->have, p, n);
-			rx->have += n;
 			pos += n;
-			if (ret)
-				break;
-			if (rx->have == rx->dlen) {
-				rx->have = 0;
-				rx->state = CXE_RX_PAD;
-				if (!cxe_pad_len(rx->dlen))
-					rx->state = rx->ddigest ? CXE_RX_DDIG :
-						    CXE_RX_HDR;
-				if (rx->state == CXE_RX_HDR)
-					ret = cxe_rx_pdu_done(rx, ops, ctx);
-			}
+			if (!ret)
+				ret = cxe_rx_data_in(rx, n, ops, ctx);
+			else
+				rx->have += n;
 			break;
 		case CXE_RX_PAD:
 			/* the digest covers the pad bytes as sent */

@@ -90,6 +90,26 @@ long cxe_rx_feed(struct cxe_rx *rx, const u8 *buf, size_t len,
  */
 bool cxe_rx_skip_data(struct cxe_rx *rx);
 
+/*
+ * A consumer that copies data itself, straight from where the stream's
+ * bytes lie (a socket buffer's pages), rather than from the buffers it
+ * feeds: in a data segment, the bytes of it still to come (0 elsewhere);
+ * it may take up to that many, then says so with cxe_rx_data_took().
+ */
+u32 cxe_rx_data_left(const struct cxe_rx *rx);
+
+/*
+ * The consumer took the next n bytes of the data segment from the stream
+ * (no data callback for them). With the data digest on, crc is rx->crc
+ * carried over those bytes (cxe_crc32c(rx->crc, ...)), which the digest
+ * then checks. Returns n, the PDU's done callback called (and a pause
+ * flagged) when they ended a segment that has no pad and no digest; or a
+ * negative errno, the parser then dead: n was 0 or more than
+ * cxe_rx_data_left(), or done failed.
+ */
+long cxe_rx_data_took(struct cxe_rx *rx, u32 n, u32 crc,
+		      const struct cxe_rx_ops *ops, void *ctx);
+
 /* Bytes the current PDU's data segment, pad and digest take on the wire. */
 u32 cxe_rx_data_wire_len(const struct cxe_rx *rx);
 

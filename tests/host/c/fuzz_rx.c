@@ -6,7 +6,9 @@
  * consumer pause after every header and PDU, as the kernel's does, and the
  * feed resume from where it stopped. Whatever the input, the parser must
  * not touch memory it does not own, must hand up data in order and within
- * the announced length, and must stay dead after an error.
+ * the announced length, and must stay dead after an error. Bit 6 makes the
+ * consumer take data segments itself (cxe_rx_data_took), as the kernel's
+ * does when it copies them straight from a socket buffer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +34,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (n > size - pos)
 			n = size - pos;
+		if (data[0] & 0x40 && cxe_rx_data_left(&rx) && r.n) {
+			u32 left = cxe_rx_data_left(&rx);
+			struct rec_pdu *p = &r.pdus[r.n - 1];
+
+			if (n > left)
+				n = left;
+			rec_data(&r, p->got, data + pos, n);
+			ret = cxe_rx_data_took(&rx, n, cxe_crc32c(rx.crc, data + pos, n),
+					       ops, &r);
+			if (ret != (long)n)
+				abort();
+			pos += n;
+			continue;
+		}
 		ret = cxe_rx_feed(&rx, data + pos, n, ops, &r);
 		if (ret < 0) {
 			if (cxe_rx_feed(&rx, data, 1, ops, &r) != -EPIPE)

@@ -332,6 +332,105 @@ static void test_pause(void)
 }
 
 /*
+ * The consumer takes the data itself, in pieces of any size, from the
+ * stream's bytes (as the software adapter copies a socket buffer's pages
+ * straight into a command's), the rest fed: the same PDUs, the data digest
+ * checked over the bytes it took, a bad byte among them reported, and a
+ * take beyond the segment refused.
+ */
+static void take_data(struct cxe_rx *rx, struct rec *r, const u8 *p, u32 n,
+		      bool corrupt)
+{
+	struct rec_pdu *pdu = &r->pdus[r->n - 1];
+	u32 crc = rx->crc;
+	u8 tmp[5000];
+	long ret;
+
+	memcpy(tmp, p, n);
+	if (corrupt)
+		tmp[n / 2] ^= 0x40;
+	memcpy(pdu->data + pdu->got, tmp, n);
+	pdu->got += n;
+	if (rx->ddigest)
+		crc = cxe_crc32c(crc, tmp, n);
+	ret = cxe_rx_data_took(rx, n, crc, &pause_ops, r);
+	CHECK(ret == (long)n);
+}
+
+static void test_data_took(void)
+{
+	for (int dig = 0; dig < 4; dig++) {
+		bool hd = dig & 1, dd = dig & 2;
+		struct stream s;
+		struct cxe_rx rx;
+		struct rec r = { 0 };
+		u32 pos = 0, took = 0, bad = 0;
+		long ret;
+
+		make_stream(&s, 60, 20000, hd, dd);
+		cxe_rx_init(&rx, 20000);
+		rx.hdigest = hd;
+		rx.ddigest = dd;
+		CHECK(cxe_rx_data_left(&rx) == 0);
+		while (pos < s.len) {
+			u32 left = cxe_rx_data_left(&rx);
+
+			if (left && rnd(4)) {
+				u32 n = 1 + rnd(left < 4999 ? left : 4999);
+				/* a third of the PDUs get a bad byte (digests on) */
+				bool corrupt = dd && r.n % 3 == 0 && n == left;
+
+				take_data(&rx, &r, s.buf + pos, n, corrupt);
+				bad += corrupt;
+				took += n;
+				pos += n;
+				continue;
+			}
+			ret = cxe_rx_feed(&rx, s.buf + pos, 1 + rnd(5000 < s.len - pos ?
+						    5000 : s.len - pos), &pause_ops, &r);
+			if (ret < 0)
+				break;
+			pos += ret;
+		}
+		CHECK(pos == s.len && rx_at_boundary(&rx));
+		CHECK(took > 0 && r.n == s.n && !r.order_error);
+		for (u32 i = 0; i < r.n && i < s.n; i++) {
+			bool was_bad = r.pdus[i].dstatus & CXE_RX_DDIGEST_ERR;
+
+			CHECK(r.pdus[i].done && r.pdus[i].got == s.pdus[i].dlen);
+			CHECK(!r.pdus[i].hstatus);
+			if (!was_bad)
+				CHECK(!memcmp(r.pdus[i].data, s.pdus[i].data,
+					      s.pdus[i].dlen));
+			bad -= was_bad;
+		}
+		CHECK(bad == 0);	/* each bad byte taken was reported */
+		rec_free(&r);
+
+		/* a take past the segment, or of nothing: the stream is dead */
+		for (int over = 0; over < 2; over++) {
+			cxe_rx_init(&rx, 20000);
+			rx.hdigest = hd;
+			rx.ddigest = dd;
+			pos = 0;
+			while (!cxe_rx_data_left(&rx) && pos < s.len) {
+				ret = cxe_rx_feed(&rx, s.buf + pos, s.len - pos,
+						  &pause_ops, &r);
+				CHECK(ret >= 0);
+				pos += ret;
+			}
+			CHECK(cxe_rx_data_left(&rx) > 0);
+			ret = cxe_rx_data_took(&rx, over ? cxe_rx_data_left(&rx) + 1 : 0,
+					       0, &pause_ops, &r);
+			CHECK(ret == -EINVAL && rx.state == CXE_RX_DEAD);
+			CHECK(cxe_rx_data_left(&rx) == 0);
+			rec_free(&r);
+		}
+		free_stream(&s);
+	}
+}
+
+/*
  * Paused after a header, its data segment taken by someone else: the
  * parser goes on with the next PDU; it refuses to skip anywhere else.
  */
@@ -602,6 +701,7 @@ int main(void)
 	test_keys_have();
 	test_keys_value();
 	test_skip_data();
+	test_data_took();
 	test_framing();
 	test_parser_streams();
 	test_digest_errors();

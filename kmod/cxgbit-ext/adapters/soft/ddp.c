@@ -12,51 +12,100 @@
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/uio.h>
+#include <linux/crc32c.h>
+#include <linux/skbuff.h>
 
 #include "soft.h"
 
 /* ---- placement ------------------------------------------------------------- */
 
 /*
- * Copy len bytes to byte pos of dst's scatterlist. A PDU's data segment
- * arrives in order, so the walk goes on from where the last piece of the
- * same PDU ended: placing a segment is linear in its length, where
- * sg_pcopy_from_buffer() walks from the start of the list for each piece.
- * Each piece is copied by one copy_to_iter() into an iterator over the
- * pages it covers, as stock TCP receive (skb_copy_datagram_iter()) copies
- * each skb piece into its destination with one call.
+ * Write data lands in the command's pages by a walk of dst's scatterlist
+ * that goes on from where the last piece of the same PDU ended (a PDU's
+ * data segment arrives in order): placing a segment is linear in its
+ * length, where sg_pcopy_from_buffer() walks from the start of the list
+ * for each piece. Each piece is copied into an iterator over the pages it
+ * covers, CXE_PLACE_BVECS at a time, by one call.
  */
 #define CXE_PLACE_BVECS	16
 
+static void cxe_place_start(struct cxe_soft_conn *sc,
+			    const struct cxe_data *dst, u32 pos)
+{
+	if (sc->place_sgl != dst->sgl || pos < sc->place.start) {
+		sc->place_sgl = dst->sgl;
+		cxe_sg_pos_init(&sc->place, dst->sgl, dst->nents);
+	}
+}
+
+/* The pages of the next (up to len) bytes from pos on, as bv[]; 0: past the list */
+static u32 cxe_place_bvecs(struct cxe_soft_conn *sc, u32 pos, u32 len,
+			   struct bio_vec *bv, u32 *nbv)
+{
+	u32 chunk = 0, off, n;
+	struct page *pg;
+
+	*nbv = 0;
+	while (chunk < len && *nbv < CXE_PLACE_BVECS) {
+		if (!cxe_sg_seek(&sc->place, pos + chunk))
+			return 0;
+		pg = cxe_sg_page(&sc->place, pos + chunk, &off, &n);
+		n = min(n, len - chunk);
+		bvec_set_page(&bv[(*nbv)++], pg, n, off);
+		chunk += n;
+	}
+	return chunk;
+}
+
+/* Copy len bytes of buf to byte pos of dst's scatterlist. */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len)
 {
-	struct cxe_sg_pos *p = &sc->place;
+	struct bio_vec bv[CXE_PLACE_BVECS];
+	struct iov_iter iter;
+	u32 nbv, chunk;
 
-	if (sc->place_sgl != dst->sgl || pos < p->start) {
-		sc->place_sgl = dst->sgl;
-		cxe_sg_pos_init(p, dst->sgl, dst->nents);
-	}
-	while (len) {
-		struct bio_vec bv[CXE_PLACE_BVECS];
-		struct iov_iter iter;
-		u32 nbv = 0, chunk = 0, off, n;
-		struct page *pg;
-
-		while (chunk < len && nbv < CXE_PLACE_BVECS) {
-			if (!cxe_sg_seek(p, pos + chunk))
-				return -EINVAL;
-			pg = cxe_sg_page(p, pos + chunk, &off, &n);
-			n = min(n, len - chunk);
-			bvec_set_page(&bv[nbv++], pg, n, off);
-			chunk += n;
-		}
+	cxe_place_start(sc, dst, pos);
+	for (; len; pos += chunk, buf += chunk, len -= chunk) {
+		chunk = cxe_place_bvecs(sc, pos, len, bv, &nbv);
+		if (!chunk)
+			return -EINVAL;
 		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);
 		if (copy_to_iter(buf, chunk, &iter) != chunk)
 			return -EFAULT;
-		pos += chunk;
-		buf += chunk;
-		len -= chunk;
+	}
+	return 0;
+}
+
+/*
+ * Copy len bytes of skb from byte off on to byte pos of dst's scatterlist,
+ * straight from the skb's pages, as stock TCP receive copies an skb into
+ * its reader's buffers (skb_copy_datagram_iter()). With crc, its value is
+ * carried over the bytes (CRC32C, no inversion) from the pages they went
+ * to, while those are still in the cache.
+ */
+int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+		       u32 pos, const struct sk_buff *skb, u32 off, u32 len,
+		       u32 *crc)
+{
+	struct bio_vec bv[CXE_PLACE_BVECS];
+	struct iov_iter iter;
+	u32 nbv, chunk, i;
+
+	cxe_place_start(sc, dst, pos);
+	for (; len; pos += chunk, off += chunk, len -= chunk) {
+		chunk = cxe_place_bvecs(sc, pos, len, bv, &nbv);
+		if (!chunk)
+			return -EINVAL;
+		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);
+		if (skb_copy_datagram_iter(skb, off, &iter, chunk))
+			return -EFAULT;
+		for (i = 0; crc && i < nbv; i++) {
+			u8 *va = kmap_local_page(bv[i].bv_page);
+
+			*crc = crc32c(*crc, va + bv[i].bv_offset, bv[i].bv_len);
+			kunmap_local(va);
+		}
 	}
 	return 0;
 }

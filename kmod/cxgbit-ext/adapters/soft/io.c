@@ -32,8 +32,8 @@
  * Every byte of the stream goes through the pure parser (pdu/cxe_rx.c),
  * fed straight from the socket's receive queue by tcp_read_sock(): it
  * checks lengths and digests and hands the data segment to the callbacks
- * below, which copy it from the skbs into its destination (the command's
- * pages: placement) with no buffer in between. The parser pauses after
+ * below, which copy it to its destination with no buffer in between;
+ * placed write data it only accounts for (cxe_rx_take_skb()). The parser pauses after
  * each header, so the PDU layer says where the data goes before any of it
  * is consumed, and after each PDU. While PDUs are queued the thread goes
  * from one to the next without sleeping (pdus_rx / rx_waits is the number
@@ -92,14 +92,43 @@ static long cxe_rx_take(struct cxe_conn *c, const u8 *p, unsigned int n)
 	return cxe_rx_feed(&cxe_soft(c)->rx, p, n, &cxe_soft_rx_ops, c);
 }
 
+/*
+ * Write data that is placed (DDP on, the command's pages its destination)
+ * skips the parser's byte feed: each skb's share of the data segment goes
+ * from the skb's pages to the command's by one skb_copy_datagram_iter(),
+ * as stock LIO's receive copies it through tcp_recvmsg(), and the parser is
+ * told how many bytes were taken and their CRC. Anything else (headers,
+ * pad, digests, data for a buffer or a bounce page, bytes past what the
+ * PDU layer wants) is fed.
+ */
+static long cxe_rx_take_skb(struct cxe_conn *c, const struct sk_buff *skb,
+			    unsigned int off, unsigned int len)
+{
+	struct cxe_soft_conn *sc = cxe_soft(c);
+	const struct cxe_data *dst = sc->dst;
+	u32 have = sc->rx.have, crc = sc->rx.crc, n;
+	int ret;
+
+	n = min(len, cxe_rx_data_left(&sc->rx));
+	if (!n || !dst || !dst->sgl || !c->ddp || have >= dst->len)
+		return 0;
+	n = min(n, dst->len - have);
+	ret = cxe_soft_place_skb(sc, dst, dst->offset + have, skb, off, n,
+				 sc->rx.ddigest ? &crc : NULL);
+	if (ret)
+		return ret;
+	return cxe_rx_data_took(&sc->rx, n, crc, &cxe_soft_rx_ops, c);
+}
+
 static bool cxe_rx_paused(struct cxe_conn *c)
 {
 	return cxe_soft(c)->rx.paused;
 }
 
 static const struct cxe_stream_reader cxe_rx_reader = {
-	.take	= cxe_rx_take,
-	.done	= cxe_rx_paused,
+	.take		= cxe_rx_take,
+	.take_skb	= cxe_rx_take_skb,
+	.done		= cxe_rx_paused,
 };
 
 struct cxe_stream_pull {
@@ -117,15 +146,33 @@ static int cxe_stream_actor(read_descriptor_t *desc, struct sk_buff *skb,
 {
 	struct cxe_stream_pull *pl = desc->arg.data;
 	struct skb_seq_state st;
-	unsigned int used = 0, n;
+	unsigned int used = 0, start, n;
 	const u8 *p;
 	long took;
 
 	/* tcp_read_sock() calls again for the rest of an skb: stopped is stopped */
 	if (!desc->count)
 		return 0;
-	skb_prepare_seq_read(skb, offset, offset + len, &st);
-	while ((n = skb_seq_read(used, &p, &st))) {
+	if (pl->r->take_skb) {
+		took = INDIRECT_CALL_1(pl->r->take_skb, cxe_rx_take_skb, pl->c,
+				       skb, offset, len);
+		if (took < 0) {
+			desc->error = took;
+			desc->count = 0;
+			return 0;
+		}
+		/* done() speaks of the last bytes taken: only when there were some */
+		used = took;
+		if (used && INDIRECT_CALL_1(pl->r->done, cxe_rx_paused, pl->c)) {
+			desc->count = 0;
+			return used;
+		}
+		if (used == len)
+			return used;
+	}
+	start = used;
+	skb_prepare_seq_read(skb, offset + used, offset + len, &st);
+	while ((n = skb_seq_read(used - start, &p, &st))) {
 		took = INDIRECT_CALL_1(pl->r->take, cxe_rx_take, pl->c, p, n);
 		if (took < 0) {
 			desc->error = took;

@@ -178,6 +178,12 @@ bool cxe_urgent(struct cxe_conn *c, struct sock *sk);
  */
 struct cxe_stream_reader {
 	long (*take)(struct cxe_conn *c, const u8 *p, unsigned int n);
+	/*
+	 * Optional, tried first at each skb: take bytes straight from it
+	 * (a data segment copied where it belongs); 0: none, use take().
+	 */
+	long (*take_skb)(struct cxe_conn *c, const struct sk_buff *skb,
+			 unsigned int off, unsigned int len);
 	bool (*done)(struct cxe_conn *c);
 	int (*idle)(struct cxe_conn *c);
 };
@@ -215,6 +221,9 @@ int cxe_soft_model_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
 /* ddp.c */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len);
+int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
+		       u32 pos, const struct sk_buff *skb, u32 off, u32 len,
+		       u32 *crc);
 int cxe_soft_bounce(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		    u32 off, const u8 *buf, u32 len);
 u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
