@@ -135,6 +135,11 @@ long cxe_rx_data_took(struct cxe_rx *rx, u32 n, u32 crc,
 	return n;
 }
 
+void cxe_rx_kill(struct cxe_rx *rx)
+{
+	cxe_rx_die(rx, EPIPE);
+}
+
 u32 cxe_rx_data_wire_len(const struct cxe_rx *rx)
 {
 	return rx->dlen + cxe_pad_len(rx->dlen) +

@@ -110,6 +110,12 @@ u32 cxe_rx_data_left(const struct cxe_rx *rx);
 long cxe_rx_data_took(struct cxe_rx *rx, u32 n, u32 crc,
 		      const struct cxe_rx_ops *ops, void *ctx);
 
+/*
+ * The consumer lost the stream (bytes it took from it went wrong): the
+ * parser is dead from now on, as after a fatal error of its own.
+ */
+void cxe_rx_kill(struct cxe_rx *rx);
+
 /* Bytes the current PDU's data segment, pad and digest take on the wire. */
 u32 cxe_rx_data_wire_len(const struct cxe_rx *rx);
 

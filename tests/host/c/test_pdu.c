@@ -343,6 +343,9 @@ static void take_data(struct cxe_rx *rx, struct rec *r, const u8 *p, u32 n,
 {
 	struct rec_pdu *pdu = &r->pdus[r->n - 1];
 	u32 crc = rx->crc;
+	/* the take ends the PDU: done, and with it the consumer's pause */
+	bool ends = n == cxe_rx_data_left(rx) && !cxe_pad_len(rx->dlen) &&
+		    !rx->ddigest;
 	u8 tmp[5000];
 	long ret;
 
@@ -355,6 +358,7 @@ static void take_data(struct cxe_rx *rx, struct rec *r, const u8 *p, u32 n,
 		crc = cxe_crc32c(crc, tmp, n);
 	ret = cxe_rx_data_took(rx, n, crc, &pause_ops, r);
 	CHECK(ret == (long)n);
+	CHECK(rx->paused == ends && pdu->done == ends);
 }
 
 static void test_data_took(void)
@@ -406,6 +410,12 @@ static void test_data_took(void)
 		}
 		CHECK(bad == 0);	/* each bad byte taken was reported */
 		rec_free(&r);
+
+		/* a consumer that lost the stream kills the parser */
+		cxe_rx_init(&rx, 20000);
+		cxe_rx_kill(&rx);
+		CHECK(cxe_rx_feed(&rx, s.buf, s.len, &pause_ops, &r) == -EPIPE);
+		CHECK(r.n == 0);
 
 		/* a take past the segment, or of nothing: the stream is dead */
 		for (int over = 0; over < 2; over++) {

@@ -12,10 +12,10 @@
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/uio.h>
-#include <linux/crc32c.h>
 #include <linux/skbuff.h>
 
 #include "soft.h"
+#include "pdu/cxe_env.h"
 
 /* ---- placement ------------------------------------------------------------- */
 
@@ -82,7 +82,10 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
  * straight from the skb's pages, as stock TCP receive copies an skb into
  * its reader's buffers (skb_copy_datagram_iter()). With crc, its value is
  * carried over the bytes (CRC32C, no inversion) from the pages they went
- * to, while those are still in the cache.
+ * to, while those are still in the cache: that is the CRC of the bytes
+ * received because nothing else writes a command's pages while its data
+ * is received (LIO discards the data of a command it refused through
+ * data_taken, never into the pages) and a task's pages do not overlap.
  */
 int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		       u32 pos, const struct sk_buff *skb, u32 off, u32 len,
@@ -103,7 +106,8 @@ int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		for (i = 0; crc && i < nbv; i++) {
 			u8 *va = kmap_local_page(bv[i].bv_page);
 
-			*crc = crc32c(*crc, va + bv[i].bv_offset, bv[i].bv_len);
+			*crc = cxe_crc32c(*crc, va + bv[i].bv_offset,
+					  bv[i].bv_len);
 			kunmap_local(va);
 		}
 	}

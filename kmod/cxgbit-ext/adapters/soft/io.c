@@ -33,9 +33,9 @@
  * fed straight from the socket's receive queue by tcp_read_sock(): it
  * checks lengths and digests and hands the data segment to the callbacks
  * below, which copy it to its destination with no buffer in between;
- * placed write data it only accounts for (cxe_rx_take_skb()). The parser pauses after
- * each header, so the PDU layer says where the data goes before any of it
- * is consumed, and after each PDU. While PDUs are queued the thread goes
+ * placed write data it only accounts for (cxe_rx_take_skb()). The parser
+ * pauses after each header, so the PDU layer says where the data goes
+ * before any of it is consumed, and after each PDU. While PDUs are queued the thread goes
  * from one to the next without sleeping (pdus_rx / rx_waits is the number
  * handled per wake-up), as any reader of the socket would: each PDU is
  * still parsed and handed up on its own, nothing is coalesced.
@@ -115,8 +115,11 @@ static long cxe_rx_take_skb(struct cxe_conn *c, const struct sk_buff *skb,
 	n = min(n, dst->len - have);
 	ret = cxe_soft_place_skb(sc, dst, dst->offset + have, skb, off, n,
 				 sc->rx.ddigest ? &crc : NULL);
-	if (ret)
+	if (ret) {
+		/* some of the bytes may be in the pages: the stream is lost */
+		cxe_rx_kill(&sc->rx);
 		return ret;
+	}
 	return cxe_rx_data_took(&sc->rx, n, crc, &cxe_soft_rx_ops, c);
 }
 
