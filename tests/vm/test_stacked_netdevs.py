@@ -186,9 +186,17 @@ def test_active_backup_failover_under_fio_verify(target: None) -> None:
         assert t.is_alive(), "fio ended before the link went down: the failover was not under I/O"
         wait_for(lambda: _active_slave(s) not in ("", active), f"the initiator's bond did not fail over from {active}")
         at_failover = soft0_counters()
+        # the network itself must pass traffic after the failover, or a
+        # failure below says nothing of the target: both ends' view then
+        deadline = time.monotonic() + 30
+        while topo.sh("ping", "-c1", "-W1", "-I", s.ini_dev, s.tgt_ip, check=False).returncode != 0:
+            assert time.monotonic() < deadline, f"{s.tgt_ip} not reachable after the failover:\n{link_state(s)}"
         t.join(timeout=600)
         assert not t.is_alive(), "fio did not finish within 600 s of the failover"
-        assert result and not isinstance(result[0], Exception), f"fio over the failover: {result}"
+        assert result and not isinstance(result[0], Exception), (
+            f"fio over the failover: {result}\n{link_state(s)}\n"
+            f"soft0 at the failover {at_failover}, now {soft0_counters()}"
+        )
         assert peers[0] in [ln.split()[0] for ln in connection_lines()], "the offloaded connection did not survive"
         moved = soft0_counters()["pdus_rx"] - at_failover["pdus_rx"]
         assert moved > 0, "no PDU went over soft0 after the failover"
