@@ -35,10 +35,11 @@
  * below, which copy it to its destination with no buffer in between;
  * placed write data it only accounts for (cxe_rx_take_skb()). The parser
  * pauses after each header, so the PDU layer says where the data goes
- * before any of it is consumed, and after each PDU. While PDUs are queued the thread goes
- * from one to the next without sleeping (pdus_rx / rx_waits is the number
- * handled per wake-up), as any reader of the socket would: each PDU is
- * still parsed and handed up on its own, nothing is coalesced.
+ * before any of it is consumed, and after each PDU. While PDUs are queued
+ * the thread goes from one to the next without sleeping (pdus_rx /
+ * rx_waits is the number handled per wake-up), as any reader of the
+ * socket would: each PDU is still parsed and handed up on its own,
+ * nothing is coalesced.
  */
 static int cxe_rx_header_cb(void *ctx, const u8 *hdr, u32 hdr_len, int status)
 {
