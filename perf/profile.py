@@ -108,16 +108,25 @@ TRANSPORT = frozenset({"cxgbit_ext", "iscsi_target_mod"})
 TOP_FUNCTIONS = 8
 
 
-def by_function(dump: str, syms: Symbols, modules: frozenset[str] = TRANSPORT) -> dict[str, int]:
-    """Instructions per function of ``modules`` in one dump."""
+def by_function(dump: str, syms: Symbols, modules: frozenset[str] | None = TRANSPORT) -> dict[str, int]:
+    """Instructions per function of ``modules`` (None: of the whole kernel) in one dump."""
     out: dict[str, int] = {}
     for addr, n in parse_dump(dump):
         if addr == USER:
             continue
         name, mod = syms.lookup(addr)
-        if mod in modules:
+        if modules is None or mod in modules:
             out[name] = out.get(name, 0) + n
     return out
+
+
+# Outside the transport layer and the copy routines, the functions whose
+# count differs most between the two paths explain a gap in the buckets
+# (TCP/IP, scheduler, other kernel) by name. A point keeps every kernel
+# function outside the transport layer of at least KERNEL_FUNCTION_FLOOR
+# instructions per I/O.
+KERNEL_FUNCTION_FLOOR = 10.0
+TOP_DIFFERENCES = 6
 
 
 # A dump must account for its point's window: its total per I/O within this
@@ -149,7 +158,13 @@ def per_io(points: list[dict[str, Any]], dumps: Path) -> int:
                 rec["target_prof_mismatch"] = got / want
                 continue
             rec["target_buckets_per_io"] = {k: v / rec["ios"] for k, v in b.items()}
-            rec["transport_functions_per_io"] = {k: v / rec["ios"] for k, v in by_function(dump, syms).items()}
+            transport = by_function(dump, syms)
+            rec["transport_functions_per_io"] = {k: v / rec["ios"] for k, v in transport.items()}
+            rec["kernel_functions_per_io"] = {
+                k: v / rec["ios"]
+                for k, v in by_function(dump, syms, None).items()
+                if k not in transport and v / rec["ios"] >= KERNEL_FUNCTION_FLOOR
+            }
             done += 1
     return done
 
@@ -217,7 +232,10 @@ def markdown(points: list[dict[str, Any]]) -> str:
             f"does not account for it (its total per I/O off the counter's by more than "
             f"{WINDOW_TOLERANCE:.0%}; the worst {worst:.2f}x), so it holds another window's instructions.",
         ]
-    return "\n".join(lines + _outside_copy(points) + _functions(points) + _hardware_model(points)) + "\n"
+    return (
+        "\n".join(lines + _outside_copy(points) + _functions(points) + _differences(points) + _hardware_model(points))
+        + "\n"
+    )
 
 
 def outside_copy(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], tuple[float, float]]:
@@ -307,5 +325,54 @@ def _functions(points: list[dict[str, Any]]) -> list[str]:
         "Functions of " + " and ".join(sorted(TRANSPORT)) + " (stock runs only the latter); "
         "a function's own instructions, not those of what it calls outside these modules.",
         ["digest", "rw", "bs", "transport", "total", "functions"],
+        table,
+    )
+
+
+def differences(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, float]]:
+    """Per (digest, rw, bs): offload's mean instructions per I/O less
+    stock's, by kernel function outside the transport layer and the copy
+    bucket (a function under the floor on one path counts 0 there)."""
+    rows = _repeats(points, "kernel_functions_per_io")
+    syms_bucket: dict[str, str] = {}
+    out = {}
+    for (digest, rw, bs, transport), rs in rows.items():
+        stock = rows.get((digest, rw, bs, "stock"))
+        if transport != "offload" or not stock:
+            continue
+        diff: dict[str, float] = {}
+        for sign, reps in ((1.0, rs), (-1.0, stock)):
+            for r in reps:
+                for name, v in r.items():
+                    diff[name] = diff.get(name, 0.0) + sign * v / len(reps)
+        keep = {}
+        for name, v in diff.items():
+            b = syms_bucket.setdefault(name, bucket_of(name, ""))
+            if b != "copy":
+                keep[name] = v
+        out[(digest, rw, bs)] = keep
+    return out
+
+
+def _differences(points: list[dict[str, Any]]) -> list[str]:
+    diffs = differences(points)
+    if not diffs:
+        return []
+
+    def cells(items: list[tuple[str, float]]) -> str:
+        return ", ".join(f"{n} {v:+.0f}" for n, v in items)
+
+    table = []
+    for (d, rw, bs), diff in sorted(diffs.items()):
+        ranked = sorted(diff.items(), key=lambda kv: -kv[1])
+        more = [kv for kv in ranked[:TOP_DIFFERENCES] if kv[1] > 0]
+        less = [kv for kv in ranked[::-1][:TOP_DIFFERENCES] if kv[1] < 0]
+        table.append(f"| {d} | {rw} | {bs // 1024}K | {sum(diff.values()):+.0f} | {cells(more)} | {cells(less)} |")
+    return _section(
+        "Offload less stock outside the transport layer and the copy, by function (instructions per I/O)",
+        f"Mean over repeats; every kernel function of at least {KERNEL_FUNCTION_FLOOR:.0f} instructions per "
+        "I/O on either path, less those of the transport layer (above) and of the copy bucket; the net "
+        f"difference of those, and the {TOP_DIFFERENCES} largest each way.",
+        ["digest", "rw", "bs", "net", "more in offload", "less in offload"],
         table,
     )

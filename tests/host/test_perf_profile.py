@@ -130,3 +130,27 @@ def test_ratio_outside_the_copy_routines() -> None:
     points = [point("offload", copy=200, cxgbit_ext=120), point("stock", copy=400, iscsi_target_mod=100)]
     assert profile.outside_copy(points) == {("off", "randwrite", 524288): (320 / 500, 120 / 100)}
     assert "| off | randwrite | 512K | 0.64 | 1.20 |" in profile.markdown(points)
+
+
+def test_kernel_functions_outside_transport_and_copy_are_differenced(tmp_path) -> None:
+    """Each point keeps its kernel functions outside the transport layer;
+    the section lists offload less stock by function, the copy routines
+    left out, so a gap in the TCP/IP bucket is named."""
+    (tmp_path / "kallsyms").write_text(KALLSYMS)
+    (tmp_path / "insn.prof.s00002").write_text(
+        "ffffffff81001010 3000\nffffffff81002000 500\nffffffff81003000 9000\nffffffffc0800010 700\n"
+    )
+    (tmp_path / "insn.prof.s00004").write_text("ffffffff81001010 2000\nffffffff81002000 800\nffffffff81003000 50\n")
+    points = [
+        {"digest": "on", "rw": "randwrite", "bs_bytes": 524288, "transport": "offload", "ios": 10.0,
+         "target_prof": "s00002"},
+        {"digest": "on", "rw": "randwrite", "bs_bytes": 524288, "transport": "stock", "ios": 10.0,
+         "target_prof": "s00004"},
+    ]  # fmt: skip
+    assert profile.per_io(points, tmp_path) == 2
+    assert points[0]["kernel_functions_per_io"] == {"tcp_sendmsg_locked": 300.0, "__schedule": 50.0, "memcpy": 900.0}
+    assert profile.differences(points) == {
+        ("on", "randwrite", 524288): {"tcp_sendmsg_locked": 100.0, "__schedule": -30.0}
+    }
+    md = profile.markdown(points)
+    assert "| on | randwrite | 512K | +70 | tcp_sendmsg_locked +100 | __schedule -30 |" in md
