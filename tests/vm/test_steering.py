@@ -12,7 +12,9 @@ the host sees while a portal on 0.0.0.0:3260 is offloaded over tgt0:
 - TCP urgent data (which iSCSI never uses) ends that connection, before and
   after login, and a neighbour session goes on;
 - a zero-length Data-Out carrying a live R2T's TTT is ignored, as stock LIO
-  ignores it, on both paths.
+  ignores it, on both paths;
+- while SYN cookies may be out, a live offloaded session's packets cost the
+  hook a socket lookup, not a route lookup each.
 
 The far host: netns ``far`` behind the target host, reached through it.
 
@@ -30,7 +32,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -324,3 +327,63 @@ def test_dropped_syn_ack_still_connects(target: None) -> None:
         assert soft0_counters()["syn_steered"] == before + 1, "a retransmitted SYN was steered again"
     finally:
         c.close()
+
+
+def in_segs() -> int:
+    """TCP segments the target's namespace has received (its /proc/net/snmp InSegs)."""
+    snmp = topo.sh("ip", "netns", "exec", topo.TGT_NS, "cat", "/proc/net/snmp").stdout
+    rows = [ln.split() for ln in snmp.splitlines() if ln.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("InSegs")])
+
+
+TRACING = Path("/sys/kernel/tracing")
+
+
+@contextmanager
+def traced(event: str) -> Iterator[Callable[[], int]]:
+    """Count a tracepoint's events (e.g. fib/fib_table_lookup) in the trace buffer."""
+    if not (TRACING / "trace").exists():
+        topo.sh("mount", "-t", "tracefs", "tracefs", str(TRACING))
+    (TRACING / "trace").write_text("\n")  # clear it
+    enable = TRACING / "events" / event / "enable"
+    enable.write_text("1\n")
+
+    def count() -> int:
+        name = event.split("/")[1] + ":"
+        return sum(name in ln for ln in (TRACING / "trace").read_text().splitlines() if not ln.startswith("#"))
+
+    try:
+        yield count
+    finally:
+        enable.write_text("0\n")
+
+
+def test_established_traffic_costs_no_route_lookup_while_cookies_may_be_out(target: None) -> None:
+    """While the offloaded listener may have sent SYN cookies (forced here; the kernel also
+    says so for two minutes after a SYN queue overflow, and in a host's first minutes of
+    uptime), the hook checks each ACK for one completing a cookie handshake. A packet of a
+    live connection is answered by its socket lookup alone: no route lookup (is the address
+    local?) per packet of every offloaded session."""
+    key = "net.ipv4.tcp_syncookies"
+    ns = ("ip", "netns", "exec", topo.TGT_NS)
+    old = topo.sh(*ns, "sysctl", "-n", key).stdout.strip()
+    sh(*ns, "sysctl", "-qw", f"{key}=2")
+    try:
+        c = login(OFF.tgt_ip)
+        try:
+            assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]}" in offloaded_peers()
+            data = os.urandom(256 * 1024)
+            c.scsi_write(0, data)  # warm: routes cached on both sides
+            with traced("fib/fib_table_lookup") as lookups:
+                segs, before = in_segs(), lookups()
+                for i in range(8):
+                    c.scsi_write(i * 512, data)
+                segs, looked = in_segs() - segs, lookups() - before
+            assert c.scsi_read(7 * 512, len(data) // 512) == data
+        finally:
+            c.close()
+    finally:
+        sh(*ns, "sysctl", "-qw", f"{key}={old}")
+    # the veth pair carries GSO packets of up to 64 KiB: each counts one segment here
+    assert segs >= 32, f"only {segs} segments received for 2 MiB written ({looked} route lookups)"
+    assert looked < segs // 8, f"{looked} route lookups for {segs} segments received on a live session"

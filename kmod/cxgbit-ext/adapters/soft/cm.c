@@ -170,8 +170,12 @@ static unsigned int cxe_steer(struct sk_buff *skb,
 		 */
 		if (th->ack && !cxe_cookies_sent(state->net, sk))
 			break;
-		/* ours only: for this host, on a tuple nobody owns */
-		if (!cxe_pkt_local(state, p) || cxe_tuple_owned(state, p))
+		/*
+		 * ours only: on a tuple nobody owns, for this host. The
+		 * socket lookup goes first: a live connection's packets stop
+		 * at it, where the locality check is a route lookup.
+		 */
+		if (cxe_tuple_owned(state, p) || !cxe_pkt_local(state, p))
 			break;
 		/* the portal is offloaded; is the netdev served (and counted)? */
 		if (!cxe_adapter_steer(state->in, th->syn) ||
