@@ -25,9 +25,10 @@
  * data segment arrives in order): placing a segment is linear in its
  * length, where sg_pcopy_from_buffer() walks from the start of the list
  * for each piece. Each piece is copied into an iterator over the pages it
- * covers, CXE_PLACE_BVECS at a time, by one call; from skbs, the iterator
- * is built once for the pages ahead and serves the skbs that follow.
+ * covers, CXE_PLACE_BVECS at a time, by one call.
  */
+#define CXE_PLACE_BVECS	16
+
 static void cxe_place_start(struct cxe_soft_conn *sc,
 			    const struct cxe_data *dst, u32 pos)
 {
@@ -64,7 +65,6 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 	struct iov_iter iter;
 	u32 nbv, chunk;
 
-	sc->pit.iter.count = 0;
 	cxe_place_start(sc, dst, pos);
 	for (; len; pos += chunk, buf += chunk, len -= chunk) {
 		chunk = cxe_place_bvecs(sc, pos, len, bv, &nbv);
@@ -78,87 +78,38 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 }
 
 /*
- * CRC32C (no inversion) on from crc over the n bytes of bv[] from idx/off
- * on; idx/off move past them.
- */
-static u32 cxe_place_crc(struct cxe_place_iter *pi, u32 n, u32 crc)
-{
-	while (n) {
-		const struct bio_vec *b = &pi->bv[pi->idx];
-		u32 k = min(n, b->bv_len - pi->off);
-		u8 *va = kmap_local_page(b->bv_page);
-
-		crc = cxe_crc32c(crc, va + b->bv_offset + pi->off, k);
-		kunmap_local(va);
-		n -= k;
-		pi->off += k;
-		if (pi->off == b->bv_len) {
-			pi->idx++;
-			pi->off = 0;
-		}
-	}
-	return crc;
-}
-
-/* bv[]'s idx/off moved on by n bytes, without a CRC */
-static void cxe_place_skip(struct cxe_place_iter *pi, u32 n)
-{
-	while (n) {
-		u32 k = min(n, pi->bv[pi->idx].bv_len - pi->off);
-
-		n -= k;
-		pi->off += k;
-		if (pi->off == pi->bv[pi->idx].bv_len) {
-			pi->idx++;
-			pi->off = 0;
-		}
-	}
-}
-
-/*
  * Copy len bytes of skb from byte off on to byte pos of dst's scatterlist,
  * straight from the skb's pages, as stock TCP receive copies an skb into
- * its reader's buffers (skb_copy_datagram_iter()). The iterator goes on
- * from the last skb's copy when pos is where that one ended in the same
- * PDU (a header starts a new one). With crc, its value is carried over the
- * bytes (CRC32C, no inversion) from the pages they went to, while those
- * are still in the cache: that is the CRC of the bytes received because
- * nothing else writes a command's pages while its data is received (LIO
- * discards the data of a command it refused through data_taken, never
- * into the pages) and a task's pages do not overlap.
+ * its reader's buffers (skb_copy_datagram_iter()). With crc, its value is
+ * carried over the bytes (CRC32C, no inversion) from the pages they went
+ * to, while those are still in the cache: that is the CRC of the bytes
+ * received because nothing else writes a command's pages while its data
+ * is received (LIO discards the data of a command it refused through
+ * data_taken, never into the pages) and a task's pages do not overlap.
  */
 int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		       u32 pos, const struct sk_buff *skb, u32 off, u32 len,
 		       u32 *crc)
 {
-	struct cxe_place_iter *pi = &sc->pit;
-	u32 end = dst->offset + dst->len, nbv, n;
+	struct bio_vec bv[CXE_PLACE_BVECS];
+	struct iov_iter iter;
+	u32 nbv, chunk, i;
 
-	while (len) {
-		if (sc->place_sgl != dst->sgl || pos != pi->next ||
-		    !iov_iter_count(&pi->iter)) {
-			cxe_place_start(sc, dst, pos);
-			n = cxe_place_bvecs(sc, pos, end - pos, pi->bv, &nbv);
-			if (!n)
-				return -EINVAL;
-			iov_iter_bvec(&pi->iter, ITER_DEST, pi->bv, nbv, n);
-			pi->next = pos;
-			pi->idx = 0;
-			pi->off = 0;
-		}
-		n = min_t(u32, len, iov_iter_count(&pi->iter));
-		if (skb_copy_datagram_iter(skb, off, &pi->iter, n)) {
-			cxe_place_reset(sc);
+	cxe_place_start(sc, dst, pos);
+	for (; len; pos += chunk, off += chunk, len -= chunk) {
+		chunk = cxe_place_bvecs(sc, pos, len, bv, &nbv);
+		if (!chunk)
+			return -EINVAL;
+		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);
+		if (skb_copy_datagram_iter(skb, off, &iter, chunk))
 			return -EFAULT;
+		for (i = 0; crc && i < nbv; i++) {
+			u8 *va = kmap_local_page(bv[i].bv_page);
+
+			*crc = cxe_crc32c(*crc, va + bv[i].bv_offset,
+					  bv[i].bv_len);
+			kunmap_local(va);
 		}
-		if (crc)
-			*crc = cxe_place_crc(pi, n, *crc);
-		else
-			cxe_place_skip(pi, n);
-		pos += n;
-		off += n;
-		len -= n;
-		pi->next = pos;
 	}
 	return 0;
 }

@@ -47,7 +47,7 @@ static int cxe_rx_header_cb(void *ctx, const u8 *hdr, u32 hdr_len, int status)
 
 	memcpy(sc->hdr, hdr, hdr_len);
 	sc->got_hdr = true;
-	cxe_place_reset(sc);
+	sc->place_sgl = NULL;
 	/* a header digest error at ERL 0: its lengths cannot be trusted */
 	return status & CXE_RX_HDIGEST_ERR ? -EBADMSG : 1;
 }

@@ -225,7 +225,7 @@ static bool cxe_model_ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
 	ok = s && s->pods;
 	spin_unlock_bh(&sc->ddp_lock);
 	/* a new PDU's data: the placement walk starts over (ddp.c) */
-	cxe_place_reset(sc);
+	sc->place_sgl = NULL;
 	return ok;
 }
 
@@ -440,7 +440,7 @@ int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 		memcpy(dst->buf, src, have);
 		return 0;
 	}
-	cxe_place_reset(sc);
+	sc->place_sgl = NULL;
 	ret = cxe_soft_place(sc, dst, dst->offset, src, have);
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_BYTES_COPIED, have);

@@ -15,7 +15,6 @@
 #include <linux/mm_types.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
-#include <linux/uio.h>
 
 #include "cxgbit_ext.h"
 #include "pdu/cxe_ddp.h"
@@ -116,22 +115,6 @@ static inline struct page *cxe_sg_page(const struct cxe_sg_pos *p, u32 pos,
 }
 
 /*
- * Placement from skbs: an iterator over the pages from byte next of the
- * list on (up to CXE_PLACE_BVECS of them, not past the PDU's data), built
- * once and copied into by skb after skb until it is used up; idx and off
- * say where next is in bv[], for the CRC of what was copied.
- */
-#define CXE_PLACE_BVECS	16
-
-struct cxe_place_iter {
-	struct bio_vec		bv[CXE_PLACE_BVECS];
-	struct iov_iter		iter;
-	u32			next;
-	u32			idx;
-	u32			off;
-};
-
-/*
  * A connection as the software adapter keeps it: the shared part first
  * (the PDU layer allocates conn_size bytes, see struct cxe_backend), the
  * socket and its stream state after it.
@@ -150,7 +133,6 @@ struct cxe_soft_conn {
 	/* where the last piece of this PDU's data went (cxe_soft_place()) */
 	struct scatterlist	*place_sgl;	/* the list walked, NULL: none yet */
 	struct cxe_sg_pos	place;
-	struct cxe_place_iter	pit;		/* valid while place_sgl is */
 	int			dstatus;	/* digest status of the PDU */
 	bool			pdu_done;
 	bool			got_hdr;
@@ -178,13 +160,6 @@ struct cxe_soft_conn {
 	struct cxe_cxgb4_limits	model_c4;
 	struct cxe_limits	model_limits;
 };
-
-/* A new PDU, or bytes placed some other way: the next piece seeks again */
-static inline void cxe_place_reset(struct cxe_soft_conn *sc)
-{
-	sc->place_sgl = NULL;
-	sc->pit.iter.count = 0;
-}
 
 static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 {
