@@ -288,22 +288,29 @@ def test_zero_length_data_out_is_ignored(target: None, path: str) -> None:
         c.close()
 
 
-def test_syn_cookies_still_offloaded(target: None) -> None:
-    """With SYN cookies forced on the target host, a login over tgt0 is still offloaded (the ACK
-    that completes a cookie handshake is checked by the offload listener, which sent the cookie)."""
+@contextmanager
+def cookies_forced() -> Iterator[None]:
+    """SYN cookies sent for every SYN in the target's namespace (tcp_syncookies=2) while it lasts."""
     key = "net.ipv4.tcp_syncookies"
     ns = ("ip", "netns", "exec", topo.TGT_NS)
     old = topo.sh(*ns, "sysctl", "-n", key).stdout.strip()
     sh(*ns, "sysctl", "-qw", f"{key}=2")
     try:
+        yield
+    finally:
+        sh(*ns, "sysctl", "-qw", f"{key}={old}")
+
+
+def test_syn_cookies_still_offloaded(target: None) -> None:
+    """With SYN cookies forced on the target host, a login over tgt0 is still offloaded (the ACK
+    that completes a cookie handshake is checked by the offload listener, which sent the cookie)."""
+    with cookies_forced():
         c = login(OFF.tgt_ip)
         try:
             assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]}" in offloaded_peers(), "a cookie login went stock"
             roundtrip(c, 48)
         finally:
             c.close()
-    finally:
-        sh(*ns, "sysctl", "-qw", f"{key}={old}")
 
 
 def test_dropped_syn_ack_still_connects(target: None) -> None:
@@ -364,11 +371,7 @@ def test_established_traffic_costs_no_route_lookup_while_cookies_may_be_out(targ
     uptime), the hook checks each ACK for one completing a cookie handshake. A packet of a
     live connection is answered by its socket lookup alone: no route lookup (is the address
     local?) per packet of every offloaded session."""
-    key = "net.ipv4.tcp_syncookies"
-    ns = ("ip", "netns", "exec", topo.TGT_NS)
-    old = topo.sh(*ns, "sysctl", "-n", key).stdout.strip()
-    sh(*ns, "sysctl", "-qw", f"{key}=2")
-    try:
+    with cookies_forced():
         c = login(OFF.tgt_ip)
         try:
             assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]}" in offloaded_peers()
@@ -382,8 +385,6 @@ def test_established_traffic_costs_no_route_lookup_while_cookies_may_be_out(targ
             assert c.scsi_read(7 * 512, len(data) // 512) == data
         finally:
             c.close()
-    finally:
-        sh(*ns, "sysctl", "-qw", f"{key}={old}")
     # the veth pair carries GSO packets of up to 64 KiB: each counts one segment here
     assert segs >= 32, f"only {segs} segments received for 2 MiB written ({looked} route lookups)"
     assert looked < segs // 8, f"{looked} route lookups for {segs} segments received on a live session"
