@@ -116,9 +116,9 @@ def test_enable_waits_out_an_unread_stock_login_then_gives_up(tmp_path: Path) ->
     assert (tpg / "enable").read_text() == "1"
 
 
-def test_stock_sessions_that_were_there_are_reported_not_waited_for(tmp_path: Path) -> None:
+def test_stock_sessions_that_stay_are_reported_not_cycled(tmp_path: Path) -> None:
     """Another TPG's stock session on the same address and port, all read:
-    enabled at once, the session reported; an adapter's connection still
+    enabled after a settle, the session reported; an adapter's connection still
     logging in does not hold the enable up (its target is held: it cannot
     reach stock)."""
     (tmp_path / "net").mkdir()
@@ -206,3 +206,40 @@ def test_unread_logins_that_never_let_up_still_end_offloaded(tmp_path: Path, loo
     assert portals.enable_tpg(tpg, timeout=0.8, ctl=ctl, net=d, settle=0.2) == []  # type: ignore[arg-type]
     assert ctl.seen == ["0", "1", "0", "1"] and len(peers) > 1
     assert (tpg / "enable").read_text() == "1"
+
+
+def test_a_login_refused_while_the_tpg_was_off_is_not_reported(tmp_path: Path) -> None:
+    """A login the stock portal read while the TPG was still off is
+    refused there and its connection goes a moment later: that it was
+    there when the enable began says nothing about where sessions end. The
+    enable neither reports it nor cycles the TPG for it."""
+    (tmp_path / "net").mkdir()
+    d = net(tmp_path / "net", [])
+    tpg = fake_tpg(tmp_path, "1")
+    t0 = time.monotonic()
+    # read, refused, closed 0.15 s after the enable began
+    ctl = WatchingCtl(tpg, d, lambda seen: [("020112C6:9CA6", 0)] if time.monotonic() - t0 < 0.15 else [])
+    assert portals.enable_tpg(tpg, timeout=10, ctl=ctl, net=d, settle=0.5) == []  # type: ignore[arg-type]
+    assert ctl.seen == ["0", "1"]
+
+
+def test_a_login_read_before_the_enable_and_placed_after_it_is_dropped(tmp_path: Path) -> None:
+    """A login queued on the stock portal when the enable began, read by
+    it while the TPG was off but matched to a TPG only after the enable,
+    is a stock session of this TPG: it goes off again and on."""
+    (tmp_path / "net").mkdir()
+    d = net(tmp_path / "net", [])
+    tpg = fake_tpg(tmp_path, "1")
+    looks: list[str] = []
+
+    def stock(seen: list[str]) -> list[tuple[str, int]]:
+        looks.append(seen[-1])
+        if seen == ["0"]:  # unread at the first look, read from then on
+            return [("020112C6:9CA6", 48 if len(looks) == 1 else 0)]
+        if seen == ["0", "1"]:  # a session once the TPG is on
+            return [("020112C6:9CA6", 0)]
+        return []
+
+    ctl = WatchingCtl(tpg, d, stock)
+    assert portals.enable_tpg(tpg, timeout=10, ctl=ctl, net=d, settle=0.3) == []  # type: ignore[arg-type]
+    assert ctl.seen == ["0", "1", "0", "1"]

@@ -170,9 +170,14 @@ def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: I
     logging in. With ``unread``, only those holding received bytes nothing
     has read yet (a login request the stock portal has still to read). A
     wildcard portal matches every local address."""
+    return [peer for peer, queued in _queues(portals, offloaded_peers, net).items() if queued or not unread]
+
+
+def _queues(portals: Iterable[tuple[str, int]], offloaded_peers: Iterable[str], net: Path) -> dict[str, int]:
+    """unsettled_connections' peers, each with its count of unread bytes."""
     want = {_addr(f"{ip}:{port}") for ip, port in portals}
     ours = {_addr(p) for p in offloaded_peers}
-    out = []
+    out = {}
     for name in ("tcp", "tcp6"):
         try:
             lines = (net / name).read_text().splitlines()[1:]
@@ -182,19 +187,12 @@ def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: I
             _, local, remote, st, queues, *_ = line.split()
             if int(st, 16) not in (_TCP_ESTABLISHED, _TCP_SYN_RECV):
                 continue
-            if unread and not int(queues.split(":")[1], 16):
-                continue
             (lip, lport), peer = _proc_addr(local), _proc_addr(remote)
             if peer in ours:
                 continue
             if any(lport == port and (ip == lip or ip.is_unspecified) for ip, port in want):
-                out.append(f"{peer[0]}:{peer[1]}")
+                out[f"{peer[0]}:{peer[1]}"] = int(queues.split(":")[1], 16)
     return out
-
-
-def _stock(portals: list[tuple[str, int]], ctl: Control, net: Path, unread: bool = False) -> list[str]:
-    """Peers of the connections to ``portals`` that are not the adapters'."""
-    return unsettled_connections(portals, [c.peer for c in ctl.connections()], net, unread)
 
 
 def _wait(what: Callable[[], list[str]], done: Callable[[list[str]], bool], deadline: float) -> list[str]:
@@ -238,17 +236,23 @@ def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control
     the TPG there. So the target is held in the module while this runs
     (Control.login_hold): its refused logins are answered on the offloaded
     portal, and those already handed over that the stock portal has not
-    answered are reset (the initiators log in again). Connections the
-    stock listener took itself before the offload switch went on may hold
-    a login it has not read yet: the enable waits, for at most
-    ``timeout``, until none holds unread bytes. If within ``settle``
-    seconds after the enable a stock connection is there that was not
-    there before, the TPG is disabled again (LIO drops its sessions; the
-    initiators log in again and are steered to the adapter) and the round
-    starts over, for at most another ``timeout`` past the first. Those
-    that were there before (live stock sessions of other TPGs on the same
-    address and port, a login stuck in the stock listener) are reported;
-    the TPG is not cycled for them."""
+    answered are reset (the initiators log in again).
+
+    Each round, before the enable, waits up to ``settle`` seconds for the
+    stock connections to go: logins the stock portal reads while the TPG
+    is off are refused there, and the TPG's own sessions go with a
+    disable. Those still there, never seen holding unread bytes, are not
+    this TPG's (live stock sessions of other TPGs on the same address and
+    port, a connection that sends nothing): they are reported at the end,
+    and the TPG is not cycled for them. A connection seen with a login
+    unread may be read just before the enable and matched to a TPG just
+    after it, so it is never excused. Then the round waits, for at most
+    ``timeout`` from the start, until no stock connection holds unread
+    bytes, and enables. If within ``settle`` seconds a stock connection is
+    left that is not excused, the TPG is disabled again (LIO drops its
+    sessions; the initiators log in again and are steered to the adapter)
+    and the next round starts, for at most another ``timeout`` past the
+    first."""
     ctl = ctl or Control()
     portals = []
     for np in (tpg_dir / "np").iterdir() if (tpg_dir / "np").is_dir() else []:
@@ -261,16 +265,24 @@ def enable_tpg(tpg_dir: Path, timeout: float = LOGIN_TIMEOUT_S + 1, ctl: Control
         return []
     # configfs: target/iscsi/<target>/tpgt_<tag>
     with ctl.login_hold(tpg_dir.parent.name, math.ceil(2 * timeout + 2 * settle) + 5):
-        before = set(_stock(portals, ctl, net))
+        queued: set[str] = set()  # ever seen holding unread bytes
+
+        def stock(unread: bool = False) -> list[str]:
+            got = _queues(portals, [c.peer for c in ctl.connections()], net)
+            queued.update(p for p, n in got.items() if n)
+            return [p for p, n in got.items() if n or not unread]
+
+        excused: set[str] = set()
         deadline = time.monotonic() + timeout
         last = deadline + timeout
         while True:
+            left = _wait(stock, lambda got: not got, min(last, time.monotonic() + settle))
+            excused.update(set(left) - queued)
             # past the deadline, a settle's worth of waiting each round
-            _wait(lambda: _stock(portals, ctl, net, unread=True), lambda got: not got,
+            _wait(lambda: stock(unread=True), lambda got: not got,
                   max(deadline, min(last, time.monotonic() + settle)))  # fmt: skip
             (tpg_dir / "enable").write_text("1")
-            held = _wait(lambda: _stock(portals, ctl, net), lambda got: set(got) <= before,
-                         min(last, time.monotonic() + settle))  # fmt: skip
-            if set(held) <= before or time.monotonic() >= last:
+            held = _wait(stock, lambda got: set(got) <= excused, min(last, time.monotonic() + settle))
+            if set(held) <= excused or time.monotonic() >= last:
                 return held
             (tpg_dir / "enable").write_text("0")
