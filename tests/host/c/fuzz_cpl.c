@@ -20,6 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct cxe_cpl_fw4_ack f;
 		struct cxe_cpl_conn c;
 		struct cxe_cpl_tcb_rpl t;
+		struct cxe_cpl_listen_rpl l;
 	} out;
 	u8 *msg;
 	size_t len;
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!msg)
 		return 0;
 	memcpy(msg, data + 1, len);
-	switch (data[0] % 13) {
+	switch (data[0] % 15) {
 	case 0:
 		ret = cxe_cpl_parse_pass_accept_req(msg, len, chip, &out.a);
 		want = CXE_CPL_PASS_ACCEPT_REQ_LEN;
@@ -81,6 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 11:
 		ret = cxe_cpl_parse_set_tcb_rpl(msg, len, &out.t);
 		want = CXE_CPL_SET_TCB_RPL_LEN;
+		break;
+	case 12:
+		ret = cxe_cpl_parse_pass_open_rpl(msg, len, &out.l);
+		want = CXE_CPL_PASS_OPEN_RPL_LEN;
+		break;
+	case 13:
+		ret = cxe_cpl_parse_close_listsrv_rpl(msg, len, &out.l);
+		want = CXE_CPL_CLOSE_LISTSRV_RPL_LEN;
 		break;
 	default:
 		ret = cxe_cpl_opcode(msg, len);

@@ -127,6 +127,8 @@ static void test_constants(void)
 	CHECK(CXE_CPL_ABORT_REQ_RSS_LEN == sizeof(struct cpl_abort_req_rss));
 	CHECK(CXE_CPL_ABORT_RPL_RSS_LEN == sizeof(struct cpl_abort_rpl_rss));
 	CHECK(CXE_CPL_SET_TCB_RPL_LEN == sizeof(struct cpl_set_tcb_rpl));
+	CHECK(CXE_CPL_PASS_OPEN_RPL_LEN == sizeof(struct cpl_pass_open_rpl));
+	CHECK(CXE_CPL_CLOSE_LISTSRV_RPL_LEN == sizeof(struct cpl_close_listsvr_rpl));
 }
 
 /* ---- builders ---- */
@@ -751,6 +753,9 @@ static void golden_conn(void)
 	struct cpl_abort_req_rss *ar = (void *)buf;
 	struct cpl_abort_rpl_rss *rr = (void *)buf;
 	struct cpl_set_tcb_rpl *tr = (void *)buf;
+	struct cpl_pass_open_rpl *or = (void *)buf;
+	struct cpl_close_listsvr_rpl *lr = (void *)buf;
+	struct cxe_cpl_listen_rpl l;
 	u32 tid = rnd32() & 0xffffff;
 	struct cxe_cpl_fw4_ack fa;
 	struct cxe_cpl_conn c;
@@ -814,6 +819,18 @@ static void golden_conn(void)
 	CHECK(cxe_cpl_parse_set_tcb_rpl(buf, sizeof(*tr), &t) == (int)sizeof(*tr));
 	CHECK(t.tid == tid && t.cookie == TCB_COOKIE_G(tr->cookie));
 	CHECK(t.status == tr->status && t.oldval == be64_to_cpu(tr->oldval));
+
+	/* a server's answers, as cxgbit's handlers read them (GET_TID, status) */
+	memset(buf, 0, sizeof(buf));
+	OPCODE_TID(or) = htonl(MK_OPCODE_TID(CPL_PASS_OPEN_RPL, tid));
+	or->status = random();
+	CHECK(cxe_cpl_parse_pass_open_rpl(buf, sizeof(*or), &l) == (int)sizeof(*or));
+	CHECK(l.stid == GET_TID(or) && l.status == or->status);
+	memset(buf, 0, sizeof(buf));
+	OPCODE_TID(lr) = htonl(MK_OPCODE_TID(CPL_CLOSE_LISTSRV_RPL, tid));
+	lr->status = random();
+	CHECK(cxe_cpl_parse_close_listsrv_rpl(buf, sizeof(*lr), &l) == (int)sizeof(*lr));
+	CHECK(l.stid == GET_TID(lr) && l.status == lr->status);
 }
 
 /*

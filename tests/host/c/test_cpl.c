@@ -566,6 +566,7 @@ static void test_conn(void)
 	struct cxe_cpl_fw4_ack a;
 	struct cxe_cpl_conn c;
 	struct cxe_cpl_tcb_rpl t;
+	struct cxe_cpl_listen_rpl l;
 	u8 m[24] = { 0 };
 
 	cpl_head(m, CXE_CPL_FW4_ACK, 0x10);
@@ -624,6 +625,20 @@ static void test_conn(void)
 
 	CHECK(cxe_cpl_opcode(m, 1) == CXE_CPL_SET_TCB_RPL);
 	CHECK(cxe_cpl_opcode(m, 0) == -EBADMSG);
+
+	/* a server's answers: the STID where a connection's TID is */
+	memset(m, 0, sizeof(m));
+	cpl_head(m, CXE_CPL_PASS_OPEN_RPL, 0x4567);
+	m[7] = 3;
+	CHECK(cxe_cpl_parse_pass_open_rpl(m, 8, &l) == 8);
+	CHECK(l.stid == 0x4567 && l.status == 3);
+	REFUSALS(cxe_cpl_parse_pass_open_rpl, m, 8, 8);
+	CHECK(cxe_cpl_parse_close_listsrv_rpl(m, 8, &l) == -EBADMSG);
+	cpl_head(m, CXE_CPL_CLOSE_LISTSRV_RPL, 0x4568);
+	m[7] = 0;
+	CHECK(cxe_cpl_parse_close_listsrv_rpl(m, 8, &l) == 8);
+	CHECK(l.stid == 0x4568 && l.status == 0);
+	REFUSALS(cxe_cpl_parse_close_listsrv_rpl, m, 8, 8);
 	CHECK(cxe_cpl_opcode(NULL, 4) == -EBADMSG);
 }
 

@@ -972,3 +972,34 @@ int cxe_cpl_parse_set_tcb_rpl(const void *buf, size_t len,
 	r->oldval = get64(p, 8);
 	return CXE_CPL_SET_TCB_RPL_LEN;
 }
+
+/*
+ * CPL_PASS_OPEN_RPL and CPL_CLOSE_LISTSRV_RPL (8 bytes each): opcode/STID ;
+ * 3 reserved, status. cxgb4 builds the requests they answer itself
+ * (cxgb4_create_server(), cxgb4_remove_server()).
+ */
+static int parse_listen_rpl(const void *buf, size_t len, u8 op, size_t size,
+			    struct cxe_cpl_listen_rpl *r)
+{
+	if (!r)
+		return -EBADMSG;
+	memset(r, 0, sizeof(*r));
+	if (check(buf, len, size, op, &r->stid))
+		return -EBADMSG;
+	r->status = ((const u8 *)buf)[7];
+	return size;
+}
+
+int cxe_cpl_parse_pass_open_rpl(const void *buf, size_t len,
+				struct cxe_cpl_listen_rpl *r)
+{
+	return parse_listen_rpl(buf, len, CXE_CPL_PASS_OPEN_RPL,
+				CXE_CPL_PASS_OPEN_RPL_LEN, r);
+}
+
+int cxe_cpl_parse_close_listsrv_rpl(const void *buf, size_t len,
+				    struct cxe_cpl_listen_rpl *r)
+{
+	return parse_listen_rpl(buf, len, CXE_CPL_CLOSE_LISTSRV_RPL,
+				CXE_CPL_CLOSE_LISTSRV_RPL_LEN, r);
+}

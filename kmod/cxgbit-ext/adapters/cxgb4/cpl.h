@@ -36,6 +36,8 @@ enum cxe_chip {
 #define CXE_CPL_ABORT_RPL		0x0b
 #define CXE_CPL_RX_DATA_ACK		0x0d
 #define CXE_CPL_TX_DATA_ISO		0x1f
+#define CXE_CPL_CLOSE_LISTSRV_RPL	0x20
+#define CXE_CPL_PASS_OPEN_RPL		0x24
 #define CXE_CPL_PEER_CLOSE		0x26
 #define CXE_CPL_ABORT_REQ_RSS		0x2b
 #define CXE_CPL_ABORT_RPL_RSS		0x2d
@@ -98,6 +100,8 @@ enum cxe_chip {
 #define CXE_CPL_ABORT_REQ_RSS_LEN	8
 #define CXE_CPL_ABORT_RPL_RSS_LEN	8
 #define CXE_CPL_SET_TCB_RPL_LEN		16
+#define CXE_CPL_PASS_OPEN_RPL_LEN	8
+#define CXE_CPL_CLOSE_LISTSRV_RPL_LEN	8
 
 /* ---- messages the backend sends ---- */
 
@@ -373,5 +377,16 @@ struct cxe_cpl_tcb_rpl {
 
 int cxe_cpl_parse_set_tcb_rpl(const void *buf, size_t len,
 			      struct cxe_cpl_tcb_rpl *r);
+
+/* the chip's answers to cxgb4_create_server() and cxgb4_remove_server() */
+struct cxe_cpl_listen_rpl {
+	u32 stid;		/* the server's TID */
+	u8 status;		/* 0: done; CPL_ERR_* otherwise */
+};
+
+int cxe_cpl_parse_pass_open_rpl(const void *buf, size_t len,
+				struct cxe_cpl_listen_rpl *r);
+int cxe_cpl_parse_close_listsrv_rpl(const void *buf, size_t len,
+				    struct cxe_cpl_listen_rpl *r);
 
 #endif /* CXE_CPL_H */
