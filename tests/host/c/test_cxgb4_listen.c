@@ -37,6 +37,7 @@ struct glue {
 	struct cxe_c4lsn l[STIDS];
 	u32 wakes[STIDS];	/* answers its waiters had */
 	u32 refused, eproto, early_free;
+	bool flaky;		/* cxgb4 now and then cannot send an open */
 };
 
 static void glue_init(struct glue *g, u32 cap)
@@ -47,7 +48,7 @@ static void glue_init(struct glue *g, u32 cap)
 
 /* what the state machine's bits say, in their order */
 /* over every random life: what its paths came to */
-static u32 listens, up, full, timeouts, late_removed;
+static u32 listens, up, full, timeouts, unsent, late_removed;
 
 static void act(struct glue *g, u32 stid, int what)
 {
@@ -80,6 +81,10 @@ static u32 glue_listen(struct glue *g)
 		g->taken[stid] = true;
 		cxe_c4lsn_init(&g->l[stid], stid);
 		g->wakes[stid] = 0;
+		if (g->flaky && rnd(10) == 0) {	/* cxgb4 could not send it */
+			act(g, stid, cxe_c4lsn_unsent(&g->l[stid], -ENOMEM));
+			return stid;
+		}
 		if (cxe_model_lsn_open(&g->m, stid))
 			g->refused++;
 		return stid;
@@ -193,6 +198,17 @@ static void test_scripted(void)
 	CHECK(cxe_c4lsn_close_rpl(&l, 2) == CXE_C4L_WAKE && l.err == -EIO);
 	CHECK(l.kept && l.state == CXE_C4LSN_DONE);
 
+	/* a request cxgb4 could not send: no answer comes */
+	cxe_c4lsn_init(&l, 4);
+	CHECK(cxe_c4lsn_unsent(&l, -ENOMEM) == (CXE_C4L_FREE_STID | CXE_C4L_WAKE));
+	CHECK(l.err == -ENOMEM && l.state == CXE_C4LSN_DONE && !l.kept);
+	cxe_c4lsn_init(&l, 4);
+	CHECK(cxe_c4lsn_open_rpl(&l, 0) == CXE_C4L_WAKE);
+	CHECK(cxe_c4lsn_unlisten(&l) == CXE_C4L_REMOVE);
+	CHECK(cxe_c4lsn_unsent(&l, -ENOMEM) == CXE_C4L_WAKE && l.kept);
+	CHECK(l.err == -ENOMEM && !cxe_c4lsn_may_accept(&l));
+	CHECK(cxe_c4lsn_unsent(&l, -ENOMEM) == -EPROTO);
+
 	/* answers that cannot come: refused, nothing changes */
 	cxe_c4lsn_init(&l, 3);
 	CHECK(cxe_c4lsn_close_rpl(&l, 0) == -EPROTO);
@@ -243,6 +259,7 @@ static void portals_settle(struct portals *ps, struct glue *g, bool ending)
 			up += !g->l[s].err;
 			full += g->l[s].err == -ENOSPC;
 			timeouts += g->l[s].err == -ETIMEDOUT;
+			unsent += g->l[s].err == -ENOMEM;
 		}
 		if (ps->p[i] == P_LISTENING_WAIT && !g->l[s].err) {
 			CHECK(g->m.open[s] && cxe_c4lsn_may_accept(&g->l[s]));
@@ -264,6 +281,7 @@ static void test_random(u32 round)
 	struct glue g;
 
 	glue_init(&g, 1 + rnd(STIDS));
+	g.flaky = true;
 	for (steps = 0; steps < 4000; steps++) {
 		k = rnd(PORTALS);
 		s = ps.stid[k];
@@ -328,7 +346,7 @@ int main(void)
 	test_scripted();
 	for (i = 0; i < 200; i++)
 		test_random(i);
-	printf("test_cxgb4_listen (seed 13): %u listens answered: %u up, %u table full, %u gave up waiting; %u servers removed with nobody waiting; %d checks, %d failures\n",
-	       listens, up, full, timeouts, late_removed, checks, failures);
+	printf("test_cxgb4_listen (seed 13): %u listens answered: %u up, %u table full, %u gave up waiting, %u not sent; %u servers removed with nobody waiting; %d checks, %d failures\n",
+	       listens, up, full, timeouts, unsent, late_removed, checks, failures);
 	return failures != 0;
 }

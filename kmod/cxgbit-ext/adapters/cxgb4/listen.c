@@ -69,6 +69,24 @@ int cxe_c4lsn_close_rpl(struct cxe_c4lsn *l, u8 status)
 	return CXE_C4L_FREE_STID | answer(l, 0);
 }
 
+int cxe_c4lsn_unsent(struct cxe_c4lsn *l, int err)
+{
+	switch (l->state) {
+	case CXE_C4LSN_OPENING:
+		l->state = CXE_C4LSN_DONE;
+		if (!l->wanted)
+			err = 0;
+		l->wanted = false;
+		return CXE_C4L_FREE_STID | answer(l, err);
+	case CXE_C4LSN_CLOSING:
+		l->state = CXE_C4LSN_DONE;
+		l->kept = true;
+		return answer(l, err);
+	default:
+		return -EPROTO;
+	}
+}
+
 int cxe_c4lsn_unlisten(struct cxe_c4lsn *l)
 {
 	l->wanted = false;

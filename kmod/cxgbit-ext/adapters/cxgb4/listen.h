@@ -62,6 +62,13 @@ void cxe_c4lsn_init(struct cxe_c4lsn *l, u32 stid);
 int cxe_c4lsn_open_rpl(struct cxe_c4lsn *l, u8 status);
 int cxe_c4lsn_close_rpl(struct cxe_c4lsn *l, u8 status);
 
+/*
+ * cxgb4 could not send the request the state waits on (err): an open
+ * that never left has no server and gives the STID back; a removal that
+ * never left leaves the server in the chip, and the STID taken.
+ */
+int cxe_c4lsn_unsent(struct cxe_c4lsn *l, int err);
+
 /* the portal goes: it waits (unless DONE says it need not) */
 int cxe_c4lsn_unlisten(struct cxe_c4lsn *l);
 /* the waiter gave up: CXE_C4L_WAKE with -ETIMEDOUT, or 0 if it had its answer */
