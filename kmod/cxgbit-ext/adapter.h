@@ -205,6 +205,12 @@ struct cxe_limits {
 /* What the registry lets other parts ask a backend for (cxe_backend_find) */
 #define CXE_BACKEND_MKDIR	BIT(0)	/* adapters made with mkdir, soft0 */
 #define CXE_BACKEND_PORTALS	BIT(1)	/* one listener per portal serves all its adapters */
+/*
+ * Listens for every portal on its own devices too, beside the portal's
+ * backend (only listen and unlisten are asked of it; a portal works
+ * whether it listens or not)
+ */
+#define CXE_BACKEND_DEVICES	BIT(2)
 
 struct cxe_backend {
 	const char		*name;	/* adapters/<name>/type */

@@ -26,9 +26,10 @@ int cxe_backend_register(const struct cxe_backend *b)
 {
 	int i;
 
-	/* one that can be found (flags) is asked for connections */
-	if (!b->name || (b->flags && (!b->ops ||
-				      b->conn_size < sizeof(struct cxe_conn)))) {
+	/* one that can be found (flags) is asked to listen, or for connections */
+	if (!b->name || (b->flags && !b->ops) ||
+	    ((b->flags & (CXE_BACKEND_PORTALS | CXE_BACKEND_MKDIR)) &&
+	     b->conn_size < sizeof(struct cxe_conn))) {
 		pr_err("backend %s: no name, ops or connection size: not registered\n",
 		       b->name ?: "?");
 		return -EINVAL;
@@ -65,7 +66,35 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags)
 	return NULL;
 }
 
-/* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
+/*
+ * The backends that listen for a portal on their own devices, beside the
+ * portal's (CXE_BACKEND_DEVICES): after it listens, and before it stops.
+ */
+void cxe_backends_listen(struct cxe_np *cnp)
+{
+	int i, ret;
+
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
+		if (!cxe_backends[i] ||
+		    !(cxe_backends[i]->flags & CXE_BACKEND_DEVICES))
+			continue;
+		ret = cxe_backends[i]->ops->listen(cnp);
+		if (ret)
+			pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
+				&cnp->addr, cxe_backends[i]->name, ret);
+	}
+}
+
+void cxe_backends_unlisten(struct cxe_np *cnp)
+{
+	int i;
+
+	for (i = ARRAY_SIZE(cxe_backends) - 1; i >= 0; i--)
+		if (cxe_backends[i] &&
+		    (cxe_backends[i]->flags & CXE_BACKEND_DEVICES))
+			cxe_backends[i]->ops->unlisten(cnp);
+}
+
 void cxe_backends_reset_handed_back(const char *target)
 {
 	int i;

@@ -62,6 +62,9 @@
 
 #include "cxgbit_ext.h"
 #include "adapters/cxgb4/cpl.h"
+#ifdef CXE_HAVE_CXGB4
+#include "adapters/cxgb4/dev.h"
+#endif
 
 static ssize_t cxe_root_version_show(struct config_item *item, char *page)
 {
@@ -113,6 +116,22 @@ static ssize_t cxe_root_login_holds_store(struct config_item *item,
 }
 
 CONFIGFS_ATTR(cxe_root_, login_holds);
+
+#ifdef CXE_HAVE_CXGB4
+/* modelled Chelsio adapters under the cxgb4 backend (adapters/cxgb4/modeldev.c) */
+static ssize_t cxe_root_cxgb4_models_show(struct config_item *item, char *page)
+{
+	return cxe_c4model_show(page);
+}
+
+static ssize_t cxe_root_cxgb4_models_store(struct config_item *item,
+					   const char *page, size_t count)
+{
+	return cxe_c4model_store(page, count);
+}
+
+CONFIGFS_ATTR(cxe_root_, cxgb4_models);
+#endif
 CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
 static struct configfs_attribute *cxe_root_attrs[] = {
@@ -122,6 +141,9 @@ static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_portal_state,
 	&cxe_root_attr_backends,
 	&cxe_root_attr_login_holds,
+#ifdef CXE_HAVE_CXGB4
+	&cxe_root_attr_cxgb4_models,
+#endif
 	NULL,
 };
 
@@ -382,6 +404,10 @@ static int cxe_netdev_event(struct notifier_block *nb, unsigned long event,
 
 	if (event != NETDEV_CHANGENAME && event != NETDEV_UNREGISTER)
 		return NOTIFY_DONE;
+#ifdef CXE_HAVE_CXGB4
+	if (event == NETDEV_UNREGISTER)
+		cxe_c4model_netdev_gone(dev);
+#endif
 	spin_lock_bh(&cxe_adapters_lock);
 	list_for_each_entry(a, &cxe_adapters, node) {
 		if (!cxe_adapter_bound_to(a, dev_net(dev), dev->ifindex))

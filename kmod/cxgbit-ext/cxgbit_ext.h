@@ -178,6 +178,8 @@ ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
 		      ssize_t at);
 ssize_t cxe_backend_show_all(char *page);
 void cxe_backends_reset_handed_back(const char *target);
+void cxe_backends_listen(struct cxe_np *cnp);
+void cxe_backends_unlisten(struct cxe_np *cnp);
 
 /* holds.c: targets whose refused logins are not handed back */
 bool cxe_hold_has(const char *target, size_t len);

@@ -73,8 +73,10 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	cnp->np = np;
 	/*
 	 * One backend listens for a portal, for all of its adapters (the
-	 * software one does, through one socket). A portal served by several
-	 * backends at once needs accept to take connections from each.
+	 * software one does, through one socket), and takes its connections.
+	 * Backends with devices of their own listen beside it
+	 * (cxe_backends_listen); taking connections from them too needs
+	 * accept to wait on each.
 	 */
 	cnp->backend = cxe_backend_find(CXE_BACKEND_PORTALS);
 	if (!cnp->backend) {
@@ -91,6 +93,7 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 		kfree(cnp);
 		return ret;
 	}
+	cxe_backends_listen(cnp);
 	mutex_lock(&cxe_portals_lock);
 	list_add_tail(&cnp->node, &cxe_portals);
 	mutex_unlock(&cxe_portals_lock);
@@ -143,6 +146,7 @@ static void cxe_free_np(struct iscsi_np *np)
 	mutex_lock(&cxe_portals_lock);
 	list_del(&cnp->node);
 	mutex_unlock(&cxe_portals_lock);
+	cxe_backends_unlisten(cnp);
 	cnp->backend->ops->unlisten(cnp);
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;

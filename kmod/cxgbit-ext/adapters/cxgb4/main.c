@@ -6,12 +6,10 @@
  * from loading beside this one, as cxgb4_register_uld() checks nothing).
  *
  * What is here: the ULD registration, the adapters cxgb4 attaches and
- * detaches with their state, and the backend's entry in the registry,
- * whose show_state tells the control interface why it offloads nothing.
- * What is not: listening, connections, sending and receiving
- * (docs/cxgb4.md). Until they exist the backend has no flags, so the
- * registry never gives it a portal or an adapter, and a CPL message
- * reaching it is counted and dropped.
+ * detaches with their state, given to the device glue (dev.h) with what
+ * it asks of them done through cxgb4, and the chip's messages handed to
+ * it. A real adapter serves no portal until the backend accepts
+ * connections (dev.h says why), so it opens no server yet.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -27,26 +25,88 @@
 #include "kernel_layout.h"
 
 #include "../../cxgbit_ext.h"
-#include "cpl.h"
-#include "limits.h"
+#include "dev.h"
 
 /*
  * One Chelsio adapter cxgb4 attached to us, from add to DETACH (or our
- * unload). Only the list holds it: nothing else refers to it until
- * connections do, and then it gets a reference count.
+ * unload): the glue's device (dev.h) and what cxgb4 told us of it.
  */
-struct cxe_cxgb4_dev {
-	struct list_head	node;		/* cxe_cxgb4_devs */
-	struct cxgb4_lld_info	lldi;		/* what cxgb4 told us at add */
-	struct cxe_cxgb4_limits	limits;		/* what it can do for PDUs */
-	bool			up;		/* CXGB4_STATE_UP, not since
-						 * RECOVERY or DETACH
-						 */
-	atomic64_t		cpl_dropped;	/* messages nothing takes yet */
+struct cxe_c4real {
+	struct cxe_c4dev	d;
+	struct cxgb4_lld_info	lldi;
+	char			kind[4];
 };
 
-static LIST_HEAD(cxe_cxgb4_devs);
-static DEFINE_MUTEX(cxe_cxgb4_lock);	/* the list */
+static struct cxe_c4real *to_real(struct cxe_c4dev *d)
+{
+	return container_of(d, struct cxe_c4real, d);
+}
+
+static int cxe_c4real_alloc_stid(struct cxe_c4dev *d, int family)
+{
+	int stid = cxgb4_alloc_stid(to_real(d)->lldi.tids, family, d);
+
+	return stid < 0 ? -ENOSPC : stid;
+}
+
+static void cxe_c4real_free_stid(struct cxe_c4dev *d, u32 stid, int family)
+{
+	cxgb4_free_stid(to_real(d)->lldi.tids, stid, family);
+}
+
+/*
+ * The server's answer comes on our first receive queue. IPv6 servers need
+ * an entry in the adapter's CLIP table first, which is not done yet.
+ */
+static int cxe_c4real_create_server(struct cxe_c4dev *d, u32 stid,
+				    const struct sockaddr_storage *addr)
+{
+	const struct sockaddr_in *sin = (const void *)addr;
+	struct cxe_c4real *r = to_real(d);
+	int ret;
+
+	if (addr->ss_family != AF_INET)
+		return -EAFNOSUPPORT;
+	ret = cxgb4_create_server(r->lldi.ports[0], stid, sin->sin_addr.s_addr,
+				  sin->sin_port, 0, r->lldi.rxq_ids[0]);
+	return ret > 0 ? net_xmit_errno(ret) : ret;
+}
+
+static int cxe_c4real_remove_server(struct cxe_c4dev *d, u32 stid, bool ipv6)
+{
+	struct cxe_c4real *r = to_real(d);
+	int ret;
+
+	ret = cxgb4_remove_server(r->lldi.ports[0], stid, r->lldi.rxq_ids[0],
+				  ipv6);
+	return ret > 0 ? net_xmit_errno(ret) : ret;
+}
+
+static bool cxe_c4real_has_port(struct cxe_c4dev *d,
+				const struct net_device *nd)
+{
+	struct cxe_c4real *r = to_real(d);
+	u32 i;
+
+	for (i = 0; i < r->lldi.nports; i++)
+		if (r->lldi.ports[i] == nd)
+			return true;
+	return false;
+}
+
+static void cxe_c4real_release(struct cxe_c4dev *d)
+{
+	kfree(to_real(d));
+}
+
+static const struct cxe_c4dev_ops cxe_c4real_ops = {
+	.alloc_stid	= cxe_c4real_alloc_stid,
+	.free_stid	= cxe_c4real_free_stid,
+	.create_server	= cxe_c4real_create_server,
+	.remove_server	= cxe_c4real_remove_server,
+	.has_port	= cxe_c4real_has_port,
+	.release	= cxe_c4real_release,
+};
 
 /*
  * cxgb4 calls this once per adapter whose firmware offloads (at our
@@ -64,7 +124,7 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 		.page_size	= PAGE_SIZE,
 		.max_frags	= MAX_SKB_FRAGS,
 	};
-	struct cxe_cxgb4_dev *d;
+	struct cxe_c4real *r;
 	int ret;
 
 	if (is_t4(lldi->adapter_type)) {
@@ -72,29 +132,33 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 			pci_name(lldi->pdev));
 		return ERR_PTR(-ENODEV);
 	}
-	d = kzalloc(sizeof(*d), GFP_KERNEL);
-	if (!d)
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
 		return ERR_PTR(-ENOMEM);
-	ret = cxe_cxgb4_limits(&hw, &d->limits);
+	ret = cxe_cxgb4_limits(&hw, &r->d.limits);
 	if (ret) {
 		pr_warn("cxgb4 adapter %s: T%d with an iSCSI I/O length of %u: no room for a PDU, not used\n",
 			pci_name(lldi->pdev), hw.chip, lldi->iscsi_iolen);
-		kfree(d);
+		kfree(r);
 		return ERR_PTR(ret);
 	}
-	d->lldi = *lldi;
-
-	mutex_lock(&cxe_cxgb4_lock);
-	list_add_tail(&d->node, &cxe_cxgb4_devs);
-	mutex_unlock(&cxe_cxgb4_lock);
+	r->lldi = *lldi;
+	cxe_c4dev_init(&r->d, &cxe_c4real_ops);
+	snprintf(r->kind, sizeof(r->kind), "T%d", hw.chip);
+	r->d.name = pci_name(lldi->pdev);
+	r->d.kind = r->kind;
+	r->d.nports = lldi->nports;
+	/* not until the backend accepts connections: see dev.h */
+	r->d.serves = false;
+	cxe_c4dev_add(&r->d);
 	pr_info("cxgb4 adapter %s: T%d, %u ports, firmware %#x: attached\n",
 		pci_name(lldi->pdev), hw.chip, lldi->nports, lldi->fw_vers);
-	return d;
+	return &r->d;
 }
 
 static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 {
-	struct cxe_cxgb4_dev *d = handle;
+	struct cxe_c4dev *d = handle;
 
 	switch (state) {
 	case CXGB4_STATE_UP:
@@ -107,34 +171,36 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 	case CXGB4_STATE_DETACH:
 		/* the adapter goes (PCI remove): cxgb4 calls nothing after it */
 		WRITE_ONCE(d->up, false);
-		mutex_lock(&cxe_cxgb4_lock);
-		list_del(&d->node);
-		mutex_unlock(&cxe_cxgb4_lock);
-		pr_info("cxgb4 adapter %s: detached\n", pci_name(d->lldi.pdev));
-		kfree(d);
+		pr_info("cxgb4 adapter %s: detached\n", d->name);
+		/* no server: real adapters serve no portal yet */
+		if (cxe_c4dev_del(d))
+			pr_err("cxgb4 adapter %s: detached with servers left\n",
+			       d->name);
+		else
+			cxe_c4dev_put(d);
 		return 0;
 	default:
 		break;
 	}
-	pr_info("cxgb4 adapter %s: state %d, %s\n", pci_name(d->lldi.pdev),
-		state, READ_ONCE(d->up) ? "up" : "down");
+	pr_info("cxgb4 adapter %s: state %d, %s\n", d->name, state,
+		READ_ONCE(d->up) ? "up" : "down");
 	return 0;
 }
 
 /*
- * A message on the backend's queues. Nothing has opened a connection or a
- * listener, so none is for us: count it and leave it to cxgb4 (returning
- * 0 without taking a gather list's pages frees nothing of cxgb4's).
+ * A message on the backend's queues, to the glue: in the response itself
+ * (after the RSS header, up to the control word at the entry's end), or
+ * in a gather list.
  */
 static int cxe_cxgb4_rx(void *handle, const __be64 *rsp,
 			const struct pkt_gl *gl)
 {
-	struct cxe_cxgb4_dev *d = handle;
-	const u8 *cpl = gl ? gl->va : (const u8 *)(rsp + 1);
+	struct cxe_c4dev *d = handle;
 
-	atomic64_inc(&d->cpl_dropped);
-	pr_warn_ratelimited("cxgb4 adapter %s: CPL opcode %#x with no connection: dropped\n",
-			    pci_name(d->lldi.pdev), cpl[0]);
+	if (gl)
+		cxe_c4dev_rx(d, gl->va, gl->tot_len);
+	else
+		cxe_c4dev_rx(d, rsp + 1, 64 - sizeof(struct rsp_ctrl) - 8);
 	return 0;
 }
 
@@ -148,67 +214,8 @@ static struct cxgb4_uld_info cxe_cxgb4_uld_info = {
 	.state_change	= cxe_cxgb4_state_change,
 };
 
-/*
- * The backend's state in the backends file: " off no_ports" while cxgb4
- * has attached no T5/T6 adapter, " off no_data_path" and each adapter once
- * it has (offload needs the connection path this backend does not have
- * yet): PCI name, chip, ports, up or down, messages dropped, then each
- * limit with what set it (limits.h), e.g. "0000:03:00.4=T6/2ports/up/
- * dropped:0/recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/ddp:-(no_ppm)"
- */
-static ssize_t cxe_cxgb4_show_dev(const struct cxe_cxgb4_dev *d, char *page,
-				  ssize_t at)
+int cxe_c4real_init(void)
 {
-	const struct cxe_cxgb4_limits *l = &d->limits;
-	ssize_t len;
-
-	len = sysfs_emit_at(page, at, " %s=T%d/%uports/%s/dropped:%lld",
-			    pci_name(d->lldi.pdev),
-			    CHELSIO_CHIP_VERSION(d->lldi.adapter_type),
-			    d->lldi.nports, READ_ONCE(d->up) ? "up" : "down",
-			    atomic64_read(&d->cpl_dropped));
-	len += sysfs_emit_at(page, at + len, "/recv:%u(%s)/send:%u(%s)/iso:%u(%s)",
-			     l->max_recv_dlen, l->recv_by, l->max_send_dlen,
-			     l->send_by, l->max_iso_burst, l->iso_by);
-	if (l->ddp_min_len == CXE_CXGB4_NEVER)
-		return len + sysfs_emit_at(page, at + len, "/ddp:-(%s)",
-					   l->ddp_by);
-	return len + sysfs_emit_at(page, at + len, "/ddp:%u(%s)", l->ddp_min_len,
-				   l->ddp_by);
-}
-
-static ssize_t cxe_cxgb4_show_state(char *page, ssize_t at)
-{
-	struct cxe_cxgb4_dev *d;
-	ssize_t len;
-
-	mutex_lock(&cxe_cxgb4_lock);
-	if (list_empty(&cxe_cxgb4_devs)) {
-		len = sysfs_emit_at(page, at, " off no_ports");
-	} else {
-		len = sysfs_emit_at(page, at, " off no_data_path");
-		list_for_each_entry(d, &cxe_cxgb4_devs, node)
-			len += cxe_cxgb4_show_dev(d, page, at + len);
-	}
-	mutex_unlock(&cxe_cxgb4_lock);
-	return len;
-}
-
-/* What the chip does for iSCSI PDUs (cpl.h has its messages) */
-static const struct cxe_backend cxe_cxgb4_backend = {
-	.name	= "cxgb4",
-	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
-		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
-	.show_state = cxe_cxgb4_show_state,
-};
-
-int cxe_cxgb4_init(void)
-{
-	int ret;
-
-	ret = cxe_backend_register(&cxe_cxgb4_backend);
-	if (ret)
-		return ret;
 	/* calls cxe_cxgb4_add for each adapter already up, before it returns */
 	cxgb4_register_uld(CXGB4_ULD_ISCSIT, &cxe_cxgb4_uld_info);
 	return 0;
@@ -217,18 +224,10 @@ int cxe_cxgb4_init(void)
 /*
  * cxgb4_unregister_uld() frees our queues on every adapter and forgets
  * our handles without a CXGB4_STATE_DETACH: once it returns cxgb4 calls
- * nothing of ours, and the adapters still listed are ours to drop.
+ * nothing of ours, and the adapters are ours to drop.
  */
-void cxe_cxgb4_exit(void)
+void cxe_c4real_exit(void)
 {
-	struct cxe_cxgb4_dev *d, *tmp;
-
 	cxgb4_unregister_uld(CXGB4_ULD_ISCSIT);
-	mutex_lock(&cxe_cxgb4_lock);
-	list_for_each_entry_safe(d, tmp, &cxe_cxgb4_devs, node) {
-		list_del(&d->node);
-		kfree(d);
-	}
-	mutex_unlock(&cxe_cxgb4_lock);
-	cxe_backend_unregister(&cxe_cxgb4_backend);
+	cxe_c4dev_drop_all(&cxe_c4real_ops);
 }

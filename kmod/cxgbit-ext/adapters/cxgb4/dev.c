@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgb4 backend: its device glue (dev.h), its entry in the backend
+ * registry and the listening servers of offloaded portals.
+ *
+ * The backend listens for every offloaded portal beside the portal's own
+ * backend (CXE_BACKEND_DEVICES): on each adapter that serves the portal's
+ * address (a port of it holds the address, or the portal is a wildcard),
+ * one server, whose life listen.c keeps. A portal's listen waits for the
+ * chip's answer for CXE_C4_ANSWER_WAIT and goes on without the server when
+ * it does not come or says no (the portal still works through its own
+ * backend); a late answer is settled when it comes.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/inetdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/workqueue.h>
+#include <net/addrconf.h>
+
+#include "../../cxgbit_ext.h"
+#include "dev.h"
+#include "listen.h"
+
+/* how long a listen or unlisten waits for the chip's answer: mainline's */
+#define CXE_C4_ANSWER_WAIT	(10 * HZ)
+
+static LIST_HEAD(cxe_c4devs);
+static DEFINE_MUTEX(cxe_c4devs_lock);	/* the list, and the portals' */
+
+/* One listening server: an STID on one adapter for one portal */
+struct cxe_c4srv {
+	struct kref		ref;	/* its portal's, the STID map's, work's */
+	struct cxe_c4dev	*dev;	/* with a reference */
+	struct cxe_c4lsn	l;	/* under dev->lock */
+	struct completion	answered;
+	struct work_struct	remove;	/* a removal the receive path decided */
+	bool			ipv6;
+	struct list_head	node;	/* its portal's servers */
+};
+
+/* An offloaded portal the backend listens for */
+struct cxe_c4portal {
+	struct list_head	node;	/* cxe_c4portals */
+	const struct cxe_np	*cnp;
+	struct list_head	servers;
+};
+
+static LIST_HEAD(cxe_c4portals);
+
+/* removals the receive path decided (they need process context) */
+static struct workqueue_struct *cxe_c4_wq;
+
+static void cxe_c4dev_free(struct kref *ref)
+{
+	struct cxe_c4dev *d = container_of(ref, struct cxe_c4dev, ref);
+
+	xa_destroy(&d->servers);
+	d->ops->release(d);
+}
+
+void cxe_c4dev_put(struct cxe_c4dev *d)
+{
+	kref_put(&d->ref, cxe_c4dev_free);
+}
+
+void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
+{
+	kref_init(&d->ref);
+	d->ops = ops;
+	spin_lock_init(&d->lock);
+	xa_init(&d->servers);
+	atomic64_set(&d->cpl_dropped, 0);
+}
+
+void cxe_c4dev_add(struct cxe_c4dev *d)
+{
+	mutex_lock(&cxe_c4devs_lock);
+	list_add_tail(&d->node, &cxe_c4devs);
+	mutex_unlock(&cxe_c4devs_lock);
+}
+
+int cxe_c4dev_del(struct cxe_c4dev *d)
+{
+	mutex_lock(&cxe_c4devs_lock);
+	if (!xa_empty(&d->servers)) {
+		mutex_unlock(&cxe_c4devs_lock);
+		return -EBUSY;
+	}
+	list_del(&d->node);
+	mutex_unlock(&cxe_c4devs_lock);
+	return 0;
+}
+
+static void cxe_c4srv_put(struct cxe_c4srv *s);
+
+void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops)
+{
+	struct cxe_c4dev *d, *tmp;
+	struct cxe_c4srv *s;
+	unsigned long stid;
+
+	mutex_lock(&cxe_c4devs_lock);
+	list_for_each_entry_safe(d, tmp, &cxe_c4devs, node) {
+		if (d->ops != ops)
+			continue;
+		list_del(&d->node);
+		xa_for_each(&d->servers, stid, s) {
+			xa_erase(&d->servers, stid);
+			cxe_c4srv_put(s);
+		}
+		cxe_c4dev_put(d);
+	}
+	mutex_unlock(&cxe_c4devs_lock);
+}
+
+/* ---- servers ----------------------------------------------------------- */
+
+static void cxe_c4srv_free(struct kref *ref)
+{
+	struct cxe_c4srv *s = container_of(ref, struct cxe_c4srv, ref);
+
+	cxe_c4dev_put(s->dev);
+	kfree(s);
+}
+
+static void cxe_c4srv_put(struct cxe_c4srv *s)
+{
+	kref_put(&s->ref, cxe_c4srv_free);
+}
+
+static void cxe_c4srv_act(struct cxe_c4srv *s, int what, bool atomic);
+
+/* the request for the state's answer never reached the chip */
+static void cxe_c4srv_unsent(struct cxe_c4srv *s, int err, bool atomic)
+{
+	int what;
+
+	spin_lock_bh(&s->dev->lock);
+	what = cxe_c4lsn_unsent(&s->l, err);
+	spin_unlock_bh(&s->dev->lock);
+	cxe_c4srv_act(s, what, atomic);
+}
+
+static void cxe_c4srv_do_remove(struct cxe_c4srv *s)
+{
+	int ret = s->dev->ops->remove_server(s->dev, s->l.stid, s->ipv6);
+
+	if (ret) {
+		pr_warn("cxgb4 adapter %s: removing server %u failed (%d); its STID stays taken\n",
+			s->dev->name, s->l.stid, ret);
+		cxe_c4srv_unsent(s, ret, false);
+	}
+}
+
+static void cxe_c4srv_remove_work(struct work_struct *work)
+{
+	struct cxe_c4srv *s = container_of(work, struct cxe_c4srv, remove);
+
+	cxe_c4srv_do_remove(s);
+	cxe_c4srv_put(s);
+}
+
+/*
+ * What listen.c answered, in its order. A removal needs process context
+ * (cxgb4 allocates its request): from the receive path it is queued.
+ */
+static void cxe_c4srv_act(struct cxe_c4srv *s, int what, bool atomic)
+{
+	struct cxe_c4dev *d = s->dev;
+
+	if (what < 0) {
+		spin_lock_bh(&d->lock);
+		d->stray++;
+		spin_unlock_bh(&d->lock);
+		return;
+	}
+	if (what & CXE_C4L_REMOVE) {
+		if (atomic) {
+			kref_get(&s->ref);
+			if (!queue_work(cxe_c4_wq, &s->remove))
+				cxe_c4srv_put(s);
+		} else {
+			cxe_c4srv_do_remove(s);
+		}
+	}
+	if (what & CXE_C4L_FREE_STID) {
+		xa_erase(&d->servers, s->l.stid);
+		d->ops->free_stid(d, s->l.stid, s->ipv6 ? AF_INET6 : AF_INET);
+		cxe_c4srv_put(s);	/* the STID map's */
+	}
+	if (what & CXE_C4L_WAKE)
+		complete(&s->answered);
+}
+
+/* Wait for the answer the state asked for; the waiter's errno */
+static int cxe_c4srv_wait(struct cxe_c4srv *s)
+{
+	int what, err;
+
+	if (!wait_for_completion_timeout(&s->answered, CXE_C4_ANSWER_WAIT)) {
+		spin_lock_bh(&s->dev->lock);
+		what = cxe_c4lsn_timeout(&s->l);
+		spin_unlock_bh(&s->dev->lock);
+		cxe_c4srv_act(s, what, false);
+	}
+	spin_lock_bh(&s->dev->lock);
+	err = s->l.err;
+	spin_unlock_bh(&s->dev->lock);
+	return err;
+}
+
+/* A server on d for the portal's address; the portal's reference, or NULL */
+static struct cxe_c4srv *cxe_c4srv_open(struct cxe_c4dev *d,
+					const struct sockaddr_storage *addr,
+					int *err)
+{
+	struct cxe_c4srv *s;
+	int stid, ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	kref_init(&s->ref);
+	kref_get(&d->ref);
+	s->dev = d;
+	s->ipv6 = addr->ss_family == AF_INET6;
+	init_completion(&s->answered);
+	INIT_WORK(&s->remove, cxe_c4srv_remove_work);
+	stid = d->ops->alloc_stid(d, addr->ss_family);
+	if (stid < 0) {
+		*err = -ENOSPC;
+		cxe_c4srv_put(s);
+		return NULL;
+	}
+	cxe_c4lsn_init(&s->l, stid);
+	kref_get(&s->ref);	/* the STID map's, until the STID goes back */
+	ret = xa_err(xa_store(&d->servers, stid, s, GFP_KERNEL));
+	if (ret) {
+		d->ops->free_stid(d, stid, addr->ss_family);
+		cxe_c4srv_put(s);
+		cxe_c4srv_put(s);
+		*err = ret;
+		return NULL;
+	}
+	ret = d->ops->create_server(d, stid, addr);
+	if (ret)
+		cxe_c4srv_unsent(s, ret, false);
+	*err = cxe_c4srv_wait(s);
+	if (*err) {
+		cxe_c4srv_put(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void cxe_c4srv_close(struct cxe_c4srv *s)
+{
+	int what, err;
+
+	spin_lock_bh(&s->dev->lock);
+	reinit_completion(&s->answered);
+	what = cxe_c4lsn_unlisten(&s->l);
+	spin_unlock_bh(&s->dev->lock);
+	cxe_c4srv_act(s, what, false);
+	err = cxe_c4srv_wait(s);
+	if (err)
+		pr_warn("cxgb4 adapter %s: server %u not removed in time or refused (%d)\n",
+			s->dev->name, s->l.stid, err);
+	cxe_c4srv_put(s);
+}
+
+/* ---- the chip's messages ------------------------------------------------- */
+
+static void cxe_c4dev_listen_rpl(struct cxe_c4dev *d, const void *cpl,
+				 size_t len, bool open)
+{
+	struct cxe_cpl_listen_rpl r;
+	struct cxe_c4srv *s;
+	int what;
+
+	if ((open ? cxe_cpl_parse_pass_open_rpl(cpl, len, &r) :
+		    cxe_cpl_parse_close_listsrv_rpl(cpl, len, &r)) < 0)
+		goto stray;
+	spin_lock_bh(&d->lock);
+	s = xa_load(&d->servers, r.stid);
+	if (!s) {
+		d->stray++;
+		spin_unlock_bh(&d->lock);
+		return;
+	}
+	kref_get(&s->ref);
+	if (!s->l.waiting)
+		d->unwaited++;
+	what = open ? cxe_c4lsn_open_rpl(&s->l, r.status) :
+		      cxe_c4lsn_close_rpl(&s->l, r.status);
+	spin_unlock_bh(&d->lock);
+	if (r.status)
+		pr_info("cxgb4 adapter %s: server %u: %s answered status %u\n",
+			d->name, r.stid, open ? "open" : "removal", r.status);
+	cxe_c4srv_act(s, what, true);
+	cxe_c4srv_put(s);
+	return;
+stray:
+	spin_lock_bh(&d->lock);
+	d->stray++;
+	spin_unlock_bh(&d->lock);
+}
+
+void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len)
+{
+	switch (cxe_cpl_opcode(cpl, len)) {
+	case CXE_CPL_PASS_OPEN_RPL:
+		cxe_c4dev_listen_rpl(d, cpl, len, true);
+		return;
+	case CXE_CPL_CLOSE_LISTSRV_RPL:
+		cxe_c4dev_listen_rpl(d, cpl, len, false);
+		return;
+	default:
+		/* no connection is ever opened yet for one to be for */
+		atomic64_inc(&d->cpl_dropped);
+		pr_warn_ratelimited("cxgb4 adapter %s: CPL opcode %#x with no connection: dropped\n",
+				    d->name, len ? ((const u8 *)cpl)[0] : 0);
+	}
+}
+
+/* ---- portals ------------------------------------------------------------- */
+
+/* Whether a port of d holds the portal's address (any, for a wildcard) */
+static bool cxe_c4dev_serves(struct cxe_c4dev *d, const struct cxe_np *cnp)
+{
+	const struct sockaddr_in *sin = (const void *)&cnp->addr;
+	const struct sockaddr_in6 *sin6 = (const void *)&cnp->addr;
+	struct net_device *nd;
+	bool found;
+
+	if (!d->serves || !READ_ONCE(d->up))
+		return false;
+	rcu_read_lock();
+	if (cnp->addr.ss_family == AF_INET6)
+		nd = ipv6_addr_any(&sin6->sin6_addr) ? NULL :
+		     ipv6_dev_find(cnp->net, &sin6->sin6_addr, NULL);
+	else
+		nd = sin->sin_addr.s_addr == htonl(INADDR_ANY) ? NULL :
+		     __ip_dev_find(cnp->net, sin->sin_addr.s_addr, false);
+	if (nd)
+		found = d->ops->has_port(d, nd);
+	else	/* a wildcard listens on every adapter with a port */
+		found = (cnp->addr.ss_family == AF_INET6 ?
+			 ipv6_addr_any(&sin6->sin6_addr) :
+			 sin->sin_addr.s_addr == htonl(INADDR_ANY)) && d->nports;
+	rcu_read_unlock();
+	return found;
+}
+
+static int cxe_c4_listen(struct cxe_np *cnp)
+{
+	struct cxe_c4portal *p;
+	struct cxe_c4srv *s;
+	struct cxe_c4dev *d;
+	int err;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+	p->cnp = cnp;
+	INIT_LIST_HEAD(&p->servers);
+	mutex_lock(&cxe_c4devs_lock);
+	list_for_each_entry(d, &cxe_c4devs, node) {
+		if (!cxe_c4dev_serves(d, cnp))
+			continue;
+		s = cxe_c4srv_open(d, &cnp->addr, &err);
+		if (!s) {
+			pr_warn("portal %pISpc: cxgb4 adapter %s does not listen for it (%d)\n",
+				&cnp->addr, d->name, err);
+			continue;
+		}
+		list_add_tail(&s->node, &p->servers);
+		pr_info("portal %pISpc: cxgb4 adapter %s listens for it (server %u)\n",
+			&cnp->addr, d->name, s->l.stid);
+	}
+	list_add_tail(&p->node, &cxe_c4portals);
+	mutex_unlock(&cxe_c4devs_lock);
+	return 0;
+}
+
+static void cxe_c4_unlisten(struct cxe_np *cnp)
+{
+	struct cxe_c4srv *s, *tmp;
+	struct cxe_c4portal *p;
+
+	mutex_lock(&cxe_c4devs_lock);
+	list_for_each_entry(p, &cxe_c4portals, node) {
+		if (p->cnp != cnp)
+			continue;
+		list_del(&p->node);
+		list_for_each_entry_safe(s, tmp, &p->servers, node) {
+			list_del(&s->node);
+			cxe_c4srv_close(s);
+		}
+		kfree(p);
+		break;
+	}
+	mutex_unlock(&cxe_c4devs_lock);
+}
+
+/* ---- the backend ----------------------------------------------------------- */
+
+/*
+ * The backend's state in the backends file: " off no_ports" while it has
+ * no adapter, " off no_data_path" and each adapter once it has (offload
+ * needs the connection path the backend does not have yet): name, kind,
+ * ports, up or down, messages dropped, servers listening, STIDs taken,
+ * answers nobody waited for (late, or for a late server's removal) and
+ * answers no server expects, then each limit with what set it (limits.h),
+ * e.g. "0000:03:00.4=T6/2ports/up/dropped:0/servers:0/stids:0/
+ * unwaited:0/stray:0/recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/ddp:-(no_ppm)"
+ */
+static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
+{
+	const struct cxe_cxgb4_limits *l = &d->limits;
+	u32 servers = 0, stids = 0, unwaited, stray;
+	struct cxe_c4srv *s;
+	unsigned long stid;
+	ssize_t len;
+
+	spin_lock_bh(&d->lock);
+	xa_for_each(&d->servers, stid, s) {
+		stids++;
+		servers += s->l.state == CXE_C4LSN_LISTENING;
+	}
+	unwaited = d->unwaited;
+	stray = d->stray;
+	spin_unlock_bh(&d->lock);
+	len = sysfs_emit_at(page, at, " %s=%s/%uports/%s/dropped:%lld",
+			    d->name, d->kind, d->nports,
+			    READ_ONCE(d->up) ? "up" : "down",
+			    atomic64_read(&d->cpl_dropped));
+	len += sysfs_emit_at(page, at + len, "/servers:%u/stids:%u/unwaited:%u/stray:%u",
+			     servers, stids, unwaited, stray);
+	len += sysfs_emit_at(page, at + len, "/recv:%u(%s)/send:%u(%s)/iso:%u(%s)",
+			     l->max_recv_dlen, l->recv_by, l->max_send_dlen,
+			     l->send_by, l->max_iso_burst, l->iso_by);
+	if (l->ddp_min_len == CXE_CXGB4_NEVER)
+		return len + sysfs_emit_at(page, at + len, "/ddp:-(%s)",
+					   l->ddp_by);
+	return len + sysfs_emit_at(page, at + len, "/ddp:%u(%s)", l->ddp_min_len,
+				   l->ddp_by);
+}
+
+static ssize_t cxe_c4_show_state(char *page, ssize_t at)
+{
+	struct cxe_c4dev *d;
+	ssize_t len;
+
+	mutex_lock(&cxe_c4devs_lock);
+	if (list_empty(&cxe_c4devs)) {
+		len = sysfs_emit_at(page, at, " off no_ports");
+	} else {
+		len = sysfs_emit_at(page, at, " off no_data_path");
+		list_for_each_entry(d, &cxe_c4devs, node)
+			len += cxe_c4dev_show(d, page, at + len);
+	}
+	mutex_unlock(&cxe_c4devs_lock);
+	return len;
+}
+
+static const struct cxe_adapter_ops cxe_c4_ops = {
+	.listen		= cxe_c4_listen,
+	.unlisten	= cxe_c4_unlisten,
+};
+
+/* What the chip does for iSCSI PDUs (cpl.h has its messages) */
+static const struct cxe_backend cxe_cxgb4_backend = {
+	.name	= "cxgb4",
+	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
+		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
+	.flags	= CXE_BACKEND_DEVICES,
+	.ops	= &cxe_c4_ops,
+	.show_state = cxe_c4_show_state,
+};
+
+int cxe_cxgb4_init(void)
+{
+	int ret;
+
+	cxe_c4_wq = alloc_workqueue("cxe_cxgb4", 0, 0);
+	if (!cxe_c4_wq)
+		return -ENOMEM;
+	ret = cxe_backend_register(&cxe_cxgb4_backend);
+	if (ret)
+		goto err_wq;
+	ret = cxe_c4real_init();
+	if (ret)
+		goto err_backend;
+	return 0;
+
+err_backend:
+	cxe_backend_unregister(&cxe_cxgb4_backend);
+err_wq:
+	destroy_workqueue(cxe_c4_wq);
+	return ret;
+}
+
+/*
+ * After the transport and the control interface: no portal is left, so
+ * no server waits. The modelled adapters stop answering first, then the
+ * removals already decided run, then what late answers left of servers
+ * goes with its adapter.
+ */
+void cxe_cxgb4_exit(void)
+{
+	cxe_c4model_stop();
+	destroy_workqueue(cxe_c4_wq);
+	cxe_c4model_exit();
+	cxe_c4real_exit();
+	cxe_backend_unregister(&cxe_cxgb4_backend);
+}
