@@ -510,15 +510,16 @@ err_wq:
 
 /*
  * After the transport and the control interface: no portal is left, so
- * no server waits. The modelled adapters stop answering first, then the
- * removals already decided run, then what late answers left of servers
- * goes with its adapter.
+ * no server waits. cxgb4 stops calling first, then the modelled adapters
+ * stop answering, then the removals already decided run (nothing can
+ * queue another), then what late answers left of servers goes with its
+ * adapter.
  */
 void cxe_cxgb4_exit(void)
 {
+	cxe_c4real_exit();
 	cxe_c4model_stop();
 	destroy_workqueue(cxe_c4_wq);
 	cxe_c4model_exit();
-	cxe_c4real_exit();
 	cxe_backend_unregister(&cxe_cxgb4_backend);
 }
