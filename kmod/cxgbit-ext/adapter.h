@@ -60,12 +60,15 @@ struct cxe_adapter_ops {
 	int (*listen)(struct cxe_np *cnp);
 	void (*unlisten)(struct cxe_np *cnp);
 	/*
-	 * Block for the next connection (-ERESTARTSYS on a signal). c is
-	 * zeroed, conn_size bytes (CXE_CONN_SIZE), c->conn set, c->limits
-	 * the backend's; accept sets c->adapter (with a reference), the
-	 * toggles and addresses, and points c->limits at narrower ones of
-	 * its own when the adapter that took the connection has them. On
-	 * an error it leaves nothing to release: c is freed as it is.
+	 * The next connection, if one is ready: 0, or -EAGAIN when none is
+	 * (it never blocks: the portal's accept waits for every backend that
+	 * takes its connections, and a backend says when one may be ready
+	 * with cxe_np_ready()). c is zeroed, conn_size bytes (CXE_CONN_SIZE),
+	 * c->conn set, c->limits the backend's; accept sets c->adapter (with
+	 * a reference), the toggles and addresses, and points c->limits at
+	 * narrower ones of its own when the adapter that took the connection
+	 * has them. On an error it leaves nothing to release: c is freed as
+	 * it is.
 	 */
 	int (*accept)(struct cxe_np *cnp, struct cxe_conn *c);
 	/*
@@ -207,8 +210,8 @@ struct cxe_limits {
 #define CXE_BACKEND_PORTALS	BIT(1)	/* one listener per portal serves all its adapters */
 /*
  * Listens for every portal on its own devices too, beside the portal's
- * backend (only listen and unlisten are asked of it; a portal works
- * whether it listens or not)
+ * backend (listen and unlisten are asked of it, and accept when it has
+ * one; a portal works whether it listens or not)
  */
 #define CXE_BACKEND_DEVICES	BIT(2)
 

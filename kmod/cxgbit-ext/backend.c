@@ -85,6 +85,19 @@ void cxe_backends_listen(struct cxe_np *cnp)
 	}
 }
 
+/* Those of them that take connections too, in out (at most n); how many */
+int cxe_backends_accepting(const struct cxe_backend **out, int n)
+{
+	int i, got = 0;
+
+	for (i = 0; i < ARRAY_SIZE(cxe_backends) && got < n; i++)
+		if (cxe_backends[i] &&
+		    (cxe_backends[i]->flags & CXE_BACKEND_DEVICES) &&
+		    cxe_backends[i]->ops->accept)
+			out[got++] = cxe_backends[i];
+	return got;
+}
+
 void cxe_backends_unlisten(struct cxe_np *cnp)
 {
 	int i;

@@ -164,7 +164,13 @@ struct cxe_np {
 	struct sockaddr_storage	addr;
 	struct net		*net;		/* its netdevs take its logins */
 	void			*priv;		/* the backend's */
+	/* accept waits here for a backend to say it may have a connection */
+	wait_queue_head_t	accept_wq;
+	atomic_t		ready;		/* times a backend said so */
 };
+
+/* a backend may have a connection for the portal: accept looks again (any context) */
+void cxe_np_ready(struct cxe_np *cnp);
 
 /*
  * backend.c: the backend registry. Backends register at module load,
@@ -179,6 +185,7 @@ ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
 ssize_t cxe_backend_show_all(char *page);
 void cxe_backends_reset_handed_back(const char *target);
 void cxe_backends_listen(struct cxe_np *cnp);
+int cxe_backends_accepting(const struct cxe_backend **out, int n);
 void cxe_backends_unlisten(struct cxe_np *cnp);
 
 /* holds.c: targets whose refused logins are not handed back */

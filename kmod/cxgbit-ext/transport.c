@@ -84,6 +84,7 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 		return -ENODEV;
 	}
 	memcpy(&cnp->addr, addr, sizeof(cnp->addr));
+	init_waitqueue_head(&cnp->accept_wq);
 	/* LIO sets a portal up in the namespace of the process enabling it */
 	cnp->net = get_net(current->nsproxy->net_ns);
 
@@ -104,28 +105,69 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	return 0;
 }
 
-static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
+void cxe_np_ready(struct cxe_np *cnp)
 {
-	struct cxe_np *cnp = np->np_context;
+	atomic_inc(&cnp->ready);
+	wake_up_interruptible(&cnp->accept_wq);
+}
+
+/* b's next connection for the portal: 0 with *cp, -EAGAIN, or an error */
+static int cxe_accept_from(const struct cxe_backend *b, struct cxe_np *cnp,
+			   struct iscsit_conn *conn, struct cxe_conn **cp)
+{
 	struct cxe_conn *c;
 	int ret;
 
 	/* the shared part first, the backend's own after it (conn_size) */
-	c = kzalloc(cnp->backend->conn_size, GFP_KERNEL);
+	c = kzalloc(b->conn_size, GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
 	c->conn = conn;
-	c->limits = &cnp->backend->limits;
-	/*
-	 * Sets c->adapter (with a reference) and its toggles, and may narrow
-	 * c->limits. Interrupted by LIO's SIGINT when the portal thread
-	 * resets or stops.
-	 */
-	ret = cnp->backend->ops->accept(cnp, c);
+	c->limits = &b->limits;
+	/* sets c->adapter (with a reference) and its toggles, may narrow c->limits */
+	ret = b->ops->accept(cnp, c);
 	if (ret) {
 		kfree(c);
 		return ret;
 	}
+	*cp = c;
+	return 0;
+}
+
+#define CXE_MAX_ACCEPTING	4
+
+/*
+ * The next connection from any backend that takes the portal's: the
+ * portal's own, then those with devices of their own. Waits until one
+ * says it may have one; interrupted by LIO's SIGINT when the portal
+ * thread resets or stops.
+ */
+static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
+{
+	const struct cxe_backend *b[CXE_MAX_ACCEPTING];
+	struct cxe_np *cnp = np->np_context;
+	struct cxe_conn *c = NULL;
+	int i, n, ret, seen;
+
+	b[0] = cnp->backend;
+	n = 1 + cxe_backends_accepting(b + 1, ARRAY_SIZE(b) - 1);
+	for (;;) {
+		/* a connection made ready after this is not missed */
+		seen = atomic_read(&cnp->ready);
+		for (i = 0; i < n; i++) {
+			ret = cxe_accept_from(b[i], cnp, conn, &c);
+			if (ret != -EAGAIN)
+				break;
+		}
+		if (ret != -EAGAIN)
+			break;
+		ret = wait_event_interruptible(cnp->accept_wq,
+					       atomic_read(&cnp->ready) != seen);
+		if (ret)
+			return ret;
+	}
+	if (ret)
+		return ret;
 	conn->context = c;
 	conn->login_family = c->peer.ss_family;
 	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));

@@ -300,6 +300,31 @@ static void cxe_hook_put(struct net *net)
 	mutex_unlock(&cxe_hooks_mutex);
 }
 
+/* TCP's own data_ready, as every new TCP socket has it */
+static void (*cxe_tcp_data_ready)(struct sock *sk);
+
+/*
+ * A connection joined a portal listener's accept queue: the portal's
+ * accept looks (it takes from every backend of the portal, so it does not
+ * block in this listener's accept). The connections the listener makes
+ * inherit this callback: for them it is TCP's own, until accept gives
+ * them TCP's back.
+ */
+static void cxe_soft_listener_ready(struct sock *sk)
+{
+	struct cxe_soft_np *snp;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(snp, &cxe_nps, node) {
+		if (snp->listener->sk == sk) {
+			cxe_np_ready(snp->cnp);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	cxe_tcp_data_ready(sk);
+}
+
 static int cxe_soft_listen(struct cxe_np *cnp)
 {
 	sa_family_t family = cnp->addr.ss_family;
@@ -339,6 +364,10 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 	ret = cxe_hook_get(snp->net);
 	if (ret)
 		goto err_sock;
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	WRITE_ONCE(cxe_tcp_data_ready, sock->sk->sk_data_ready);
+	sock->sk->sk_data_ready = cxe_soft_listener_ready;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
 	cnp->priv = snp;
 	spin_lock(&cxe_nps_lock);
 	list_add_tail_rcu(&snp->node, &cxe_nps);
@@ -352,16 +381,35 @@ err_free:
 	return ret;
 }
 
+/* give a socket TCP's own data_ready back */
+static void cxe_soft_tcp_ready(struct socket *sock)
+{
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	sock->sk->sk_data_ready = cxe_tcp_data_ready;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+}
+
 static void cxe_soft_unlisten(struct cxe_np *cnp)
 {
 	struct cxe_soft_np *snp = cnp->priv;
+	struct socket *sock;
 
 	spin_lock(&cxe_nps_lock);
 	list_del_rcu(&snp->node);
 	spin_unlock(&cxe_nps_lock);
 	cxe_hook_put(snp->net);
-	/* the steering hook's readers are done with snp (and cnp) after */
+	/*
+	 * New connections inherit TCP's callback from now on; after the wait
+	 * the steering hook's readers are done with snp (and cnp), and the
+	 * connections never accepted, given TCP's callback back, go first:
+	 * nothing of ours is called once the module goes.
+	 */
+	cxe_soft_tcp_ready(snp->listener);
 	synchronize_net();
+	while (!kernel_accept(snp->listener, &sock, O_NONBLOCK)) {
+		cxe_soft_tcp_ready(sock);
+		sock_release(sock);
+	}
 	sock_release(snp->listener);
 	cnp->priv = NULL;
 	kfree(snp);
@@ -380,7 +428,7 @@ static struct socket *cxe_soft_listener(const struct cxe_np *cnp)
  * The next connection, and the adapter serving the netdev it came in on
  * (the SYN was steered here because one did; if it has been unbound or
  * removed since, the connection is closed and the initiator retries, to
- * the stock listener).
+ * the stock listener); -EAGAIN when none is queued.
  */
 static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
 			       struct cxe_adapter **ap)
@@ -388,9 +436,10 @@ static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
 	int ret;
 
 	for (;;) {
-		ret = kernel_accept(cxe_soft_listener(cnp), sockp, 0);
+		ret = kernel_accept(cxe_soft_listener(cnp), sockp, O_NONBLOCK);
 		if (ret < 0)
 			return ret;
+		cxe_soft_tcp_ready(*sockp);
 		*ap = cxe_adapter_get_for_sk((*sockp)->sk);
 		if (*ap)
 			return 0;
