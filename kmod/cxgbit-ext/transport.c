@@ -107,6 +107,8 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 
 void cxe_np_ready(struct cxe_np *cnp)
 {
+	/* what was made ready is seen by whoever sees the count move */
+	smp_mb__before_atomic();
 	atomic_inc(&cnp->ready);
 	wake_up_interruptible(&cnp->accept_wq);
 }
@@ -153,7 +155,7 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	n = 1 + cxe_backends_accepting(b + 1, ARRAY_SIZE(b) - 1);
 	for (;;) {
 		/* a connection made ready after this is not missed */
-		seen = atomic_read(&cnp->ready);
+		seen = atomic_read_acquire(&cnp->ready);
 		for (i = 0; i < n; i++) {
 			ret = cxe_accept_from(b[i], cnp, conn, &c);
 			if (ret != -EAGAIN)

@@ -13,7 +13,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/completion.h>
+#include <linux/wait.h>
 #include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -37,7 +37,7 @@ struct cxe_c4srv {
 	struct kref		ref;	/* its portal's, the STID map's, work's */
 	struct cxe_c4dev	*dev;	/* with a reference */
 	struct cxe_c4lsn	l;	/* under dev->lock */
-	struct completion	answered;
+	wait_queue_head_t	answered;	/* its waiter: !l.waiting */
 	struct work_struct	remove;	/* a removal the receive path decided */
 	bool			ipv6;
 	struct list_head	node;	/* its portal's servers */
@@ -73,7 +73,8 @@ void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
 	kref_init(&d->ref);
 	d->ops = ops;
 	spin_lock_init(&d->lock);
-	xa_init(&d->servers);
+	/* stored in process context, erased in the receive path's */
+	xa_init_flags(&d->servers, XA_FLAGS_LOCK_BH);
 	atomic64_set(&d->cpl_dropped, 0);
 }
 
@@ -110,7 +111,7 @@ void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops)
 			continue;
 		list_del(&d->node);
 		xa_for_each(&d->servers, stid, s) {
-			xa_erase(&d->servers, stid);
+			xa_erase_bh(&d->servers, stid);
 			cxe_c4srv_put(s);
 		}
 		cxe_c4dev_put(d);
@@ -189,20 +190,37 @@ static void cxe_c4srv_act(struct cxe_c4srv *s, int what, bool atomic)
 		}
 	}
 	if (what & CXE_C4L_FREE_STID) {
-		xa_erase(&d->servers, s->l.stid);
+		/* under the lock the map's readers take their reference under */
+		spin_lock_bh(&d->lock);
+		xa_erase_bh(&d->servers, s->l.stid);
+		spin_unlock_bh(&d->lock);
 		d->ops->free_stid(d, s->l.stid, s->ipv6 ? AF_INET6 : AF_INET);
 		cxe_c4srv_put(s);	/* the STID map's */
 	}
 	if (what & CXE_C4L_WAKE)
-		complete(&s->answered);
+		wake_up(&s->answered);
 }
 
-/* Wait for the answer the state asked for; the waiter's errno */
+static bool cxe_c4srv_answered(struct cxe_c4srv *s)
+{
+	bool done;
+
+	spin_lock_bh(&s->dev->lock);
+	done = !s->l.waiting;
+	spin_unlock_bh(&s->dev->lock);
+	return done;
+}
+
+/*
+ * Wait for the answer the state asked for; the waiter's errno. The state
+ * says when it came (a wake-up left over from an earlier wait cannot).
+ */
 static int cxe_c4srv_wait(struct cxe_c4srv *s)
 {
 	int what, err;
 
-	if (!wait_for_completion_timeout(&s->answered, CXE_C4_ANSWER_WAIT)) {
+	if (!wait_event_timeout(s->answered, cxe_c4srv_answered(s),
+				CXE_C4_ANSWER_WAIT)) {
 		spin_lock_bh(&s->dev->lock);
 		what = cxe_c4lsn_timeout(&s->l);
 		spin_unlock_bh(&s->dev->lock);
@@ -231,7 +249,7 @@ static struct cxe_c4srv *cxe_c4srv_open(struct cxe_c4dev *d,
 	kref_get(&d->ref);
 	s->dev = d;
 	s->ipv6 = addr->ss_family == AF_INET6;
-	init_completion(&s->answered);
+	init_waitqueue_head(&s->answered);
 	INIT_WORK(&s->remove, cxe_c4srv_remove_work);
 	stid = d->ops->alloc_stid(d, addr->ss_family);
 	if (stid < 0) {
@@ -241,7 +259,7 @@ static struct cxe_c4srv *cxe_c4srv_open(struct cxe_c4dev *d,
 	}
 	cxe_c4lsn_init(&s->l, stid);
 	kref_get(&s->ref);	/* the STID map's, until the STID goes back */
-	ret = xa_err(xa_store(&d->servers, stid, s, GFP_KERNEL));
+	ret = xa_err(xa_store_bh(&d->servers, stid, s, GFP_KERNEL));
 	if (ret) {
 		d->ops->free_stid(d, stid, addr->ss_family);
 		cxe_c4srv_put(s);
@@ -265,7 +283,6 @@ static void cxe_c4srv_close(struct cxe_c4srv *s)
 	int what, err;
 
 	spin_lock_bh(&s->dev->lock);
-	reinit_completion(&s->answered);
 	what = cxe_c4lsn_unlisten(&s->l);
 	spin_unlock_bh(&s->dev->lock);
 	cxe_c4srv_act(s, what, false);

@@ -50,7 +50,9 @@ struct cxe_c4model {
 };
 
 static LIST_HEAD(cxe_c4models);
-static DEFINE_MUTEX(cxe_c4models_lock);
+static DEFINE_MUTEX(cxe_c4models_lock);	/* adds and removals */
+/* the list too, for the netdev notifier (under rtnl: no mutex it may wait on) */
+static DEFINE_SPINLOCK(cxe_c4models_list_lock);
 
 static struct cxe_c4model *to_model(struct cxe_c4dev *d)
 {
@@ -277,7 +279,9 @@ static int cxe_c4model_add(char *args)
 		kfree(m);
 		return -EEXIST;
 	}
+	spin_lock_bh(&cxe_c4models_list_lock);
 	list_add_tail(&m->node, &cxe_c4models);
+	spin_unlock_bh(&cxe_c4models_list_lock);
 	cxe_c4dev_add(&m->d);
 	mutex_unlock(&cxe_c4models_lock);
 	pr_info("cxgb4 model %s: %s on %s, answers after %u ms, %u servers\n",
@@ -305,7 +309,9 @@ static int cxe_c4model_del(const char *name)
 		       name);
 		return ret;
 	}
+	spin_lock_bh(&cxe_c4models_list_lock);
 	list_del(&m->node);
+	spin_unlock_bh(&cxe_c4models_list_lock);
 	mutex_unlock(&cxe_c4models_lock);
 	spin_lock_bh(&m->lock);
 	m->stopped = true;
@@ -363,11 +369,11 @@ void cxe_c4model_netdev_gone(const struct net_device *nd)
 {
 	struct cxe_c4model *m;
 
-	mutex_lock(&cxe_c4models_lock);
+	spin_lock_bh(&cxe_c4models_list_lock);
 	list_for_each_entry(m, &cxe_c4models, node)
 		if (cxe_c4model_has_port(&m->d, nd))
 			WRITE_ONCE(m->ifindex, 0);
-	mutex_unlock(&cxe_c4models_lock);
+	spin_unlock_bh(&cxe_c4models_list_lock);
 }
 
 void cxe_c4model_stop(void)
@@ -389,8 +395,10 @@ void cxe_c4model_exit(void)
 	struct cxe_c4model *m, *tmp;
 
 	mutex_lock(&cxe_c4models_lock);
+	spin_lock_bh(&cxe_c4models_list_lock);
 	list_for_each_entry_safe(m, tmp, &cxe_c4models, node)
 		list_del(&m->node);
+	spin_unlock_bh(&cxe_c4models_list_lock);
 	mutex_unlock(&cxe_c4models_lock);
 	cxe_c4dev_drop_all(&cxe_c4model_ops);
 }

@@ -366,7 +366,7 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 		goto err_sock;
 	write_lock_bh(&sock->sk->sk_callback_lock);
 	WRITE_ONCE(cxe_tcp_data_ready, sock->sk->sk_data_ready);
-	sock->sk->sk_data_ready = cxe_soft_listener_ready;
+	WRITE_ONCE(sock->sk->sk_data_ready, cxe_soft_listener_ready);
 	write_unlock_bh(&sock->sk->sk_callback_lock);
 	cnp->priv = snp;
 	spin_lock(&cxe_nps_lock);
@@ -385,7 +385,7 @@ err_free:
 static void cxe_soft_tcp_ready(struct socket *sock)
 {
 	write_lock_bh(&sock->sk->sk_callback_lock);
-	sock->sk->sk_data_ready = cxe_tcp_data_ready;
+	WRITE_ONCE(sock->sk->sk_data_ready, cxe_tcp_data_ready);
 	write_unlock_bh(&sock->sk->sk_callback_lock);
 }
 
