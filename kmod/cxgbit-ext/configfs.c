@@ -229,7 +229,7 @@ struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk)
 }
 
 /* The portal's address, or NULL for a wildcard one (0.0.0.0, [::]) */
-static const void *cxe_portal_ip(const struct cxe_np *cnp)
+const void *cxe_portal_ip(const struct cxe_np *cnp)
 {
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cnp->addr;
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&cnp->addr;
@@ -240,8 +240,7 @@ static const void *cxe_portal_ip(const struct cxe_np *cnp)
 }
 
 /* The netdev a portal's address is on, in its namespace; RCU held. */
-static struct net_device *cxe_portal_netdev(const struct cxe_np *cnp,
-					    const void *ip)
+struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip)
 {
 	if (cnp->addr.ss_family == AF_INET)
 		return __ip_dev_find(cnp->net, *(const __be32 *)ip, false);
@@ -325,7 +324,7 @@ static ssize_t cxe_adapter_netdev_show(struct config_item *item, char *page)
  * namespace that has a netdev of that name (configfs is global, the
  * portals' netdevs often live in a namespace of their own).
  */
-static int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex)
+int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex)
 {
 	struct net_device *dev;
 	struct net *net;

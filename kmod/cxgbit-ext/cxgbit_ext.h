@@ -199,6 +199,11 @@ void cxe_configfs_exit(void);
 bool cxe_adapter_steer(const struct net_device *dev, bool syn);
 struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk);
 ssize_t cxe_portal_state_show(const struct cxe_np *cnp, char *page, ssize_t at);
+/* the portal's address, NULL for a wildcard; the netdev it is on (RCU held) */
+const void *cxe_portal_ip(const struct cxe_np *cnp);
+struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip);
+/* a netdev by name, the writer's namespace first: -ENODEV, -EEXIST (several) */
+int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex);
 
 /* The backends; main.c registers them (adapters/soft/cm.c) */
 extern const struct cxe_backend cxe_soft_backend;

@@ -13,14 +13,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/wait.h>
-#include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
-#include <net/addrconf.h>
 
 #include "../../cxgbit_ext.h"
 #include "dev.h"
@@ -136,6 +134,14 @@ static void cxe_c4srv_put(struct cxe_c4srv *s)
 
 static void cxe_c4srv_act(struct cxe_c4srv *s, int what, bool atomic);
 
+/* an answer no server expects, or one its state refused */
+static void cxe_c4dev_stray(struct cxe_c4dev *d)
+{
+	spin_lock_bh(&d->lock);
+	d->stray++;
+	spin_unlock_bh(&d->lock);
+}
+
 /* the request for the state's answer never reached the chip */
 static void cxe_c4srv_unsent(struct cxe_c4srv *s, int err, bool atomic)
 {
@@ -175,9 +181,7 @@ static void cxe_c4srv_act(struct cxe_c4srv *s, int what, bool atomic)
 	struct cxe_c4dev *d = s->dev;
 
 	if (what < 0) {
-		spin_lock_bh(&d->lock);
-		d->stray++;
-		spin_unlock_bh(&d->lock);
+		cxe_c4dev_stray(d);
 		return;
 	}
 	if (what & CXE_C4L_REMOVE) {
@@ -303,8 +307,10 @@ static void cxe_c4dev_listen_rpl(struct cxe_c4dev *d, const void *cpl,
 	int what;
 
 	if ((open ? cxe_cpl_parse_pass_open_rpl(cpl, len, &r) :
-		    cxe_cpl_parse_close_listsrv_rpl(cpl, len, &r)) < 0)
-		goto stray;
+		    cxe_cpl_parse_close_listsrv_rpl(cpl, len, &r)) < 0) {
+		cxe_c4dev_stray(d);
+		return;
+	}
 	spin_lock_bh(&d->lock);
 	s = xa_load(&d->servers, r.stid);
 	if (!s) {
@@ -323,11 +329,6 @@ static void cxe_c4dev_listen_rpl(struct cxe_c4dev *d, const void *cpl,
 			d->name, r.stid, open ? "open" : "removal", r.status);
 	cxe_c4srv_act(s, what, true);
 	cxe_c4srv_put(s);
-	return;
-stray:
-	spin_lock_bh(&d->lock);
-	d->stray++;
-	spin_unlock_bh(&d->lock);
 }
 
 void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len)
@@ -352,26 +353,17 @@ void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len)
 /* Whether a port of d holds the portal's address (any, for a wildcard) */
 static bool cxe_c4dev_serves(struct cxe_c4dev *d, const struct cxe_np *cnp)
 {
-	const struct sockaddr_in *sin = (const void *)&cnp->addr;
-	const struct sockaddr_in6 *sin6 = (const void *)&cnp->addr;
+	const void *ip = cxe_portal_ip(cnp);
 	struct net_device *nd;
 	bool found;
 
 	if (!d->serves || !READ_ONCE(d->up))
 		return false;
+	if (!ip)	/* a wildcard listens on every adapter with a port */
+		return d->nports;
 	rcu_read_lock();
-	if (cnp->addr.ss_family == AF_INET6)
-		nd = ipv6_addr_any(&sin6->sin6_addr) ? NULL :
-		     ipv6_dev_find(cnp->net, &sin6->sin6_addr, NULL);
-	else
-		nd = sin->sin_addr.s_addr == htonl(INADDR_ANY) ? NULL :
-		     __ip_dev_find(cnp->net, sin->sin_addr.s_addr, false);
-	if (nd)
-		found = d->ops->has_port(d, nd);
-	else	/* a wildcard listens on every adapter with a port */
-		found = (cnp->addr.ss_family == AF_INET6 ?
-			 ipv6_addr_any(&sin6->sin6_addr) :
-			 sin->sin_addr.s_addr == htonl(INADDR_ANY)) && d->nports;
+	nd = cxe_portal_netdev(cnp, ip);
+	found = nd && d->ops->has_port(d, nd);
 	rcu_read_unlock();
 	return found;
 }

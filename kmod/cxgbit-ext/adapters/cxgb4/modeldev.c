@@ -25,7 +25,6 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/workqueue.h>
-#include <net/net_namespace.h>
 
 #include "../../cxgbit_ext.h"
 #include "dev.h"
@@ -170,28 +169,17 @@ static struct cxe_c4model *cxe_c4model_find(const char *name)
 	return NULL;
 }
 
-/* its port: a netdev by name, the writer's namespace first */
+/* its port: a netdev by name, as a software adapter's */
 static int cxe_c4model_port(struct cxe_c4model *m, const char *name)
 {
-	struct net_device *nd;
 	struct net *net;
+	int ifindex, ret;
 
-	rcu_read_lock();
-	nd = dev_get_by_name_rcu(current->nsproxy->net_ns, name);
-	if (!nd) {
-		for_each_net_rcu(net) {
-			nd = dev_get_by_name_rcu(net, name);
-			if (nd)
-				break;
-		}
-	}
-	if (nd) {
-		write_pnet(&m->net, dev_net(nd));
-		m->ifindex = nd->ifindex;
-	}
-	rcu_read_unlock();
-	if (!nd)
-		return -ENODEV;
+	ret = cxe_netdev_resolve(name, &net, &ifindex);
+	if (ret)
+		return ret;
+	write_pnet(&m->net, net);
+	m->ifindex = ifindex;
 	strscpy(m->netdev, name, sizeof(m->netdev));
 	return 0;
 }
@@ -254,7 +242,9 @@ static int cxe_c4model_add(char *args)
 	if (!ret) {
 		ret = cxe_c4model_port(m, netdev);
 		if (ret)
-			pr_err("cxgb4_models: %s: no netdev %s\n", name, netdev);
+			pr_err("cxgb4_models: %s: %s netdev %s\n", name,
+			       ret == -EEXIST ? "several network namespaces have a" :
+			       "no network namespace has a", netdev);
 	}
 	if (ret) {
 		kfree(m);
@@ -289,6 +279,15 @@ static int cxe_c4model_add(char *args)
 	return 0;
 }
 
+/* no more answers: whatever is owed stays unsent */
+static void cxe_c4model_halt(struct cxe_c4model *m)
+{
+	spin_lock_bh(&m->lock);
+	m->stopped = true;
+	spin_unlock_bh(&m->lock);
+	cancel_delayed_work_sync(&m->answer);
+}
+
 static int cxe_c4model_del(const char *name)
 {
 	struct cxe_c4model *m;
@@ -313,10 +312,7 @@ static int cxe_c4model_del(const char *name)
 	list_del(&m->node);
 	spin_unlock_bh(&cxe_c4models_list_lock);
 	mutex_unlock(&cxe_c4models_lock);
-	spin_lock_bh(&m->lock);
-	m->stopped = true;
-	spin_unlock_bh(&m->lock);
-	cancel_delayed_work_sync(&m->answer);
+	cxe_c4model_halt(m);
 	pr_info("cxgb4 model %s: removed\n", name);
 	cxe_c4dev_put(&m->d);
 	return 0;
@@ -381,12 +377,8 @@ void cxe_c4model_stop(void)
 	struct cxe_c4model *m;
 
 	mutex_lock(&cxe_c4models_lock);
-	list_for_each_entry(m, &cxe_c4models, node) {
-		spin_lock_bh(&m->lock);
-		m->stopped = true;
-		spin_unlock_bh(&m->lock);
-		cancel_delayed_work_sync(&m->answer);
-	}
+	list_for_each_entry(m, &cxe_c4models, node)
+		cxe_c4model_halt(m);
 	mutex_unlock(&cxe_c4models_lock);
 }
 
