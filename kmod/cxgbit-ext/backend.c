@@ -117,6 +117,7 @@ void cxe_backends_reset_handed_back(const char *target)
 			cxe_backends[i]->reset_handed_back(target);
 }
 
+/* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
 static const char *const cxe_cap_names[CXE_CAP_MAX] = {
 	[CXE_CAP_HCRC]	= "hcrc",
 	[CXE_CAP_DCRC]	= "dcrc",
