@@ -222,3 +222,94 @@ int cxe_model_conn_release(struct cxe_model_conn *m)
 	m->released = true;
 	return 0;
 }
+
+static void put_be16(u8 *p, u16 v)
+{
+	p[0] = v >> 8 & 0xff;
+	p[1] = v & 0xff;
+}
+
+/*
+ * CPL_PASS_ACCEPT_REQ (cpl.c's parser has the layout): hdr_len holds the
+ * three header lengths where the chip puts them (they moved on T6) and RX
+ * channel 0; no VLAN, port 0, MAC index 0. The TCP options byte has
+ * timestamps in bit 7 and SACK in bit 6; a peer that offered no window
+ * scaling gets 15 in the scale field, which the chip's drivers (chtls)
+ * read as none offered. The headers carry what a SYN's do, with no
+ * checksum and no MAC addresses (the model does not know them; no driver
+ * reads them).
+ */
+#define SYN_ETH_LEN	14
+#define SYN_TCP_LEN	20
+#define SYN_NO_WSCALE	15
+
+int cxe_model_accept_req(u8 *buf, u32 size, enum cxe_chip chip,
+			 const struct cxe_model_syn *s)
+{
+	u32 ip_len, len, hl;
+	u8 *ip, *tcp;
+
+	if (!buf || !s || (s->ip_version != 4 && s->ip_version != 6) ||
+	    (s->wscale_ok && s->peer_wscale > 14) || s->tid > 0xffffff ||
+	    s->stid > 0xffffff ||
+	    (chip != CXE_CHIP_T5 && chip != CXE_CHIP_T6))
+		return -EINVAL;
+	ip_len = s->ip_version == 4 ? 20 : 40;
+	len = CXE_CPL_PASS_ACCEPT_REQ_LEN + SYN_ETH_LEN + ip_len + SYN_TCP_LEN;
+	if (size < len)
+		return -ENOSPC;
+	memset(buf, 0, len);
+	cxe_put_be32(buf, (u32)CXE_CPL_PASS_ACCEPT_REQ << 24 | s->tid);
+	put_be16(buf + 6, SYN_ETH_LEN + ip_len + SYN_TCP_LEN);
+	if (chip == CXE_CHIP_T5)
+		hl = SYN_ETH_LEN << 26 | ip_len << 16 | SYN_TCP_LEN << 10;
+	else
+		hl = SYN_ETH_LEN << 24 | ip_len << 14 | SYN_TCP_LEN << 8;
+	cxe_put_be32(buf + 8, hl);
+	cxe_put_be32(buf + 16, (u32)s->tos << 24 | s->stid);
+	put_be16(buf + 20, s->peer_mss);
+	buf[22] = s->wscale_ok ? s->peer_wscale : SYN_NO_WSCALE;
+	buf[23] = (s->tstamp ? 0x80 : 0) | (s->sack ? 0x40 : 0);
+
+	ip = buf + CXE_CPL_PASS_ACCEPT_REQ_LEN;
+	put_be16(ip + 12, s->ip_version == 4 ? 0x0800 : 0x86dd);
+	ip += SYN_ETH_LEN;
+	if (s->ip_version == 4) {
+		ip[0] = 0x45;
+		ip[1] = s->tos;
+		put_be16(ip + 2, 20 + SYN_TCP_LEN);
+		ip[6] = 0x40;		/* DF */
+		ip[8] = 64;
+		ip[9] = 6;		/* TCP */
+		memcpy(ip + 12, s->peer_ip, 4);
+		memcpy(ip + 16, s->local_ip, 4);
+	} else {
+		cxe_put_be32(ip, 6U << 28 | (u32)s->tos << 20);
+		put_be16(ip + 4, SYN_TCP_LEN);
+		ip[6] = 6;		/* TCP */
+		ip[7] = 64;
+		memcpy(ip + 8, s->peer_ip, 16);
+		memcpy(ip + 24, s->local_ip, 16);
+	}
+	tcp = ip + ip_len;
+	put_be16(tcp, s->peer_port);
+	put_be16(tcp + 2, s->local_port);
+	cxe_put_be32(tcp + 4, s->peer_isn);
+	tcp[12] = SYN_TCP_LEN / 4 << 4;
+	tcp[13] = 0x02 | (s->ece ? 0x40 : 0) | (s->cwr ? 0x80 : 0);
+	put_be16(tcp + 14, s->window);
+	return len;
+}
+
+/*
+ * CPL_SET_TCB_RPL (16 bytes): opcode/TID ; reserved(16), cookie in bits
+ * 5..7 of its byte, status ; oldval, 0 here (the model keeps no TCB).
+ */
+u32 cxe_model_set_tcb_rpl(u8 *buf, u32 tid, u8 cookie, u8 status)
+{
+	memset(buf, 0, CXE_CPL_SET_TCB_RPL_LEN);
+	cxe_put_be32(buf, (u32)CXE_CPL_SET_TCB_RPL << 24 | (tid & 0xffffff));
+	buf[6] = (cookie & 7) << 5;
+	buf[7] = status;
+	return CXE_CPL_SET_TCB_RPL_LEN;
+}

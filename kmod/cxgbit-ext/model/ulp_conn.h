@@ -81,4 +81,48 @@ int cxe_model_conn_release(struct cxe_model_conn *m);
 /* the chip is done with the TID: it sends nothing more and waits for nothing */
 bool cxe_model_conn_over(const struct cxe_model_conn *m);
 
+/*
+ * The SYN of a connection a listening server takes, as the chip reports
+ * it to the driver in CPL_PASS_ACCEPT_REQ: the CPL (the TCP options the
+ * chip parsed out of the SYN), then the SYN's Ethernet, IP (IPv4 without
+ * options, or IPv6 without extension headers) and TCP headers (20 bytes:
+ * the options are in the CPL). Addresses are in network order; IPv4 in
+ * the first 4 bytes.
+ */
+struct cxe_model_syn {
+	u32 tid;		/* the connection's new TID */
+	u32 stid;		/* the server's */
+	u8 ip_version;		/* 4 or 6 */
+	u8 local_ip[16];
+	u8 peer_ip[16];
+	u16 local_port;
+	u16 peer_port;
+	u32 peer_isn;		/* the SYN's sequence number */
+	u16 window;		/* the SYN's window field */
+	u16 peer_mss;
+	bool wscale_ok;		/* the peer offered window scaling */
+	u8 peer_wscale;		/* its shift, 0..14 */
+	bool sack;
+	bool tstamp;
+	bool ece;		/* TCP flags of the SYN */
+	bool cwr;
+	u8 tos;			/* IPv4 TOS or IPv6 traffic class */
+};
+
+#define CXE_MODEL_ACCEPT_REQ_MAX	(CXE_CPL_PASS_ACCEPT_REQ_LEN + 14 + 40 + 20)
+
+/*
+ * CPL_PASS_ACCEPT_REQ for s, laid out for chip; returns its length, or
+ * -EINVAL (an IP version other than 4 or 6, a window scale above 14),
+ * -ENOSPC (size too small: nothing written).
+ */
+int cxe_model_accept_req(u8 *buf, u32 size, enum cxe_chip chip,
+			 const struct cxe_model_syn *s);
+
+/*
+ * CPL_SET_TCB_RPL (CXE_CPL_SET_TCB_RPL_LEN bytes) answering a
+ * CPL_SET_TCB_FIELD on tid with its cookie; returns its length
+ */
+u32 cxe_model_set_tcb_rpl(u8 *buf, u32 tid, u8 cookie, u8 status);
+
 #endif /* CXE_MODEL_ULP_CONN_H */

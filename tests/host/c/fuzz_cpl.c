@@ -21,7 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct cxe_cpl_conn c;
 		struct cxe_cpl_tcb_rpl t;
 		struct cxe_cpl_listen_rpl l;
+		struct cxe_cpl_tcb_field tf;
+		struct cxe_cpl_rx_ack ra;
 	} out;
+	u8 mask, val;
 	u8 *msg;
 	size_t len;
 	int ret, want;
@@ -34,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!msg)
 		return 0;
 	memcpy(msg, data + 1, len);
-	switch (data[0] % 15) {
+	switch (data[0] % 17) {
 	case 0:
 		ret = cxe_cpl_parse_pass_accept_req(msg, len, chip, &out.a);
 		want = CXE_CPL_PASS_ACCEPT_REQ_LEN;
@@ -90,6 +93,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 13:
 		ret = cxe_cpl_parse_close_listsrv_rpl(msg, len, &out.l);
 		want = CXE_CPL_CLOSE_LISTSRV_RPL_LEN;
+		break;
+	case 14:
+		/* what the chip model reads of the glue's TCB writes */
+		ret = cxe_cpl_parse_set_tcb_field(msg, len, &out.tf);
+		want = 40;
+		if (ret == want && cxe_cpl_tcb_submode(&out.tf, &mask, &val) &&
+		    ((mask | val) & ~(CXE_ULP_CRC_HEADER | CXE_ULP_CRC_DATA) ||
+		     val & ~mask))
+			abort();
+		break;
+	case 15:
+		ret = cxe_cpl_parse_rx_data_ack(msg, len, &out.ra);
+		want = 24;
 		break;
 	default:
 		ret = cxe_cpl_opcode(msg, len);

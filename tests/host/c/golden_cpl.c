@@ -95,6 +95,9 @@ static void test_constants(void)
 	CHECK(CXE_CPL_ERR_RTX_NEG_ADVICE == CPL_ERR_RTX_NEG_ADVICE);
 	CHECK(CXE_CPL_ERR_PERSIST_NEG_ADVICE == CPL_ERR_PERSIST_NEG_ADVICE);
 	CHECK(CXE_CPL_ERR_KEEPALV_NEG_ADVICE == CPL_ERR_KEEPALV_NEG_ADVICE);
+	CHECK(CXE_CPL_ERR_CONN_RESET == CPL_ERR_CONN_RESET);
+	CHECK(CXE_CPL_ERR_XMIT_TIMEDOUT == CPL_ERR_XMIT_TIMEDOUT);
+	CHECK(CXE_CPL_ERR_KEEPALIVE_TIMEDOUT == CPL_ERR_KEEPALIVE_TIMEDOUT);
 	CHECK(CXE_ULP_CRC_HEADER == ULP_CRC_HEADER);
 	CHECK(CXE_ULP_CRC_DATA == ULP_CRC_DATA);
 	CHECK(CXE_FW4_ACK_SEQVAL == CPL_FW4_ACK_FLAGS_SEQVAL);
@@ -212,13 +215,19 @@ static void golden_set_tcb(void)
 	};
 	u8 ours[64], ref[CXE_CPL_SET_TCB_FIELD_LEN] = { 0 };
 	bool h = random() & 1, d = random() & 1;
-	u8 pgidx = random() & 3;
+	u8 pgidx = random() & 3, mask, val;
+	struct cxe_cpl_tcb_field g;
 	int len;
 
 	ref_set_tcb(ref, f.tid, f.reply_qid, f.no_reply, f.cookie, f.word,
 		    f.mask, f.val);
 	len = cxe_cpl_set_tcb_field(ours, sizeof(ours), &f);
 	same("SET_TCB_FIELD", ours, len, ref, sizeof(ref));
+	/* read back as the chip model takes it */
+	CHECK(cxe_cpl_parse_set_tcb_field(ref, sizeof(ref), &g) == 40);
+	CHECK(g.tid == f.tid && g.reply_qid == f.reply_qid &&
+	      g.no_reply == f.no_reply && g.cookie == f.cookie &&
+	      g.word == f.word && g.mask == f.mask && g.val == f.val);
 
 	/* as mainline sets the digest submode and page size index */
 	memset(ref, 0, sizeof(ref));
@@ -227,6 +236,9 @@ static void golden_set_tcb(void)
 	len = cxe_cpl_set_tcb_submode(ours, sizeof(ours), f.tid, f.reply_qid,
 				      h, d);
 	same("SET_TCB_FIELD submode", ours, len, ref, sizeof(ref));
+	CHECK(cxe_cpl_parse_set_tcb_field(ref, sizeof(ref), &g) == 40);
+	CHECK(cxe_cpl_tcb_submode(&g, &mask, &val) && mask == 3 &&
+	      val == ((h ? ULP_CRC_HEADER : 0) | (d ? ULP_CRC_DATA : 0)));
 	memset(ref, 0, sizeof(ref));
 	ref_set_tcb(ref, f.tid, f.reply_qid, 0, 0, 0, 0x3 << 8,
 		    (u64)pgidx << 8);
@@ -387,6 +399,7 @@ static void golden_small(void)
 	struct cpl_abort_req *ab = (void *)ref;
 	struct cpl_abort_rpl *ar = (void *)ref;
 	bool rst = random() & 1;
+	struct cxe_cpl_rx_ack b;
 	int len;
 
 	if (a.set_dack)
@@ -400,6 +413,11 @@ static void golden_small(void)
 			      RX_DACK_MODE_V((u32)a.dack_mode) : 0));
 	len = cxe_cpl_rx_data_ack(ours, sizeof(ours), &a);
 	same("RX_DATA_ACK", ours, len, ref, roundup(sizeof(*ack), 16));
+	CHECK(cxe_cpl_parse_rx_data_ack(ref, sizeof(*ack), &b) ==
+	      (int)sizeof(*ack));
+	CHECK(b.tid == tid && b.credits == a.credits &&
+	      b.set_dack == a.set_dack && b.dack_mode == a.dack_mode &&
+	      b.force_ack == a.force_ack);
 
 	memset(ref, 0, sizeof(ref));
 	ref_tp_wr(&cl->wr, sizeof(*cl), tid);
@@ -970,6 +988,76 @@ static void golden_model_conn(void)
 }
 
 /*
+ * The connection model's CPL_PASS_ACCEPT_REQ, read with the headers'
+ * struct and macros, as a driver reads it (cxgbit's and chtls's fields)
+ */
+static void golden_model_accept_req(enum cxe_chip chip, bool v6)
+{
+	u8 buf[CXE_MODEL_ACCEPT_REQ_MAX];
+	const struct cpl_pass_accept_req *req = (const void *)buf;
+	struct cxe_model_syn s = {
+		.tid = rnd32() & 0xffffff, .stid = rnd32() & 0xffffff,
+		.ip_version = v6 ? 6 : 4, .local_port = rnd32(),
+		.peer_port = rnd32(), .peer_isn = rnd32(), .window = rnd32(),
+		.peer_mss = rnd32(), .wscale_ok = random() & 1,
+		.peer_wscale = random() % 15, .sack = random() & 1,
+		.tstamp = random() & 1, .ece = random() & 1,
+		.cwr = random() & 1, .tos = random(),
+	};
+	u32 ip = v6 ? 40 : 20, hl;
+	const u8 *iph = buf + sizeof(*req) + 14, *tcph = iph + ip;
+	int len;
+
+	for (int i = 0; i < 16; i++) {
+		s.local_ip[i] = random();
+		s.peer_ip[i] = random();
+	}
+	len = cxe_model_accept_req(buf, sizeof(buf), chip, &s);
+	CHECK(len == (int)(sizeof(*req) + 14 + ip + 20));
+	CHECK(ntohl(OPCODE_TID(req)) >> 24 == CPL_PASS_ACCEPT_REQ);
+	CHECK(GET_TID(req) == s.tid);
+	CHECK(PASS_OPEN_TID_G(ntohl(req->tos_stid)) == s.stid);
+	CHECK(PASS_OPEN_TOS_G(ntohl(req->tos_stid)) == s.tos);
+	CHECK(ntohs(req->len) == 14 + ip + 20);
+	hl = ntohl(req->hdr_len);
+	if (chip == CXE_CHIP_T5)
+		CHECK(ETH_HDR_LEN_G(hl) == 14 && IP_HDR_LEN_G(hl) == ip &&
+		      TCP_HDR_LEN_G(hl) == 20);
+	else
+		CHECK(T6_ETH_HDR_LEN_G(hl) == 14 && T6_IP_HDR_LEN_G(hl) == ip &&
+		      T6_TCP_HDR_LEN_G(hl) == 20);
+	CHECK(SYN_RX_CHAN_G(hl) == 0);
+	CHECK(ntohs(req->tcpopt.mss) == s.peer_mss);
+	/* chtls takes a scale above 14 for none offered */
+	CHECK(s.wscale_ok ? req->tcpopt.wsf == s.peer_wscale : req->tcpopt.wsf > 14);
+	CHECK(req->tcpopt.sack == s.sack && req->tcpopt.tstamp == s.tstamp);
+	CHECK((iph[0] >> 4) == (v6 ? 6 : 4));
+	if (v6) {
+		CHECK(!memcmp(iph + 8, s.peer_ip, 16) && !memcmp(iph + 24, s.local_ip, 16));
+	} else {
+		CHECK((iph[0] & 0xf) * 4 == 20 && iph[1] == s.tos);
+		CHECK(!memcmp(iph + 12, s.peer_ip, 4) && !memcmp(iph + 16, s.local_ip, 4));
+	}
+	CHECK((tcph[0] << 8 | tcph[1]) == s.peer_port);
+	CHECK((tcph[2] << 8 | tcph[3]) == s.local_port);
+	CHECK(!!(tcph[13] & 0x40) == s.ece && !!(tcph[13] & 0x80) == s.cwr);
+}
+
+/* the connection model's CPL_SET_TCB_RPL, read with the headers' struct */
+static void golden_model_set_tcb_rpl(void)
+{
+	u8 buf[CXE_CPL_SET_TCB_RPL_LEN];
+	const struct cpl_set_tcb_rpl *tr = (const void *)buf;
+	u32 tid = rnd32() & 0xffffff;
+	u8 cookie = random() & TCB_COOKIE_M, st = random();
+
+	CHECK(cxe_model_set_tcb_rpl(buf, tid, cookie, st) == sizeof(*tr));
+	CHECK(ntohl(OPCODE_TID(tr)) >> 24 == CPL_SET_TCB_RPL && GET_TID(tr) == tid);
+	CHECK(TCB_COOKIE_G(tr->cookie) == cookie && tr->status == st);
+	CHECK(tr->oldval == 0);
+}
+
+/*
  * The options of an accept: the MTU table entry, window and scale chosen
  * as mainline cxgbit chooses them (cxgbit_pass_accept_req() clamps the
  * path MTU to the peer's MSS, cxgb_best_mtu() asks
@@ -1047,6 +1135,9 @@ int main(int argc, char **argv)
 		golden_fw4_ack();
 		golden_model_conn();
 		golden_accept_opts();
+		golden_model_accept_req(CXE_CHIP_T5, i & 1);
+		golden_model_accept_req(CXE_CHIP_T6, i & 1);
+		golden_model_set_tcb_rpl();
 	}
 	printf("golden_cpl %s: %d checks against cxgb4's headers, %d failures\n",
 	       argc > 1 ? argv[1] : "", checks, failures);

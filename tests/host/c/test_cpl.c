@@ -5,12 +5,15 @@
  * returns and its refusals (buffer one byte short and left untouched,
  * arguments that do not fit); each parser on hand-made messages, on every
  * truncation and on a wrong opcode; the PASS_ACCEPT_REQ 4-tuple for IPv4
- * and IPv6 on both chips. The golden test checks the same messages
- * against cxgb4's own headers.
+ * and IPv6 on both chips. The backend's own requests read back as the
+ * chip model takes them, and the model's CPL_PASS_ACCEPT_REQ and
+ * CPL_SET_TCB_RPL (model/ulp_conn.c) through the parsers. The golden test
+ * checks the same messages against cxgb4's own headers.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include "cpl.h"
+#include "ulp_conn.h"
 #include "check.h"
 
 static u32 be32(const u8 *p, unsigned int off)
@@ -642,6 +645,155 @@ static void test_conn(void)
 	CHECK(cxe_cpl_opcode(NULL, 4) == -EBADMSG);
 }
 
+/* the backend's requests read back as the chip model takes them */
+static void test_requests_back(void)
+{
+	struct cxe_cpl_tcb_field f = {
+		.tid = 0x3abcde, .reply_qid = 0x2abc, .no_reply = true,
+		.cookie = 5, .word = 31, .mask = 0x0123456789abcdefULL,
+		.val = 0xfedcba9876543210ULL,
+	}, g;
+	struct cxe_cpl_rx_ack a = {
+		.tid = 0x123456, .credits = 0x0fedcba, .set_dack = true,
+		.dack_mode = 2, .force_ack = true,
+	}, b;
+	u8 buf[64], mask, val;
+
+	CHECK(cxe_cpl_set_tcb_field(buf, sizeof(buf), &f) == 48);
+	CHECK(cxe_cpl_parse_set_tcb_field(buf, 48, &g) == 40);
+	CHECK(g.tid == f.tid && g.reply_qid == f.reply_qid && g.no_reply);
+	CHECK(g.cookie == 5 && g.word == 31 && g.mask == f.mask &&
+	      g.val == f.val);
+	CHECK(!cxe_cpl_tcb_submode(&g, &mask, &val));	/* another word */
+	REFUSALS(cxe_cpl_parse_set_tcb_field, buf, 48, 40);
+	buf[16] = CXE_CPL_RX_DATA_ACK;			/* another CPL */
+	CHECK(cxe_cpl_parse_set_tcb_field(buf, 48, &g) == -EBADMSG);
+	buf[16] = CXE_CPL_SET_TCB_FIELD;
+	buf[3] = 8;					/* immediate length */
+	CHECK(cxe_cpl_parse_set_tcb_field(buf, 48, &g) == -EBADMSG);
+	buf[3] = 24;
+	set32(buf, 4, (0x3abcdf << 8) | 3);		/* flow id not the TID */
+	CHECK(cxe_cpl_parse_set_tcb_field(buf, 48, &g) == -EBADMSG);
+
+	for (int h = 0; h < 2; h++)
+		for (int d = 0; d < 2; d++) {
+			CHECK(cxe_cpl_set_tcb_submode(buf, sizeof(buf), 9, 3,
+						      h, d) == 48);
+			CHECK(cxe_cpl_parse_set_tcb_field(buf, 48, &g) == 40);
+			CHECK(g.tid == 9 && g.reply_qid == 3 && !g.no_reply);
+			CHECK(cxe_cpl_tcb_submode(&g, &mask, &val));
+			CHECK(mask == 3 && val == (h | d << 1));
+		}
+	/* a write of the header digest bit alone */
+	g.mask = (u64)CXE_ULP_CRC_HEADER << 4;
+	g.val = ~0ULL;
+	CHECK(cxe_cpl_tcb_submode(&g, &mask, &val));
+	CHECK(mask == CXE_ULP_CRC_HEADER && val == CXE_ULP_CRC_HEADER);
+	CHECK(cxe_cpl_set_tcb_pgidx(buf, sizeof(buf), 9, 3, 2) == 48);
+	CHECK(cxe_cpl_parse_set_tcb_field(buf, 48, &g) == 40);
+	CHECK(!cxe_cpl_tcb_submode(&g, &mask, &val));
+	CHECK(!cxe_cpl_tcb_submode(NULL, &mask, &val));
+
+	CHECK(cxe_cpl_rx_data_ack(buf, sizeof(buf), &a) == 32);
+	CHECK(cxe_cpl_parse_rx_data_ack(buf, 32, &b) == 24);
+	CHECK(b.tid == a.tid && b.credits == a.credits && b.set_dack &&
+	      b.dack_mode == 2 && b.force_ack);
+	REFUSALS(cxe_cpl_parse_rx_data_ack, buf, 32, 24);
+	a.set_dack = false;
+	a.dack_mode = 0;
+	a.force_ack = false;
+	CHECK(cxe_cpl_rx_data_ack(buf, sizeof(buf), &a) == 32);
+	CHECK(cxe_cpl_parse_rx_data_ack(buf, 32, &b) == 24);
+	CHECK(b.credits == a.credits && !b.set_dack && !b.force_ack);
+	CHECK(cxe_cpl_close_con_req(buf, sizeof(buf), 0x123456) == 32);
+	CHECK(cxe_cpl_parse_rx_data_ack(buf, 32, &b) == -EBADMSG);
+}
+
+/* the model's CPL_PASS_ACCEPT_REQ, field by field through the parser */
+static void test_model_accept_req(void)
+{
+	struct cxe_cpl_accept_req r;
+	u8 m[CXE_MODEL_ACCEPT_REQ_MAX + 8];
+
+	for (int c = 0; c < 2; c++)
+		for (int v = 0; v < 8; v++) {
+			enum cxe_chip chip = c ? CXE_CHIP_T6 : CXE_CHIP_T5;
+			bool v6 = v & 1, opts = v & 2, flags = v & 4;
+			struct cxe_model_syn s = {
+				.tid = 0xabcdef, .stid = 0x12345,
+				.ip_version = v6 ? 6 : 4, .local_port = 3260,
+				.peer_port = 51000, .peer_isn = 0xdeadbeef,
+				.window = 64240, .peer_mss = 1460,
+				.wscale_ok = opts, .peer_wscale = 7,
+				.sack = opts, .tstamp = !opts, .ece = flags,
+				.cwr = !flags, .tos = 0x48,
+			};
+			u32 len = 24 + 14 + (v6 ? 40 : 20) + 20;
+			const u8 *ip = m + 24 + 14, *tcp = ip + (v6 ? 40 : 20);
+
+			for (int i = 0; i < 16; i++) {
+				s.local_ip[i] = 0x40 + i;
+				s.peer_ip[i] = 0x20 + i;
+			}
+			memset(m, 0xa5, sizeof(m));
+			CHECK(cxe_model_accept_req(m, len, chip, &s) == (int)len);
+			CHECK(m[len] == 0xa5);
+			CHECK(cxe_cpl_parse_pass_accept_req(m, len, chip, &r) == 24);
+			CHECK(r.tid == 0xabcdef && r.stid == 0x12345 && r.tos == 0x48);
+			CHECK(r.syn_len == len - 24);
+			CHECK(r.eth_len == 14 && r.ip_len == (v6 ? 40 : 20) &&
+			      r.tcp_len == 20);
+			CHECK(r.rx_chan == 0 && r.intf == 0 && r.vlan == 0);
+			CHECK(r.peer_mss == 1460);
+			CHECK(r.peer_wscale == (opts ? 7 : 15));
+			CHECK(r.sack == opts && r.tstamp == !opts);
+			CHECK(r.ece == flags && r.cwr == !flags);
+			CHECK(r.ip_version == (v6 ? 6 : 4));
+			CHECK(!memcmp(r.local_ip, s.local_ip, v6 ? 16 : 4));
+			CHECK(!memcmp(r.peer_ip, s.peer_ip, v6 ? 16 : 4));
+			CHECK(r.local_port == 3260 && r.peer_port == 51000);
+			/* a SYN: its flags, sequence number and window */
+			CHECK((tcp[13] & 0x3f) == 0x02 && be32(tcp, 4) == 0xdeadbeef);
+			CHECK((tcp[14] << 8 | tcp[15]) == 64240);
+			if (v6)
+				CHECK((be32(ip, 0) >> 20 & 0xff) == 0x48 && ip[6] == 6);
+			else
+				CHECK(ip[1] == 0x48 && ip[9] == 6 &&
+				      (ip[2] << 8 | ip[3]) == 40);
+			/* the other chip reads other lengths */
+			CHECK(cxe_cpl_parse_pass_accept_req(m, len, c ?
+					CXE_CHIP_T5 : CXE_CHIP_T6, &r) ==
+			      -EBADMSG || r.eth_len != 14);
+			/* one byte short: refused, nothing written */
+			memset(m, 0xa5, sizeof(m));
+			CHECK(cxe_model_accept_req(m, len - 1, chip, &s) == -ENOSPC);
+			CHECK(m[0] == 0xa5 && m[len - 2] == 0xa5);
+			s.ip_version = 5;
+			CHECK(cxe_model_accept_req(m, sizeof(m), chip, &s) == -EINVAL);
+			s.ip_version = 4;
+			s.peer_wscale = 15;
+			CHECK(cxe_model_accept_req(m, sizeof(m), chip, &s) ==
+			      (opts ? -EINVAL : 24 + 14 + 20 + 20));
+			CHECK(cxe_model_accept_req(m, sizeof(m), 3, &s) == -EINVAL);
+		}
+}
+
+static void test_model_set_tcb_rpl(void)
+{
+	struct cxe_cpl_tcb_rpl t;
+	u8 m[CXE_CPL_SET_TCB_RPL_LEN];
+
+	for (u8 cookie = 0; cookie < 8; cookie++) {
+		memset(m, 0xa5, sizeof(m));
+		CHECK(cxe_model_set_tcb_rpl(m, 0x123456, cookie, cookie * 3) ==
+		      CXE_CPL_SET_TCB_RPL_LEN);
+		CHECK(cxe_cpl_parse_set_tcb_rpl(m, sizeof(m), &t) ==
+		      CXE_CPL_SET_TCB_RPL_LEN);
+		CHECK(t.tid == 0x123456 && t.cookie == cookie &&
+		      t.status == cookie * 3 && t.oldval == 0);
+	}
+}
+
 /* random messages of every length: no crash, only -EBADMSG or the CPL's length */
 static void test_random(void)
 {
@@ -678,6 +830,9 @@ int main(void)
 	test_establish();
 	test_iscsi();
 	test_conn();
+	test_requests_back();
+	test_model_accept_req();
+	test_model_set_tcb_rpl();
 	test_random();
 	printf("test_cpl: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;

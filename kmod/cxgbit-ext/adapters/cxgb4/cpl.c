@@ -257,6 +257,59 @@ int cxe_cpl_set_tcb_pgidx(void *buf, size_t size, u32 tid, u16 reply_qid,
 	return cxe_cpl_set_tcb_field(buf, size, &f);
 }
 
+/*
+ * A CPL the backend sends in a TP work request, as the chip takes it: the
+ * header is FW_TP_WR with the CPL's length as its immediate data and the
+ * CPL's TID as its flow id (tp_wr() above)
+ */
+static int take_tp_wr(const void *buf, size_t len, unsigned int cpl_len,
+		      u8 op, u32 *tid)
+{
+	const u8 *p = buf;
+
+	if (!buf || len < cpl_len || p[0] != CXE_FW_TP_WR || p[16] != op ||
+	    p[3] != cpl_len - 16)
+		return -EBADMSG;
+	*tid = get32(p, 16) & 0xffffff;
+	if ((get32(p, 4) >> WR_FLOWID_SHIFT) != *tid)
+		return -EBADMSG;
+	return 0;
+}
+
+int cxe_cpl_parse_set_tcb_field(const void *buf, size_t len,
+				struct cxe_cpl_tcb_field *f)
+{
+	const u8 *p = buf;
+	u16 ctrl, wc;
+
+	if (!f)
+		return -EBADMSG;
+	memset(f, 0, sizeof(*f));
+	if (take_tp_wr(buf, len, 40, CXE_CPL_SET_TCB_FIELD, &f->tid))
+		return -EBADMSG;
+	ctrl = get16(p, 20);
+	wc = get16(p, 22);
+	f->no_reply = ctrl & TCB_NO_REPLY;
+	f->reply_qid = ctrl & TCB_REPLY_QUEUE_MAX;
+	f->cookie = wc >> TCB_COOKIE_SHIFT & 7;
+	f->word = wc & (TCB_WORDS - 1);
+	f->mask = get64(p, 24);
+	f->val = get64(p, 32);
+	return 40;
+}
+
+bool cxe_cpl_tcb_submode(const struct cxe_cpl_tcb_field *f, u8 *mask, u8 *val)
+{
+	const u64 bits = CXE_ULP_CRC_HEADER | CXE_ULP_CRC_DATA;
+
+	if (!f || f->word != TCB_ULP_WORD ||
+	    !(f->mask & bits << TCB_SUBMODE_SHIFT))
+		return false;
+	*mask = f->mask >> TCB_SUBMODE_SHIFT & bits;
+	*val = f->val >> TCB_SUBMODE_SHIFT & *mask;
+	return true;
+}
+
 /* ---- FW_FLOWC_WR ---- */
 
 enum {
@@ -469,6 +522,24 @@ int cxe_cpl_rx_data_ack(void *buf, size_t size, const struct cxe_cpl_rx_ack *a)
 	tp_wr(p, 24, CXE_CPL_RX_DATA_ACK, a->tid);
 	put32(p, 20, v);
 	return CXE_CPL_RX_DATA_ACK_LEN;
+}
+
+int cxe_cpl_parse_rx_data_ack(const void *buf, size_t len,
+			      struct cxe_cpl_rx_ack *a)
+{
+	u32 v;
+
+	if (!a)
+		return -EBADMSG;
+	memset(a, 0, sizeof(*a));
+	if (take_tp_wr(buf, len, 24, CXE_CPL_RX_DATA_ACK, &a->tid))
+		return -EBADMSG;
+	v = get32(buf, 20);
+	a->credits = v & RXACK_CREDITS_MAX;
+	a->force_ack = v & RXACK_FORCE_ACK;
+	a->set_dack = v & RXACK_DACK_CHANGE;
+	a->dack_mode = v >> RXACK_DACK_MODE_SHIFT & 3;
+	return 24;
 }
 
 /* layout: WR header, opcode/TID, 4 reserved bytes */

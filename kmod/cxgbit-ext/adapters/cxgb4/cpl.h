@@ -62,6 +62,10 @@ enum cxe_chip {
 #define CXE_CPL_ERR_RTX_NEG_ADVICE	35
 #define CXE_CPL_ERR_PERSIST_NEG_ADVICE	36
 #define CXE_CPL_ERR_KEEPALV_NEG_ADVICE	37
+/* and some of a connection the chip ended (t4_msg.h's enum CPL_error) */
+#define CXE_CPL_ERR_CONN_RESET		20	/* the peer's RST */
+#define CXE_CPL_ERR_XMIT_TIMEDOUT	31	/* retransmissions gave up */
+#define CXE_CPL_ERR_KEEPALIVE_TIMEDOUT	34
 
 /* TCB ULP submode bits: the chip checks/inserts these digests */
 #define CXE_ULP_CRC_HEADER		0x1
@@ -142,6 +146,19 @@ int cxe_cpl_set_tcb_submode(void *buf, size_t size, u32 tid, u16 reply_qid,
 /* DDP page size index (0..3) the connection's page pods use */
 int cxe_cpl_set_tcb_pgidx(void *buf, size_t size, u32 tid, u16 reply_qid,
 			  u8 pgidx);
+/*
+ * The request read back, as the chip takes it (the chip model): the whole
+ * TP work request the builder writes; returns the bytes it reads (40) or
+ * -EBADMSG for a short one, another request, or a header whose flow id or
+ * immediate length disagrees with its CPL.
+ */
+int cxe_cpl_parse_set_tcb_field(const void *buf, size_t len,
+				struct cxe_cpl_tcb_field *f);
+/*
+ * Whether a TCB write changes the iSCSI ULP submode; if so, which of the
+ * CXE_ULP_CRC_* bits it changes (*mask) and what it sets them to (*val).
+ */
+bool cxe_cpl_tcb_submode(const struct cxe_cpl_tcb_field *f, u8 *mask, u8 *val);
 
 struct cxe_fw_flowc {
 	u32 tid;
@@ -204,6 +221,9 @@ struct cxe_cpl_rx_ack {
 };
 
 int cxe_cpl_rx_data_ack(void *buf, size_t size, const struct cxe_cpl_rx_ack *a);
+/* read back as the chip takes it, as cxe_cpl_parse_set_tcb_field() (24) */
+int cxe_cpl_parse_rx_data_ack(const void *buf, size_t len,
+			      struct cxe_cpl_rx_ack *a);
 int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid);
 /* rst: the chip sends a RST (CPL_ABORT_SEND_RST) or not (CPL_ABORT_NO_RST) */
 int cxe_cpl_abort_req(void *buf, size_t size, u32 tid, bool rst);
