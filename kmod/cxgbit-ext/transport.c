@@ -574,6 +574,14 @@ static int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 		/* from here LIO's answer is final: no hand-back to stock */
 		WRITE_ONCE(c->logged_in, true);
 	}
+	/*
+	 * LIO reads the next Login request by itself only on a socket it
+	 * watches (conn->sock, lent by a socket-based adapter); for one
+	 * carried by a device the transport asks for it, as mainline cxgbit
+	 * does.
+	 */
+	if (!login->login_complete && !login->login_failed && !conn->sock)
+		schedule_delayed_work(&conn->login_work, 0);
 	return 0;
 }
 
