@@ -597,6 +597,40 @@ static bool cxe_adapter_name_ok(const char *name)
 	return true;
 }
 
+/* An adapter of backend b, every offload on, not listed */
+static struct cxe_adapter *cxe_adapter_alloc(const char *name,
+					     const struct cxe_backend *b)
+{
+	struct cxe_adapter *a;
+
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return ERR_PTR(-ENOMEM);
+	a->stats = alloc_percpu(struct cxe_stats);
+	if (!a->stats) {
+		kfree(a);
+		return ERR_PTR(-ENOMEM);
+	}
+	strscpy(a->name, name, sizeof(a->name));
+	a->backend = b;
+	a->ddp = true;
+	a->iso = true;
+	config_group_init_type_name(&a->group, a->name, &cxe_adapter_type);
+	return a;
+}
+
+/*
+ * An adapter of a backend with devices of its own (struct cxe_adapter
+ * for its connections: their counters, their reference). Not in
+ * adapters/ and never steered to: the backend's device decides what it
+ * takes. cxe_adapter_put() drops it.
+ */
+struct cxe_adapter *cxe_adapter_add(const char *name,
+				    const struct cxe_backend *b)
+{
+	return cxe_adapter_alloc(name, b);
+}
+
 /*
  * An adapter of the backend whose adapters are made by name (the software
  * one), serving no netdev, with every offload on, listed.
@@ -613,19 +647,9 @@ static struct cxe_adapter *cxe_adapter_new(const char *name)
 		       name, IFNAMSIZ - 1);
 		return ERR_PTR(-EINVAL);
 	}
-	a = kzalloc(sizeof(*a), GFP_KERNEL);
-	if (!a)
-		return ERR_PTR(-ENOMEM);
-	a->stats = alloc_percpu(struct cxe_stats);
-	if (!a->stats) {
-		kfree(a);
-		return ERR_PTR(-ENOMEM);
-	}
-	strscpy(a->name, name, sizeof(a->name));
-	a->backend = b;
-	a->ddp = true;
-	a->iso = true;
-	config_group_init_type_name(&a->group, a->name, &cxe_adapter_type);
+	a = cxe_adapter_alloc(name, b);
+	if (IS_ERR(a))
+		return a;
 	spin_lock_bh(&cxe_adapters_lock);
 	list_add_tail(&a->node, &cxe_adapters);
 	spin_unlock_bh(&cxe_adapters_lock);

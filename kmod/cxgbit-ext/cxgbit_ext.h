@@ -187,6 +187,8 @@ void cxe_backends_reset_handed_back(const char *target);
 void cxe_backends_listen(struct cxe_np *cnp);
 int cxe_backends_accepting(const struct cxe_backend **out, int n);
 void cxe_backends_unlisten(struct cxe_np *cnp);
+struct sock *cxe_backends_steer(const struct cxe_np *cnp,
+				const struct net_device *dev);
 
 /* holds.c: targets whose refused logins are not handed back */
 bool cxe_hold_has(const char *target, size_t len);
@@ -202,6 +204,8 @@ ssize_t cxe_portal_state_show(const struct cxe_np *cnp, char *page, ssize_t at);
 /* the portal's address, NULL for a wildcard; the netdev it is on (RCU held) */
 const void *cxe_portal_ip(const struct cxe_np *cnp);
 struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip);
+struct cxe_adapter *cxe_adapter_add(const char *name,
+				    const struct cxe_backend *b);
 /* a netdev by name, the writer's namespace first: -ENODEV, -EEXIST (several) */
 int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex);
 

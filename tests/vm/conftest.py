@@ -6,7 +6,7 @@ import os
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -212,8 +212,9 @@ CFS = Path("/sys/kernel/config/cxgbit_ext")
 
 
 @contextmanager
-def offloaded_target(ko: Path, topo_: Topology) -> Iterator[None]:
-    """LIO + cxgbit_ext with soft0 serving tgt0 only, and the target of topo_.
+def offloaded_target(ko: Path, topo_: Topology, before: Callable[[], None] | None = None) -> Iterator[None]:
+    """LIO + cxgbit_ext with soft0 serving tgt0 only, and the target of topo_
+    (made after ``before``, when given, has run).
 
     The target is created from the target host (netns tgt); a portal on
     0.0.0.0 is then reached offloaded over tgt0 and stock over tgt1.
@@ -227,6 +228,8 @@ def offloaded_target(ko: Path, topo_: Topology) -> Iterator[None]:
     created = False
     try:
         (CFS / "adapters/soft0/netdev").write_text(topo.LINKS[0].tgt_dev)
+        if before:
+            before()
         with topo.in_netns():
             topology.create(topo_)
         created = True

@@ -4,8 +4,9 @@ No Chelsio adapter exists here: a modelled one (cxgb4_models) stands in
 for it below the glue, its port a netdev of the target host, and answers
 what the glue asks of the chip from the model of its server table. An
 offloaded portal on an address of that port gets a listening server on
-it; the portal goes on working through the software adapter (the
-backend accepts no connection yet), and so does every other portal.
+it, and its sessions are then the model's (test_cxgb4_conns.py has what
+they do); every other portal goes on working through the software
+adapter.
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ def make_portal(made: list[tuple[str, int]], ip: str, port: int) -> None:
 
 
 def login_offloaded(ip: str, port: int) -> None:
-    """A session on the portal, carried by the software adapter: what it
-    writes reads back equal."""
+    """A session on the portal, offloaded (by the model when it has a
+    server for the portal, else by the software adapter): what it writes
+    reads back equal."""
     c = Connection(ip, port)
     try:
         c.login(PDU_INITIATOR, f"{IQN}-{port}")
@@ -109,7 +111,8 @@ def test_a_portal_on_a_modelled_adapters_port_gets_a_server(
     models(f"add m0 chip=t6 netdev={OFF.tgt_dev}")
     try:
         line = MODELS.read_text()
-        assert line == f"m0 chip=T6model netdev={OFF.tgt_dev} answer_ms=0 table=16 servers=0 refused=0\n", line
+        want = f"m0 chip=T6model netdev={OFF.tgt_dev} answer_ms=0 table=16 servers=0 refused=0"
+        assert line == want + " conns=0 refused_msgs=0 bad_releases=0\n", line
         assert adapter("m0")["servers"] == "0"
         make_portal(portal_target, OFF.tgt_ip, 3262)
         got = adapter("m0")

@@ -30,17 +30,6 @@
 static LIST_HEAD(cxe_c4devs);
 static DEFINE_MUTEX(cxe_c4devs_lock);	/* the list, and the portals' */
 
-/* One listening server: an STID on one adapter for one portal */
-struct cxe_c4srv {
-	struct kref		ref;	/* its portal's, the STID map's, work's */
-	struct cxe_c4dev	*dev;	/* with a reference */
-	struct cxe_c4lsn	l;	/* under dev->lock */
-	wait_queue_head_t	answered;	/* its waiter: !l.waiting */
-	struct work_struct	remove;	/* a removal the receive path decided */
-	bool			ipv6;
-	struct list_head	node;	/* its portal's servers */
-};
-
 /* An offloaded portal the backend listens for */
 struct cxe_c4portal {
 	struct list_head	node;	/* cxe_c4portals */
@@ -51,13 +40,16 @@ struct cxe_c4portal {
 static LIST_HEAD(cxe_c4portals);
 
 /* removals the receive path decided (they need process context) */
-static struct workqueue_struct *cxe_c4_wq;
+struct workqueue_struct *cxe_c4_wq;
 
 static void cxe_c4dev_free(struct kref *ref)
 {
 	struct cxe_c4dev *d = container_of(ref, struct cxe_c4dev, ref);
 
 	xa_destroy(&d->servers);
+	xa_destroy(&d->tids);
+	if (d->adapter)
+		cxe_adapter_put(d->adapter);
 	d->ops->release(d);
 }
 
@@ -73,29 +65,29 @@ void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
 	spin_lock_init(&d->lock);
 	/* stored in process context, erased in the receive path's */
 	xa_init_flags(&d->servers, XA_FLAGS_LOCK_BH);
+	xa_init_flags(&d->tids, XA_FLAGS_LOCK_BH);
 	atomic64_set(&d->cpl_dropped, 0);
 }
 
 void cxe_c4dev_add(struct cxe_c4dev *d)
 {
 	mutex_lock(&cxe_c4devs_lock);
-	list_add_tail(&d->node, &cxe_c4devs);
+	list_add_tail_rcu(&d->node, &cxe_c4devs);
 	mutex_unlock(&cxe_c4devs_lock);
 }
 
 int cxe_c4dev_del(struct cxe_c4dev *d)
 {
 	mutex_lock(&cxe_c4devs_lock);
-	if (!xa_empty(&d->servers)) {
+	if (!xa_empty(&d->servers) || !xa_empty(&d->tids)) {
 		mutex_unlock(&cxe_c4devs_lock);
 		return -EBUSY;
 	}
-	list_del(&d->node);
+	list_del_rcu(&d->node);
 	mutex_unlock(&cxe_c4devs_lock);
+	synchronize_rcu();	/* the steering hook's readers */
 	return 0;
 }
-
-static void cxe_c4srv_put(struct cxe_c4srv *s);
 
 void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops)
 {
@@ -107,11 +99,13 @@ void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops)
 	list_for_each_entry_safe(d, tmp, &cxe_c4devs, node) {
 		if (d->ops != ops)
 			continue;
-		list_del(&d->node);
+		list_del_rcu(&d->node);
+		synchronize_rcu();
 		xa_for_each(&d->servers, stid, s) {
 			xa_erase_bh(&d->servers, stid);
 			cxe_c4srv_put(s);
 		}
+		cxe_c4dev_drop_tids(d);
 		cxe_c4dev_put(d);
 	}
 	mutex_unlock(&cxe_c4devs_lock);
@@ -127,7 +121,7 @@ static void cxe_c4srv_free(struct kref *ref)
 	kfree(s);
 }
 
-static void cxe_c4srv_put(struct cxe_c4srv *s)
+void cxe_c4srv_put(struct cxe_c4srv *s)
 {
 	kref_put(&s->ref, cxe_c4srv_free);
 }
@@ -236,11 +230,20 @@ static int cxe_c4srv_wait(struct cxe_c4srv *s)
 	return err;
 }
 
+/* The portal no longer takes the server's connections */
+static void cxe_c4srv_stop(struct cxe_c4srv *s)
+{
+	spin_lock_bh(&s->dev->lock);
+	s->cnp = NULL;
+	spin_unlock_bh(&s->dev->lock);
+	cxe_c4srv_drop_ready(s);
+}
+
 /* A server on d for the portal's address; the portal's reference, or NULL */
 static struct cxe_c4srv *cxe_c4srv_open(struct cxe_c4dev *d,
-					const struct sockaddr_storage *addr,
-					int *err)
+					struct cxe_np *cnp, int *err)
 {
+	const struct sockaddr_storage *addr = &cnp->addr;
 	struct cxe_c4srv *s;
 	int stid, ret;
 
@@ -255,6 +258,7 @@ static struct cxe_c4srv *cxe_c4srv_open(struct cxe_c4dev *d,
 	s->ipv6 = addr->ss_family == AF_INET6;
 	init_waitqueue_head(&s->answered);
 	INIT_WORK(&s->remove, cxe_c4srv_remove_work);
+	INIT_LIST_HEAD(&s->ready);
 	stid = d->ops->alloc_stid(d, addr->ss_family);
 	if (stid < 0) {
 		*err = -ENOSPC;
@@ -262,6 +266,7 @@ static struct cxe_c4srv *cxe_c4srv_open(struct cxe_c4dev *d,
 		return NULL;
 	}
 	cxe_c4lsn_init(&s->l, stid);
+	s->cnp = cnp;
 	kref_get(&s->ref);	/* the STID map's, until the STID goes back */
 	ret = xa_err(xa_store_bh(&d->servers, stid, s, GFP_KERNEL));
 	if (ret) {
@@ -276,6 +281,7 @@ static struct cxe_c4srv *cxe_c4srv_open(struct cxe_c4dev *d,
 		cxe_c4srv_unsent(s, ret, false);
 	*err = cxe_c4srv_wait(s);
 	if (*err) {
+		cxe_c4srv_stop(s);
 		cxe_c4srv_put(s);
 		return NULL;
 	}
@@ -286,6 +292,7 @@ static void cxe_c4srv_close(struct cxe_c4srv *s)
 {
 	int what, err;
 
+	cxe_c4srv_stop(s);
 	spin_lock_bh(&s->dev->lock);
 	what = cxe_c4lsn_unlisten(&s->l);
 	spin_unlock_bh(&s->dev->lock);
@@ -341,9 +348,10 @@ void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len)
 		cxe_c4dev_listen_rpl(d, cpl, len, false);
 		return;
 	default:
-		/* no connection is ever opened yet for one to be for */
+		if (cxe_c4tid_rx(d, cxe_cpl_opcode(cpl, len), cpl, len))
+			return;
 		atomic64_inc(&d->cpl_dropped);
-		pr_warn_ratelimited("cxgb4 adapter %s: CPL opcode %#x with no connection: dropped\n",
+		pr_warn_ratelimited("cxgb4 adapter %s: CPL opcode %#x the backend does not take: dropped\n",
 				    d->name, len ? ((const u8 *)cpl)[0] : 0);
 	}
 }
@@ -384,7 +392,7 @@ static int cxe_c4_listen(struct cxe_np *cnp)
 	list_for_each_entry(d, &cxe_c4devs, node) {
 		if (!cxe_c4dev_serves(d, cnp))
 			continue;
-		s = cxe_c4srv_open(d, &cnp->addr, &err);
+		s = cxe_c4srv_open(d, cnp, &err);
 		if (!s) {
 			pr_warn("portal %pISpc: cxgb4 adapter %s does not listen for it (%d)\n",
 				&cnp->addr, d->name, err);
@@ -419,27 +427,111 @@ static void cxe_c4_unlisten(struct cxe_np *cnp)
 	mutex_unlock(&cxe_c4devs_lock);
 }
 
+extern const struct cxe_backend cxe_cxgb4_backend;
+
+struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d)
+{
+	struct cxe_adapter *a;
+
+	mutex_lock(&cxe_c4devs_lock);
+	if (!d->adapter) {
+		a = cxe_adapter_add(d->name, &cxe_cxgb4_backend);
+		if (!IS_ERR(a))
+			d->adapter = a;
+	}
+	a = d->adapter;
+	if (a)
+		config_item_get(&a->group.cg_item);
+	mutex_unlock(&cxe_c4devs_lock);
+	return a;
+}
+
+/* The next connection the chip brought up for the portal, or NULL */
+struct cxe_c4tid *cxe_c4_take_ready(struct cxe_np *cnp)
+{
+	struct cxe_c4tid *t = NULL;
+	struct cxe_c4portal *p;
+	struct cxe_c4srv *s;
+
+	mutex_lock(&cxe_c4devs_lock);
+	list_for_each_entry(p, &cxe_c4portals, node) {
+		if (p->cnp != cnp)
+			continue;
+		list_for_each_entry(s, &p->servers, node) {
+			spin_lock_bh(&s->dev->lock);
+			t = list_first_entry_or_null(&s->ready, struct cxe_c4tid,
+						     ready);
+			if (t)
+				list_del_init(&t->ready);
+			spin_unlock_bh(&s->dev->lock);
+			if (t)
+				break;
+		}
+		break;
+	}
+	mutex_unlock(&cxe_c4devs_lock);
+	return t;	/* the ready list's reference is the caller's */
+}
+
+/*
+ * The SYN steering of a portal asks: a modelled adapter with a port on
+ * dev and a listening server for the portal takes the SYN on its own
+ * listener (a chip takes its SYNs before the host sees them).
+ */
+static struct sock *cxe_c4_steer(const struct cxe_np *cnp,
+				 const struct net_device *dev)
+{
+	struct sock *sk = NULL;
+	struct cxe_c4srv *s;
+	struct cxe_c4dev *d;
+	unsigned long stid;
+
+	if (!dev)
+		return NULL;
+	list_for_each_entry_rcu(d, &cxe_c4devs, node) {
+		if (!d->ops->syn_listener || !READ_ONCE(d->up) ||
+		    !d->ops->has_port(d, dev))
+			continue;
+		spin_lock_bh(&d->lock);
+		xa_for_each(&d->servers, stid, s) {
+			if (s->cnp != cnp || s->l.state != CXE_C4LSN_LISTENING)
+				continue;
+			sk = d->ops->syn_listener(d, stid);
+			break;
+		}
+		spin_unlock_bh(&d->lock);
+		if (sk)
+			break;
+	}
+	return sk;
+}
+
 /* ---- the backend ----------------------------------------------------------- */
 
 /*
  * The backend's state in the backends file: " off no_ports" while it has
- * no adapter, " off no_data_path" and each adapter once it has (offload
- * needs the connection path the backend does not have yet): name, kind,
- * ports, up or down, messages dropped, servers listening, STIDs taken,
- * answers nobody waited for (late, or for a late server's removal) and
- * answers no server expects, then each limit with what set it (limits.h),
- * e.g. "0000:03:00.4=T6/2ports/up/dropped:0/servers:0/stids:0/
- * unwaited:0/stray:0/recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/ddp:-(no_ppm)"
+ * no adapter; " on" once one of them serves portals (a modelled one),
+ * else " off no_data_path" (real adapters wait for page pods: see
+ * dev.h); then each adapter: name, kind, ports, up or down, messages
+ * dropped, servers listening, STIDs taken, answers nobody waited for
+ * (late, or for a late server's removal), answers no server expects,
+ * connections on TIDs, then each limit with what set it (limits.h), e.g.
+ * "0000:03:00.4=T6/2ports/up/dropped:0/servers:0/stids:0/unwaited:0/
+ * stray:0/conns:0/recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/
+ * ddp:-(no_ppm)"
  */
 static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
 {
 	const struct cxe_cxgb4_limits *l = &d->limits;
-	u32 servers = 0, stids = 0, unwaited, stray;
+	u32 servers = 0, stids = 0, conns = 0, unwaited, stray;
+	struct cxe_c4tid *t;
 	struct cxe_c4srv *s;
 	unsigned long stid;
 	ssize_t len;
 
 	spin_lock_bh(&d->lock);
+	xa_for_each(&d->tids, stid, t)
+		conns++;
 	xa_for_each(&d->servers, stid, s) {
 		stids++;
 		servers += s->l.state == CXE_C4LSN_LISTENING;
@@ -451,8 +543,8 @@ static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
 			    d->name, d->kind, d->nports,
 			    READ_ONCE(d->up) ? "up" : "down",
 			    atomic64_read(&d->cpl_dropped));
-	len += sysfs_emit_at(page, at + len, "/servers:%u/stids:%u/unwaited:%u/stray:%u",
-			     servers, stids, unwaited, stray);
+	len += sysfs_emit_at(page, at + len, "/servers:%u/stids:%u/unwaited:%u/stray:%u/conns:%u",
+			     servers, stids, unwaited, stray, conns);
 	len += sysfs_emit_at(page, at + len, "/recv:%u(%s)/send:%u(%s)/iso:%u(%s)",
 			     l->max_recv_dlen, l->recv_by, l->max_send_dlen,
 			     l->send_by, l->max_iso_burst, l->iso_by);
@@ -472,7 +564,11 @@ static ssize_t cxe_c4_show_state(char *page, ssize_t at)
 	if (list_empty(&cxe_c4devs)) {
 		len = sysfs_emit_at(page, at, " off no_ports");
 	} else {
-		len = sysfs_emit_at(page, at, " off no_data_path");
+		bool serves = false;
+
+		list_for_each_entry(d, &cxe_c4devs, node)
+			serves |= d->serves;
+		len = sysfs_emit_at(page, at, serves ? " on" : " off no_data_path");
 		list_for_each_entry(d, &cxe_c4devs, node)
 			len += cxe_c4dev_show(d, page, at + len);
 	}
@@ -483,16 +579,35 @@ static ssize_t cxe_c4_show_state(char *page, ssize_t at)
 static const struct cxe_adapter_ops cxe_c4_ops = {
 	.listen		= cxe_c4_listen,
 	.unlisten	= cxe_c4_unlisten,
+	.accept		= cxe_c4_accept,
+	.conn_release	= cxe_c4_conn_release,
+	.set_params	= cxe_c4_set_params,
+	.recv_hdr	= cxe_c4_recv_hdr,
+	.recv_data	= cxe_c4_recv_data,
+	.data_taken	= cxe_c4_data_taken,
+	.send_pdu	= cxe_c4_send_pdu,
+	.send_burst	= cxe_c4_send_burst,
+	.ddp_reserve	= cxe_c4_ddp_reserve,
+	.ddp_check	= cxe_c4_ddp_check,
+	.ddp_release	= cxe_c4_ddp_release,
 };
 
 /* What the chip does for iSCSI PDUs (cpl.h has its messages) */
-static const struct cxe_backend cxe_cxgb4_backend = {
+const struct cxe_backend cxe_cxgb4_backend = {
 	.name	= "cxgb4",
 	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
 		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
 	.flags	= CXE_BACKEND_DEVICES,
+	.conn_size = CXE_CONN_SIZE(struct cxe_c4c, c),
+	.limits	= {
+		.max_recv_dlen	= CXE_NO_LIMIT,
+		.max_send_dlen	= CXE_NO_LIMIT,
+		.max_iso_burst	= CXE_NO_LIMIT,
+		.ddp_align	= 1,
+	},
 	.ops	= &cxe_c4_ops,
 	.show_state = cxe_c4_show_state,
+	.steer	= cxe_c4_steer,
 };
 
 int cxe_cxgb4_init(void)

@@ -6,13 +6,15 @@
  * so that the glue's own code runs where no Chelsio adapter exists. The
  * glue never calls cxgb4 itself.
  *
- * What the glue does today: for each offloaded portal, a listening server
- * on every adapter that serves the portal's address (listen.h keeps each
- * server's life), and the answers the chip sends about them. It accepts
- * no connection yet, so only a modelled adapter serves portals: a real
- * one would take the portal's SYNs into the chip with nothing behind
- * them, and keeps its portals on the software adapter until the backend
- * carries connections (docs/cxgb4.md).
+ * What the glue does: for each offloaded portal, a listening server on
+ * every adapter that serves the portal's address (listen.h keeps each
+ * server's life); the connections the chip accepts for those servers, from
+ * the accept request to the TID's release (cm.c, conn.h); and their PDUs,
+ * through the receive assembler and the work requests (io.c). No page pods
+ * yet: write data comes in data messages. So only a modelled adapter
+ * serves portals: a real one keeps its portals on the software adapter
+ * until the backend places data and its device calls for connections
+ * exist (docs/cxgb4.md).
  */
 #ifndef CXE_CXGB4_DEV_H
 #define CXE_CXGB4_DEV_H
@@ -23,9 +25,19 @@
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 
+#include "conn.h"
+#include "credits.h"
 #include "limits.h"
+#include "listen.h"
+#include "rx.h"
+#include "tx.h"
 
 struct cxe_c4dev;
+struct sk_buff;
+struct sock;
+struct cxe_c4_path;
+struct cxe_cpl_accept;
+struct cxe_cpl_accept_req;
 
 struct cxe_c4dev_ops {
 	/* cxgb4_alloc_stid(): an STID for a server of family, or < 0 */
@@ -41,6 +53,39 @@ struct cxe_c4dev_ops {
 	int (*remove_server)(struct cxe_c4dev *d, u32 stid, bool ipv6);
 	/* whether nd is one of its ports (rcu_read_lock held) */
 	bool (*has_port)(struct cxe_c4dev *d, const struct net_device *nd);
+	/*
+	 * Connections. The chip's messages about a TID come to
+	 * cxe_c4dev_rx() as the listening servers' do, in order per TID.
+	 *
+	 * accept_path: what the accept reply for the SYN of r needs of the
+	 * device: the path toward the peer in p (its MTU table, the route's
+	 * MTU, the port's speed) and the reply's device fields in a
+	 * (l2t_idx, rss_qid, tx_chan, smac_idx); process context. < 0:
+	 * no route to the peer (the glue refuses the connection).
+	 */
+	int (*accept_path)(struct cxe_c4dev *d,
+			   const struct cxe_cpl_accept_req *r,
+			   struct cxe_c4_path *p, struct cxe_cpl_accept *a);
+	/*
+	 * send: one message or work request for tid, whole in skb
+	 * (cxgb4_ofld_send(); the accept reply goes through
+	 * cxgb4_l2t_send()). The device owns skb from here, on an error
+	 * too. Any context: the glue answers a peer's abort from its
+	 * receive path. Sent in the order of the calls for each TID.
+	 */
+	int (*send)(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb);
+	/*
+	 * cxgb4_remove_tid(): the chip will send nothing more for tid and
+	 * waits for nothing from the glue; the TID is the chip's again.
+	 */
+	void (*release_tid)(struct cxe_c4dev *d, u32 tid, bool ipv6);
+	/*
+	 * A device whose TCP is the host's own (a model): the listening
+	 * socket that takes the SYNs for server stid arriving on its port,
+	 * with a reference; NULL while it has none (rcu_read_lock held,
+	 * softirq). A chip takes SYNs itself: no such op.
+	 */
+	struct sock *(*syn_listener)(struct cxe_c4dev *d, u32 stid);
 	/* the last reference is gone */
 	void (*release)(struct cxe_c4dev *d);
 };
@@ -52,6 +97,10 @@ struct cxe_c4dev {
 	const char		*name;		/* PCI name, or the model's */
 	const char		*kind;		/* "T5", "T6", "T6model", ... */
 	u32			nports;
+	enum cxe_chip		chip;
+	u32			wr_cred;	/* a connection's transmit
+						 * credits (cxgb4_lld_info's)
+						 */
 	struct cxe_cxgb4_limits	limits;
 	bool			up;		/* CXGB4_STATE_UP, not since
 						 * RECOVERY or DETACH
@@ -61,7 +110,11 @@ struct cxe_c4dev {
 	struct xarray		servers;	/* STID -> struct cxe_c4srv */
 	u32			unwaited;	/* answers nobody waited for */
 	u32			stray;		/* answers no server expects */
-	atomic64_t		cpl_dropped;	/* messages nothing takes yet */
+	atomic64_t		cpl_dropped;	/* messages nothing takes */
+	/* the chip's connections: TID -> struct cxe_c4tid, under lock */
+	struct xarray		tids;
+	/* what its connections count on (cxe_adapter_add()) */
+	struct cxe_adapter	*adapter;
 };
 
 /* ref 1 (the list's) and the lock; the owner sets the rest */
@@ -81,6 +134,127 @@ void cxe_c4dev_put(struct cxe_c4dev *d);
 void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops);
 /* one CPL message from the adapter (the RSS header stripped); any context */
 void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len);
+
+/* ---- the glue's parts: dev.c (servers), cm.c (connections), io.c (PDUs) ---- */
+
+/* One listening server: an STID on one adapter for one portal */
+struct cxe_c4srv {
+	struct kref		ref;	/* its portal's, the STID map's, work's */
+	struct cxe_c4dev	*dev;	/* with a reference */
+	struct cxe_c4lsn	l;	/* under dev->lock */
+	wait_queue_head_t	answered;	/* its waiter: !l.waiting */
+	struct work_struct	remove;	/* a removal the receive path decided */
+	bool			ipv6;
+	struct list_head	node;	/* its portal's servers */
+	/*
+	 * Under dev->lock: the portal while it listens (NULL once it stops),
+	 * and its connections the chip brought up that the portal's accept
+	 * has not taken (struct cxe_c4tid's ready)
+	 */
+	struct cxe_np		*cnp;
+	struct list_head	ready;
+};
+
+void cxe_c4srv_put(struct cxe_c4srv *s);
+/* the glue's workqueue: what the receive path hands to process context */
+extern struct workqueue_struct *cxe_c4_wq;
+
+/*
+ * One connection of the chip's, from its CPL_PASS_ACCEPT_REQ until the
+ * TID goes back (conn.h keeps its states). Referenced by the TID map,
+ * by the PDU layer once it accepted it, and by work under way.
+ */
+struct cxe_c4tid {
+	struct kref		ref;
+	struct cxe_c4dev	*dev;		/* with a reference */
+	struct cxe_c4srv	*srv;		/* with a reference */
+	u32			tid;
+	bool			ipv6;
+	struct sockaddr_storage	local;
+	struct sockaddr_storage	peer;
+	spinlock_t		lock;		/* all below */
+	struct cxe_c4conn	st;
+	struct list_head	ready;		/* srv->ready (dev->lock) */
+	bool			mapped;		/* in dev->tids */
+	const u16		*mtus;		/* the device's MTU table */
+	struct cxe_fw_flowc	flowc;		/* for the first request */
+	struct cxe_c4cred	cred;
+	bool			cred_ok;	/* cred set up (at establish) */
+	u32			snd_win;
+	u32			wr_max_len16;
+	struct sk_buff_head	rxq;		/* iSCSI messages to take */
+	bool			tcb_answered;	/* CPL_SET_TCB_RPL came */
+	u8			tcb_status;
+	wait_queue_head_t	wq;		/* receive, credits, TCB reply */
+	struct timer_list	close_timer;
+	struct work_struct	accept;		/* the accept request's */
+	u8			*accept_req;	/* its message, until then */
+	u32			accept_req_len;
+	u32			protocol_errors;
+};
+
+void cxe_c4tid_put(struct cxe_c4tid *t);
+
+/* The PDU layer's connection on a TID (the backend's conn_size) */
+struct cxe_c4c {
+	struct cxe_conn		c;
+	struct cxe_c4tid	*t;		/* with a reference */
+	struct cxe_cxgb4_limits	hw;		/* the adapter's, at accept */
+	struct cxe_limits	limits;		/* c.limits points here */
+	struct cxe_c4tx_conn	txc;
+	/* receive (the RX thread's) */
+	struct cxe_c4rx		as;
+	struct cxe_c4rx_pdu	pdu;		/* the PDU handed up */
+	bool			cur;		/* pdu is handed up */
+	struct sk_buff		*data;		/* its CPL_ISCSI_DATA */
+	u32			pdu_wire;	/* its bytes on the wire */
+	u32			unacked;	/* bytes taken, window not returned */
+	/* transmit (the TX thread's, and the login's) */
+	u8			*req;		/* a request's payload */
+	u32			req_cap;
+	u32			noddp_gen;
+	/* the last Login response, until the digests are set (io.c) */
+	struct sk_buff		*held;
+	struct cxe_c4tx_wr	held_wr;
+	u32			held_dlen;
+};
+
+/* cm.c: the connections' messages (false: not one of them) */
+bool cxe_c4tid_rx(struct cxe_c4dev *d, int opcode, const void *cpl,
+		  size_t len);
+/*
+ * A server stops: the connections it brought up that nobody accepted
+ * are aborted (dev->lock not held)
+ */
+void cxe_c4srv_drop_ready(struct cxe_c4srv *s);
+void cxe_c4dev_drop_tids(struct cxe_c4dev *d);
+/* cm.c: the backend's connection ops (adapter.h) */
+int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c);
+void cxe_c4_conn_release(struct cxe_conn *c);
+void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
+		       u32 max_recv_dlen);
+/* dev.c: the adapter its connections count on, with a reference, or NULL */
+struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d);
+/* dev.c: the first accepted connection of a portal's servers, or NULL */
+struct cxe_c4tid *cxe_c4_take_ready(struct cxe_np *cnp);
+/* cm.c: the requests conn.c's answer what asks for, t->lock held */
+void cxe_c4tid_sends(struct cxe_c4tid *t, int what);
+/* cm.c: a message or request for t's TID (GFP_ATOMIC allocations) */
+int cxe_c4tid_send(struct cxe_c4tid *t, const void *msg, u32 len);
+/* io.c */
+int cxe_c4_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags);
+int cxe_c4_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
+		     u32 dlen, bool *bad);
+int cxe_c4_data_taken(struct cxe_conn *c);
+int cxe_c4_send_held(struct cxe_conn *c);
+int cxe_c4_send_pdu(struct cxe_conn *c, const u8 *bhs,
+		    const struct cxe_data *src);
+int cxe_c4_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
+u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
+		       const struct cxe_data *win, bool place);
+bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
+		      bool final);
+void cxe_c4_ddp_release(struct cxe_conn *c, struct cxe_task *task);
 
 /* main.c: the real adapters, through cxgb4's ULD slot */
 int cxe_c4real_init(void);

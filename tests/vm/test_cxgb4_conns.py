@@ -1,0 +1,197 @@
+"""Connections carried by the cxgb4 backend, on a modelled adapter.
+
+No Chelsio adapter exists here: a modelled one (cxgb4_models) stands in
+for the chip below the backend's device glue. Its port is the target's
+tgt0; the model takes the SYNs of the portals it has a server for on that
+port, turns each host TCP connection into a TID and speaks the chip's
+messages about it: the accept request, the connection's life, the
+received PDUs (framed, digests checked) and the work requests the
+backend sends (digests and ISO segmentation done by the model). What the
+initiators see must be what the software path gives them, and the rest
+of the host must not notice: a portal on another port stays where it
+was, and every TID goes back when its connection ends. Nothing here has
+run on Chelsio hardware.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator import iscsiadm
+from iscsi_initiator.session import Connection, Params
+from testbed import fio, topo
+
+from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target
+
+IQN = "iqn.2026-11.org.cxgbit-ext:c4conns"
+OFF, STOCK = topo.LINKS  # tgt0: the model's port; tgt1: no adapter's
+MODELS = CFS / "cxgb4_models"
+BLOCK = 512
+
+
+def models(line: str) -> None:
+    MODELS.write_text(line + "\n")
+
+
+def adapter(name: str) -> dict[str, str]:
+    """The cxgb4 backend's words on one adapter, from the backends file."""
+    (line,) = [ln for ln in (CFS / "backends").read_text().splitlines() if ln.startswith("cxgb4 ")]
+    (word,) = [w for w in line.split() if w.startswith(name + "=")]
+    kind, ports, state, *rest = word.split("=", 1)[1].split("/")
+    got = {"kind": kind, "ports": ports, "state": state}
+    for field in rest:
+        key, _, value = field.partition(":")
+        got[key] = value
+    return got
+
+
+def wait_for(what: str, ok: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not ok() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ok(), what
+
+
+def conn_line(peer_ip: str) -> dict[str, str]:
+    """The connections file's line of the one connection from peer_ip."""
+    (line,) = [ln for ln in connection_lines() if ln.startswith(f"{peer_ip}:")]
+    return dict(w.split("=", 1) for w in line.split()[2:])
+
+
+# The model's code runs the kernel's TCP sockets, skbs and work items,
+# which differ between series: every kernel, both chips.
+@pytest.fixture(scope="module", params=["t5", "t6"])
+def c4_target(request: pytest.FixtureRequest, iscsid: None, module_ko: Path) -> Iterator[str]:
+    """A model on tgt0, then a target offloaded on every address (the
+    model opens its server when the portal listens)."""
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk", "ramdisk"), lun_size=64 * topology.MiB,
+                          portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
+    with offloaded_target(module_ko, t, before=lambda: models(f"add m0 chip={request.param} netdev={OFF.tgt_dev}")):
+        got = adapter("m0")
+        assert (got["servers"], got["conns"]) == ("1", "0"), got
+        yield request.param
+        wait_for("a TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+
+
+def login(ip: str, params: Params | None = None) -> Connection:
+    c = Connection(ip)
+    c.login(PDU_INITIATOR, IQN, params)
+    return c
+
+
+@pytest.mark.parametrize("digests", ["None", "CRC32C"])
+def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
+    """Login, immediate and R2T-solicited writes and a read of three
+    bursts on a TID of the model's: the data reads back equal, the
+    connection is the model's (not soft0's), and its TID goes back at
+    logout."""
+    c = login(OFF.tgt_ip, Params(header_digest=digests, data_digest=digests, max_recv_dlen=8192,
+                                 first_burst=65536, max_burst=262144))  # fmt: skip
+    line = conn_line(OFF.ini_ip)
+    assert line["adapter"] == "m0", line
+    assert line["hdigest"] == ("1" if digests == "CRC32C" else "0"), line
+    assert adapter("m0")["conns"] == "1"
+    data = os.urandom(1037 * BLOCK)
+    c.scsi_write(2048, data)
+    assert c.scsi_read(2048, 1037) == data
+    assert c.nop(b"ping").data == b"ping"
+    line = conn_line(OFF.ini_ip)
+    # no page pods yet: every byte of write data came in a data message
+    assert int(line["bytes_copied"]) == len(data) and int(line["bytes_placed"]) == 0, line
+    assert c.logout() == 0
+    c.close()
+    wait_for("the TID was not given back after logout", lambda: adapter("m0")["conns"] == "0", 40)
+    assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")]
+
+
+def test_a_portal_on_another_port_is_not_the_models(c4_target: str) -> None:
+    """The wildcard portal on tgt1 (no adapter serves it): stock LIO
+    answers, and the model's count of connections does not move."""
+    c = login(STOCK.tgt_ip)
+    assert not [ln for ln in connection_lines() if ln.startswith(f"{STOCK.ini_ip}:")]
+    assert adapter("m0")["conns"] == "0"
+    data = os.urandom(64 * BLOCK)
+    c.scsi_write(64, data)
+    assert c.scsi_read(64, 64) == data
+    assert c.logout() == 0
+    c.close()
+
+
+def test_a_reset_by_the_initiator_gives_the_tid_back(c4_target: str) -> None:
+    """An initiator that resets its connection mid-session: the model
+    reports the abort, the backend answers it and gives the TID back, and
+    the next login (reinstating the session) works."""
+    c = login(OFF.tgt_ip)
+    isid = c.isid
+    c.scsi_write(0, os.urandom(8 * BLOCK))
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.sock.close()
+    wait_for("the reset connection's TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+    again = Connection(OFF.tgt_ip)
+    again.isid = isid
+    again.login(PDU_INITIATOR, IQN)
+    assert conn_line(OFF.ini_ip)["adapter"] == "m0"
+    data = os.urandom(8 * BLOCK)
+    again.scsi_write(0, data)
+    assert again.scsi_read(0, 8) == data
+    assert again.logout() == 0
+    again.close()
+
+
+def test_a_model_with_connections_is_not_removed(c4_target: str) -> None:
+    c = login(OFF.tgt_ip)
+    try:
+        with pytest.raises(OSError) as e:
+            models("del m0")
+        assert e.value.errno == errno.EBUSY
+        assert c.nop(b"still").data == b"still"
+    finally:
+        assert c.logout() == 0
+        c.close()
+
+
+def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
+    """open-iscsi at QD32 with digests through the model, with a stock
+    session on tgt1 writing at the same time: both verify."""
+    off, stock = f"{OFF.tgt_ip}:3260", f"{STOCK.tgt_ip}:3260"
+    try:
+        for portal in (off, stock):
+            iscsiadm.discover(portal)
+            iscsiadm.set_node(IQN, portal, "node.conn[0].iscsi.HeaderDigest", "CRC32C")
+            iscsiadm.set_node(IQN, portal, "node.conn[0].iscsi.DataDigest", "CRC32C")
+            iscsiadm.login(IQN, portal)
+        disks = [lun_disk(OFF.tgt_ip, 0), lun_disk(STOCK.tgt_ip, 1)]
+        assert conn_line(OFF.ini_ip)["adapter"] == "m0"
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda d: fio.write_verify(d, size="8M", bs="64k"), disks))
+        for (res,) in results:
+            assert res.write_bytes == 8 * topology.MiB
+        line = conn_line(OFF.ini_ip)
+        assert int(line["bytes_copied"]) >= 8 * topology.MiB, line
+    finally:
+        iscsiadm.logout(IQN)
+    wait_for("a TID was not given back after logout", lambda: adapter("m0")["conns"] == "0", 40)
+
+
+def lun_disk(address: str, lun: int, timeout: float = 30) -> str:
+    """The block device of ``lun`` in the session to IQN at ``address``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for s in iscsiadm.sessions():
+            if s.iqn != IQN or s.address != address:
+                continue
+            for blk in Path(f"/sys/class/iscsi_session/session{s.sid}/device").glob(f"target*/*:*:*:{lun}/block/*"):
+                if Path(f"/dev/{blk.name}").exists():
+                    return f"/dev/{blk.name}"
+        time.sleep(0.5)
+    raise AssertionError(f"no LUN {lun} of {IQN} at {address} after {timeout} s")
