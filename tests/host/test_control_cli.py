@@ -68,7 +68,10 @@ def test_status_lists_the_backends_and_why_one_is_off(tree: Path, capsys: pytest
     )
     (_, b) = Control(tree).backends()
     assert (b.on, b.why, b.detail) == (False, "no_data_path", ("0000:03:00.4=T6/2ports/up/dropped:0",))
-    assert b.state_text() == "off: connections are not implemented for it yet 0000:03:00.4=T6/2ports/up/dropped:0"
+    assert b.state_text() == (
+        "off: its adapters cannot carry connections yet (no page pods or connection calls) "
+        "0000:03:00.4=T6/2ports/up/dropped:0"
+    )
 
 
 def test_bind_writes_netdev_and_rejects_unknown_adapter(tree: Path) -> None:
