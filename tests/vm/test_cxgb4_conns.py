@@ -28,6 +28,7 @@ import pytest
 
 from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
+from iscsi_initiator.pdu import Op, data_out, logout_request, nop_out, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
@@ -95,8 +96,10 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     bursts on a TID of the model's: the data reads back equal, the
     connection is the model's (not soft0's), and its TID goes back at
     logout."""
+    accepted = int(adapter("m0")["accepted"])
     c = login(OFF.tgt_ip, Params(header_digest=digests, data_digest=digests, max_recv_dlen=8192,
                                  first_burst=65536, max_burst=262144))  # fmt: skip
+    assert int(adapter("m0")["accepted"]) == accepted + 1
     line = conn_line(OFF.ini_ip)
     assert line["adapter"] == "m0", line
     assert line["hdigest"] == ("1" if digests == "CRC32C" else "0"), line
@@ -108,7 +111,12 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     line = conn_line(OFF.ini_ip)
     # no page pods yet: every byte of write data came in a data message
     assert int(line["bytes_copied"]) == len(data) and int(line["bytes_placed"]) == 0, line
-    assert c.logout() == 0
+    # after a logout the target closes with a FIN behind the response, not a RST
+    c.send(logout_request(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn))
+    rsp = c.recv()
+    assert rsp.opcode == Op.LOGOUT_RSP and rsp.u8(2) == 0, rsp
+    c.sock.settimeout(15)
+    assert c.sock.recv(1) == b"", "the target sent more after the Logout response"
     c.close()
     wait_for("the TID was not given back after logout", lambda: adapter("m0")["conns"] == "0", 40)
     assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")]
@@ -146,6 +154,68 @@ def test_a_reset_by_the_initiator_gives_the_tid_back(c4_target: str) -> None:
     assert again.scsi_read(0, 8) == data
     assert again.logout() == 0
     again.close()
+
+
+def dropped_and_healthy(c: Connection) -> None:
+    """The target dropped c; its TID goes back and a new session works."""
+    assert c.closed_by_peer(), "the target kept a connection whose stream is broken"
+    c.close()
+    wait_for("the dropped connection's TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+    again = login(OFF.tgt_ip)
+    data = os.urandom(4 * BLOCK)
+    again.scsi_write(128, data)
+    assert again.scsi_read(128, 4) == data
+    assert again.logout() == 0
+    again.close()
+
+
+def test_a_bad_header_digest_drops_the_connection(c4_target: str) -> None:
+    """The chip checks the header digest: a NOP whose digest is wrong is
+    reported, and the connection (ERL 0) is dropped."""
+    c = login(OFF.tgt_ip, Params(header_digest="CRC32C"))
+    wire = bytearray(nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn).encode(True, False))
+    wire[48] ^= 0xFF
+    c.send_raw(bytes(wire))
+    dropped_and_healthy(c)
+
+
+def test_a_bad_data_digest_on_data_out_is_caught(c4_target: str) -> None:
+    """A Data-Out whose data digest is wrong: the target must not take its
+    data; at ERL 0 it drops the connection or rejects the PDU."""
+    c = login(OFF.tgt_ip, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True))
+    keep = os.urandom(BLOCK)
+    c.scsi_write(32, keep)
+    itt = c.next_itt()
+    cdb = bytes([0x2A, 0, 0, 0, 0, 32, 0, 0, 1, 0])
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=BLOCK))
+    r2t = c.recv()
+    assert r2t.opcode == Op.R2T and r2t.itt == itt
+    wire = bytearray(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
+                              data=os.urandom(BLOCK), final=True).encode(False, True))  # fmt: skip
+    wire[-2] ^= 0x01
+    c.send_raw(bytes(wire))
+    if not c.closed_by_peer(timeout=5):
+        rsp = c.recv()
+        assert rsp.opcode == Op.REJECT, rsp
+        assert c.logout() == 0
+        c.close()
+    else:
+        c.close()
+    wait_for("the connection's TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+    check = login(OFF.tgt_ip)
+    assert check.scsi_read(32, 1) == keep
+    assert check.logout() == 0
+    check.close()
+
+
+def test_a_segment_past_the_chips_limit_drops_the_connection(c4_target: str) -> None:
+    """A NOP-Out claiming a 64 KiB data segment, above what the chip takes
+    (and what the target declared): the chip stops the stream and the
+    connection is dropped; nothing else notices."""
+    c = login(OFF.tgt_ip)
+    p = nop_out(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn, data=bytes(65536))
+    c.send_raw(p.encode())
+    dropped_and_healthy(c)
 
 
 def test_a_model_with_connections_is_not_removed(c4_target: str) -> None:

@@ -26,6 +26,7 @@
 #include <linux/workqueue.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <target/iscsi/iscsi_target_core.h>
 
 #include "../../cxgbit_ext.h"
 #include "dev.h"
@@ -85,7 +86,13 @@ void cxe_c4tid_sends(struct cxe_c4tid *t, int what)
 
 	lockdep_assert_held(&t->lock);
 	if (what & CXE_C4_SEND_FLOWC) {
+		bool compl;
+
 		len = cxe_fw_flowc_wr(buf, sizeof(buf), &t->flowc);
+		/* its credits are the chip's until an ack, as mainline counts */
+		if (len > 0 && t->cred_ok)
+			cxe_c4cred_take(&t->cred, DIV_ROUND_UP(len, 16), false,
+					&compl);
 		ret = len < 0 ? len : cxe_c4tid_send(t, buf, len);
 	}
 	if (!ret && (what & CXE_C4_SEND_ABORT_RPL)) {
@@ -169,6 +176,7 @@ static void cxe_c4tid_up(struct cxe_c4tid *t)
 		kref_get(&t->ref);	/* the ready list's */
 		list_add_tail(&t->ready, &t->srv->ready);
 		cxe_np_ready(t->srv->cnp);
+		atomic64_inc(&d->accepted);
 		queued = true;
 	}
 	spin_unlock_bh(&d->lock);
@@ -287,6 +295,19 @@ static struct cxe_c4srv *cxe_c4srv_for(struct cxe_c4dev *d, u32 stid)
 }
 
 /*
+ * A SYN the glue cannot take at all: its TID goes back at once, before
+ * any reply (the chip then drops the connection)
+ */
+static void cxe_c4tid_refuse(struct cxe_c4dev *d,
+			     const struct cxe_cpl_accept_req *r)
+{
+	pr_warn_ratelimited("cxgb4 adapter %s: the accept request on TID %u could not be taken: TID given back\n",
+			    d->name, r->tid);
+	atomic64_inc(&d->cpl_dropped);
+	d->ops->release_tid(d, r->tid, r->ip_version == 6);
+}
+
+/*
  * The accept request in process context: the reply's options, the TID in
  * the map, the reply. A SYN the glue cannot take (no server listening for
  * a portal any more, no route) is accepted and aborted at once: the chip
@@ -338,9 +359,14 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 	};
 
 	ret = xa_insert_bh(&d->tids, r.tid, t, GFP_KERNEL);
+	if (ret == -EBUSY) {
+		/* the TID is another connection's: nothing to give back */
+		pr_err("cxgb4 adapter %s: accept request on TID %u, which is in use: dropped\n",
+		       d->name, r.tid);
+		goto out;
+	}
 	if (ret) {
-		pr_err("cxgb4 adapter %s: accept request on TID %u, which is in use (%d): dropped\n",
-		       d->name, r.tid, ret);
+		cxe_c4tid_refuse(d, &r);
 		goto out;
 	}
 	kref_get(&t->ref);	/* the map's */
@@ -380,9 +406,7 @@ static void cxe_c4tid_accept_req(struct cxe_c4dev *d, const void *cpl,
 		t->accept_req = kmemdup(cpl, len, GFP_ATOMIC);
 	if (!t || !t->accept_req) {
 		kfree(t);
-		pr_warn_ratelimited("cxgb4 adapter %s: no memory for an accept request: dropped\n",
-				    d->name);
-		atomic64_inc(&d->cpl_dropped);
+		cxe_c4tid_refuse(d, &r);
 		return;
 	}
 	kref_init(&t->ref);	/* the work's */
@@ -420,21 +444,24 @@ static void cxe_c4tid_established(struct cxe_c4tid *t, const void *cpl,
 				  size_t len)
 {
 	struct cxe_cpl_established e;
-	int what, ret;
+	int what, ret = 0;
 
 	if (cxe_cpl_parse_pass_establish(cpl, len, &e) < 0) {
 		cxe_c4tid_answer(t, -EPROTO);
 		return;
 	}
 	spin_lock_bh(&t->lock);
-	t->flowc.snd_nxt = e.snd_isn;
-	t->flowc.rcv_nxt = e.rcv_isn;
-	if (t->mtus)
-		t->flowc.mss = cxe_c4conn_emss(t->mtus, &e, t->ipv6);
-	t->wr_max_len16 = cxe_c4tid_max_len16(t->dev);
-	ret = cxe_c4cred_init(&t->cred, t->dev->wr_cred, t->wr_max_len16,
-			      e.snd_isn);
-	t->cred_ok = !ret;
+	/* the flow and the ledger once, for the connection being set up */
+	if (t->st.state == CXE_C4CONN_CONNECTING) {
+		t->flowc.snd_nxt = e.snd_isn;
+		t->flowc.rcv_nxt = e.rcv_isn;
+		if (t->mtus)
+			t->flowc.mss = cxe_c4conn_emss(t->mtus, &e, t->ipv6);
+		t->wr_max_len16 = cxe_c4tid_max_len16(t->dev);
+		ret = cxe_c4cred_init(&t->cred, t->dev->wr_cred,
+				      t->wr_max_len16, e.snd_isn);
+		t->cred_ok = !ret;
+	}
 	what = cxe_c4conn_established(&t->st);
 	if (what > 0)
 		cxe_c4tid_sends(t, what);
@@ -656,6 +683,13 @@ void cxe_c4_conn_release(struct cxe_conn *c)
 {
 	struct cxe_c4c *cc = cxe_c4c(c);
 
+	/*
+	 * After a logout the connection closes with a FIN behind the Logout
+	 * response (an abort would drop it); anything else is aborted, as
+	 * mainline cxgbit does
+	 */
+	if (c->conn->conn_state == TARG_CONN_STATE_IN_LOGOUT)
+		cxe_c4tid_do(cc->t, cxe_c4conn_close);
 	cxe_c4tid_do(cc->t, cxe_c4conn_release);
 	kfree_skb(cc->data);
 	cc->data = NULL;
@@ -687,7 +721,10 @@ void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 	t->tcb_answered = false;
 	len = cxe_cpl_set_tcb_submode(buf, sizeof(buf), t->tid, 0, hdigest,
 				      ddigest);
-	ret = len < 0 ? len : cxe_c4tid_send(t, buf, len);
+	if (!cxe_c4tid_live(t))
+		ret = -ECONNRESET;
+	else
+		ret = len < 0 ? len : cxe_c4tid_send(t, buf, len);
 	spin_unlock_bh(&t->lock);
 	if (!ret && !wait_event_timeout(t->wq, READ_ONCE(t->tcb_answered) ||
 					READ_ONCE(t->st.state) == CXE_C4CONN_DONE,

@@ -67,6 +67,7 @@ void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
 	xa_init_flags(&d->servers, XA_FLAGS_LOCK_BH);
 	xa_init_flags(&d->tids, XA_FLAGS_LOCK_BH);
 	atomic64_set(&d->cpl_dropped, 0);
+	atomic64_set(&d->accepted, 0);
 }
 
 void cxe_c4dev_add(struct cxe_c4dev *d)
@@ -515,10 +516,10 @@ static struct sock *cxe_c4_steer(const struct cxe_np *cnp,
  * dev.h); then each adapter: name, kind, ports, up or down, messages
  * dropped, servers listening, STIDs taken, answers nobody waited for
  * (late, or for a late server's removal), answers no server expects,
- * connections on TIDs, then each limit with what set it (limits.h), e.g.
- * "0000:03:00.4=T6/2ports/up/dropped:0/servers:0/stids:0/unwaited:0/
- * stray:0/conns:0/recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/
- * ddp:-(no_ppm)"
+ * connections on TIDs now and given to portals since it came, then each
+ * limit with what set it (limits.h), e.g. "0000:03:00.4=T6/2ports/up/
+ * dropped:0/servers:0/stids:0/unwaited:0/stray:0/conns:0/accepted:0/
+ * recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/ddp:-(no_ppm)"
  */
 static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
 {
@@ -543,8 +544,10 @@ static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
 			    d->name, d->kind, d->nports,
 			    READ_ONCE(d->up) ? "up" : "down",
 			    atomic64_read(&d->cpl_dropped));
-	len += sysfs_emit_at(page, at + len, "/servers:%u/stids:%u/unwaited:%u/stray:%u/conns:%u",
-			     servers, stids, unwaited, stray, conns);
+	len += sysfs_emit_at(page, at + len, "/servers:%u/stids:%u/unwaited:%u/stray:%u",
+			     servers, stids, unwaited, stray);
+	len += sysfs_emit_at(page, at + len, "/conns:%u/accepted:%lld", conns,
+			     atomic64_read(&d->accepted));
 	len += sysfs_emit_at(page, at + len, "/recv:%u(%s)/send:%u(%s)/iso:%u(%s)",
 			     l->max_recv_dlen, l->recv_by, l->max_send_dlen,
 			     l->send_by, l->max_iso_burst, l->iso_by);

@@ -111,6 +111,7 @@ struct cxe_c4dev {
 	u32			unwaited;	/* answers nobody waited for */
 	u32			stray;		/* answers no server expects */
 	atomic64_t		cpl_dropped;	/* messages nothing takes */
+	atomic64_t		accepted;	/* connections given to portals */
 	/* the chip's connections: TID -> struct cxe_c4tid, under lock */
 	struct xarray		tids;
 	/* what its connections count on (cxe_adapter_add()) */
@@ -237,6 +238,16 @@ void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d);
 /* dev.c: the first accepted connection of a portal's servers, or NULL */
 struct cxe_c4tid *cxe_c4_take_ready(struct cxe_np *cnp);
+/*
+ * Whether the chip still takes TCB changes and receive credits for t: it
+ * is up or closing, neither aborted nor done (t->lock held)
+ */
+static inline bool cxe_c4tid_live(const struct cxe_c4tid *t)
+{
+	return t->st.state == CXE_C4CONN_UP ||
+	       t->st.state == CXE_C4CONN_CLOSING;
+}
+
 /* cm.c: the requests conn.c's answer what asks for, t->lock held */
 void cxe_c4tid_sends(struct cxe_c4tid *t, int what);
 /* cm.c: a message or request for t's TID (GFP_ATOMIC allocations) */

@@ -53,7 +53,8 @@ static void cxe_c4_rx_ack(struct cxe_c4c *cc, bool all)
 	if (len < 0)
 		return;
 	spin_lock_bh(&t->lock);
-	if (cxe_c4tid_send(t, buf, len) == 0)
+	/* none after our abort or for a TID the chip is done with */
+	if (!cxe_c4tid_live(t) || cxe_c4tid_send(t, buf, len) == 0)
 		cc->unacked = 0;
 	spin_unlock_bh(&t->lock);
 }

@@ -126,6 +126,7 @@ struct cxe_c4model_conn {
 	struct work_struct	tx_work;
 	struct work_struct	rx_work;
 	struct work_struct	release_work;
+	struct work_struct	abort_work;	/* our abort, ahead of the queue */
 	struct list_head	halt_node;
 };
 
@@ -873,9 +874,12 @@ static void cxe_c4model_tx_one(struct cxe_c4model_conn *c, struct sk_buff *skb)
 		return;
 	}
 	/*
-	 * FW_FLOWC_WR changes nothing of the host's TCP; FW_ULPTX_WR (page
-	 * pods) nothing here: no pods yet
+	 * FW_FLOWC_WR changes nothing of the host's TCP but holds its
+	 * credits, as a chip's does (mainline charges them); FW_ULPTX_WR
+	 * (page pods) nothing here: no pods yet
 	 */
+	if (op == CXE_FW_FLOWC_WR)
+		cxe_model_txcred_took(&c->cred, p, 0);
 	if (op != CXE_FW_TP_WR)
 		return;
 	switch (p[16]) {	/* the model took >= 24 bytes of it */
@@ -977,6 +981,26 @@ static void cxe_c4model_tx_work(struct work_struct *work)
 	mutex_unlock(&c->mu);
 }
 
+/*
+ * The glue's CPL_ABORT_REQ resets the host connection at once, as a chip
+ * does: a transmit work stuck on a peer that reads nothing (its send
+ * waits for window) would otherwise hold it back forever. The transmit
+ * work then takes it in order, as every other request.
+ */
+static void cxe_c4model_abort_work(struct work_struct *work)
+{
+	struct cxe_c4model_conn *c = container_of(work, struct cxe_c4model_conn,
+						  abort_work);
+
+	cxe_c4model_rst(c->sock);
+}
+
+static bool cxe_c4model_is_abort(const struct sk_buff *skb)
+{
+	return skb_headlen(skb) >= 24 && skb->data[0] == CXE_FW_TP_WR &&
+	       skb->data[16] == CXE_CPL_ABORT_REQ;
+}
+
 /* Any context: queued for the connection's transmit work, in order */
 static int cxe_c4model_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 {
@@ -989,6 +1013,8 @@ static int cxe_c4model_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 	if (c) {
 		spin_lock(&c->lock);
 		if (!c->dead) {
+			if (cxe_c4model_is_abort(skb))
+				queue_work(cxe_c4model_wq, &c->abort_work);
 			__skb_queue_tail(&c->txq, skb);
 			queue_work(cxe_c4model_wq, &c->tx_work);
 			taken = true;
@@ -1050,6 +1076,7 @@ static void cxe_c4model_conn_end(struct cxe_c4model_conn *c, bool reset)
 		cxe_c4model_rst(c->sock);
 	cancel_work_sync(&c->tx_work);
 	cancel_work_sync(&c->rx_work);
+	cancel_work_sync(&c->abort_work);
 	skb_queue_purge(&c->txq);
 	sock_release(c->sock);
 	cxe_c4model_tid_free(m, c->tid);
@@ -1168,6 +1195,7 @@ static struct cxe_c4model_conn *cxe_c4model_conn_alloc(struct cxe_c4model *m)
 	INIT_WORK(&c->tx_work, cxe_c4model_tx_work);
 	INIT_WORK(&c->rx_work, cxe_c4model_rx_work);
 	INIT_WORK(&c->release_work, cxe_c4model_release_work);
+	INIT_WORK(&c->abort_work, cxe_c4model_abort_work);
 	c->rcv_win = CXE_C4MODEL_RCV_WIN;
 	return c;
 }
@@ -1510,7 +1538,16 @@ static void cxe_c4model_halt(struct cxe_c4model *m)
 	}
 	spin_unlock_bh(&m->lock);
 	list_for_each_entry_safe(c, tmp, &conns, halt_node) {
-		/* one queued finds the map without it: it must not run after */
+		/*
+		 * Dead first: the transmit work queues no release work after
+		 * this (a RST ends a send it waits in); a release work queued
+		 * before finds the map without it, and must not run after.
+		 */
+		spin_lock_bh(&c->lock);
+		c->dead = true;
+		spin_unlock_bh(&c->lock);
+		cxe_c4model_rst(c->sock);
+		cancel_work_sync(&c->tx_work);
 		cancel_work_sync(&c->release_work);
 		cxe_c4model_conn_end(c, true);
 	}
