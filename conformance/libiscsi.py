@@ -79,12 +79,12 @@ class Comparison:
         return sum(v == "passed" for v in side.values()), len(side)
 
 
-def markdown(c: Comparison, title: str) -> str:
+def markdown(c: Comparison, title: str, offloaded: str = "cxgbit_ext soft0") -> str:
     sp, sn = c.counts(c.stock)
     op, on = c.counts(c.offload)
     lines = [
         f"# {title}", "",
-        f"stock LIO: {sp}/{sn} passed; offloaded (cxgbit_ext soft0): {op}/{on} passed; "
+        f"stock LIO: {sp}/{sn} passed; offloaded ({offloaded}): {op}/{on} passed; "
         f"regressions (stock passes, offload does not): {len(c.regressions)}; "
         f"flaky on rerun: {', '.join(c.flaky) or 'none'}", "",
         "| test | stock | offload |", "|---|---|---|",

@@ -48,6 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="test_conformance.py: the offloaded side through that chip model (soft0's model setting)",
     )  # fmt: skip
     parser.addoption(
+        "--cxgb4-model", choices=("t5", "t6"), default=None,
+        help="test_conformance.py, test_pdu_fuzz.py: the offloaded side through a modelled cxgb4 adapter",
+    )  # fmt: skip
+    parser.addoption(
         "--fuzz-semantic", action="store_true",
         help="test_pdu_fuzz.py: mutations of meaning (CmdSN, ITT, flags, TMFs, ...) besides those of framing",
     )  # fmt: skip

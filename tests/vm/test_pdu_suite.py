@@ -62,11 +62,16 @@ FIO_LUN = 1  # the background session's; every PDU case stays on LUN 0
 LIO_MRDSL = 262144  # what LIO declares by default (its TPG MaxXmitDataSegmentLength)
 
 
-@pytest.fixture(scope="module")
-def dual_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+def pdu_target(module_ko: Path, before: Callable[[], None] | None = None) -> AbstractContextManager[None]:
+    """The suite's target, offloaded on every address (after ``before``)."""
     t = topology.Topology(iqn=PDU_IQN, backstores=("ramdisk", "ramdisk"), lun_size=16 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
-    with offloaded_target(module_ko, t):
+    return offloaded_target(module_ko, t, before)
+
+
+@pytest.fixture(scope="module")
+def dual_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    with pdu_target(module_ko):
         yield
 
 
