@@ -19,6 +19,8 @@
 #include <linux/bits.h>
 #include <linux/limits.h>
 
+#include "pdu/cxe_seg.h"
+
 struct cxe_np;
 struct cxe_conn;
 struct scatterlist;
@@ -48,6 +50,18 @@ struct cxe_burst {
 	u32			datasn;	/* DataSN of the first PDU */
 	bool			status;	/* the last PDU carries status (S) */
 };
+
+/* The burst as the pure planner (pdu/cxe_seg.h) cuts it into PDUs */
+static inline struct cxe_seg_burst cxe_burst_plan(const struct cxe_burst *b)
+{
+	return (struct cxe_seg_burst) {
+		.offset		= b->offset,
+		.len		= b->len,
+		.max_pdu	= b->max_pdu,
+		.datasn		= b->datasn,
+		.status		= b->status,
+	};
+}
 
 /*
  * What the PDU layer keeps per task for the adapter, in LIO's per-command

@@ -389,13 +389,7 @@ int cxe_c4_send_pdu(struct cxe_conn *c, const u8 *bhs,
 int cxe_c4_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 {
 	struct cxe_c4c *cc = cxe_c4c(c);
-	struct cxe_seg_burst plan = {
-		.offset = b->offset,
-		.len = b->len,
-		.max_pdu = b->max_pdu,
-		.datasn = b->datasn,
-		.status = b->status,
-	};
+	struct cxe_seg_burst plan = cxe_burst_plan(b);
 	u32 i, n = cxe_seg_count(&plan);
 	struct cxe_c4tx_slice s;
 	int ret = 0;

@@ -840,13 +840,7 @@ int cxe_soft_send_copy(struct cxe_soft_conn *sc, const void *buf, u32 len)
 int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
-	struct cxe_seg_burst plan = {
-		.offset = b->offset,
-		.len = b->len,
-		.max_pdu = b->max_pdu,
-		.datasn = b->datasn,
-		.status = b->status,
-	};
+	struct cxe_seg_burst plan = cxe_burst_plan(b);
 	u32 i, n = cxe_seg_count(&plan);
 	struct cxe_seg_pdu pdu;
 	u8 bhs[CXE_BHS_LEN];

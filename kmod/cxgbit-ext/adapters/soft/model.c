@@ -550,13 +550,7 @@ int cxe_soft_model_send_pdu(struct cxe_conn *c, const u8 *bhs,
 int cxe_soft_model_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 {
 	struct cxe_soft_conn *sc = cxe_soft(c);
-	struct cxe_seg_burst plan = {
-		.offset = b->offset,
-		.len = b->len,
-		.max_pdu = b->max_pdu,
-		.datasn = b->datasn,
-		.status = b->status,
-	};
+	struct cxe_seg_burst plan = cxe_burst_plan(b);
 	u32 i, n = cxe_seg_count(&plan);
 	u8 head[CXE_C4TX_HEAD_MAX];
 	struct cxe_c4tx_slice s;
