@@ -261,6 +261,40 @@ def offloaded_peers() -> list[str]:
     return [ln.split()[0] for ln in connection_lines()]
 
 
+def cxgb4_adapter(name: str) -> dict[str, str]:
+    """The cxgb4 backend's words on one of its adapters, from the backends file."""
+    (line,) = [ln for ln in (CFS / "backends").read_text().splitlines() if ln.startswith("cxgb4 ")]
+    (word,) = [w for w in line.split() if w.startswith(name + "=")]
+    kind, ports, state, *rest = word.split("=", 1)[1].split("/")
+    got = {"kind": kind, "ports": ports, "state": state}
+    for field in rest:
+        key, _, value = field.partition(":")
+        got[key] = value
+    return got
+
+
+def wait_for(what: str, ok: Callable[[], bool], seconds: float) -> None:
+    """Poll ok() until it holds; fail with what when it does not in time."""
+    deadline = time.monotonic() + seconds
+    while not ok() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ok(), what
+
+
+def lun_disk(iqn: str, address: str, lun: int, timeout: float = 30) -> str:
+    """The block device of ``lun`` in open-iscsi's session to iqn at ``address``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for s in iscsiadm.sessions():
+            if s.iqn != iqn or s.address != address:
+                continue
+            for blk in Path(f"/sys/class/iscsi_session/session{s.sid}/device").glob(f"target*/*:*:*:{lun}/block/*"):
+                if Path(f"/dev/{blk.name}").exists():
+                    return f"/dev/{blk.name}"
+        time.sleep(0.5)
+    raise AssertionError(f"no LUN {lun} of {iqn} at {address} after {timeout} s")
+
+
 def soft0_counters() -> dict[str, int]:
     text = (CFS / "adapters/soft0/counters").read_text()
     return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}

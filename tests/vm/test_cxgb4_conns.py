@@ -19,8 +19,7 @@ import errno
 import os
 import socket
 import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from iscsi_initiator.pdu import Op, data_out, logout_request, nop_out, scsi_comm
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target
+from .conftest import CFS, PDU_INITIATOR, connection_lines, cxgb4_adapter, lun_disk, offloaded_target, wait_for
 
 IQN = "iqn.2026-11.org.cxgbit-ext:c4conns"
 OFF, STOCK = topo.LINKS  # tgt0: the model's port; tgt1: no adapter's
@@ -42,25 +41,6 @@ BLOCK = 512
 
 def models(line: str) -> None:
     MODELS.write_text(line + "\n")
-
-
-def adapter(name: str) -> dict[str, str]:
-    """The cxgb4 backend's words on one adapter, from the backends file."""
-    (line,) = [ln for ln in (CFS / "backends").read_text().splitlines() if ln.startswith("cxgb4 ")]
-    (word,) = [w for w in line.split() if w.startswith(name + "=")]
-    kind, ports, state, *rest = word.split("=", 1)[1].split("/")
-    got = {"kind": kind, "ports": ports, "state": state}
-    for field in rest:
-        key, _, value = field.partition(":")
-        got[key] = value
-    return got
-
-
-def wait_for(what: str, ok: Callable[[], bool], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not ok() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert ok(), what
 
 
 def conn_line(peer_ip: str) -> dict[str, str]:
@@ -78,10 +58,10 @@ def c4_target(request: pytest.FixtureRequest, iscsid: None, module_ko: Path) -> 
     t = topology.Topology(iqn=IQN, backstores=("ramdisk", "ramdisk"), lun_size=64 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
     with offloaded_target(module_ko, t, before=lambda: models(f"add m0 chip={request.param} netdev={OFF.tgt_dev}")):
-        got = adapter("m0")
+        got = cxgb4_adapter("m0")
         assert (got["servers"], got["conns"]) == ("1", "0"), got
         yield request.param
-        wait_for("a TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+        wait_for("a TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
 
 
 def login(ip: str, params: Params | None = None) -> Connection:
@@ -96,14 +76,14 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     bursts on a TID of the model's: the data reads back equal, the
     connection is the model's (not soft0's), and its TID goes back at
     logout."""
-    accepted = int(adapter("m0")["accepted"])
+    accepted = int(cxgb4_adapter("m0")["accepted"])
     c = login(OFF.tgt_ip, Params(header_digest=digests, data_digest=digests, max_recv_dlen=8192,
                                  first_burst=65536, max_burst=262144))  # fmt: skip
-    assert int(adapter("m0")["accepted"]) == accepted + 1
+    assert int(cxgb4_adapter("m0")["accepted"]) == accepted + 1
     line = conn_line(OFF.ini_ip)
     assert line["adapter"] == "m0", line
     assert line["hdigest"] == ("1" if digests == "CRC32C" else "0"), line
-    assert adapter("m0")["conns"] == "1"
+    assert cxgb4_adapter("m0")["conns"] == "1"
     data = os.urandom(1037 * BLOCK)
     c.scsi_write(2048, data)
     assert c.scsi_read(2048, 1037) == data
@@ -118,7 +98,7 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     c.sock.settimeout(15)
     assert c.sock.recv(1) == b"", "the target sent more after the Logout response"
     c.close()
-    wait_for("the TID was not given back after logout", lambda: adapter("m0")["conns"] == "0", 40)
+    wait_for("the TID was not given back after logout", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
     assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")]
 
 
@@ -127,7 +107,7 @@ def test_a_portal_on_another_port_is_not_the_models(c4_target: str) -> None:
     answers, and the model's count of connections does not move."""
     c = login(STOCK.tgt_ip)
     assert not [ln for ln in connection_lines() if ln.startswith(f"{STOCK.ini_ip}:")]
-    assert adapter("m0")["conns"] == "0"
+    assert cxgb4_adapter("m0")["conns"] == "0"
     data = os.urandom(64 * BLOCK)
     c.scsi_write(64, data)
     assert c.scsi_read(64, 64) == data
@@ -144,7 +124,7 @@ def test_a_reset_by_the_initiator_gives_the_tid_back(c4_target: str) -> None:
     c.scsi_write(0, os.urandom(8 * BLOCK))
     c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     c.sock.close()
-    wait_for("the reset connection's TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+    wait_for("the reset connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
     again = Connection(OFF.tgt_ip)
     again.isid = isid
     again.login(PDU_INITIATOR, IQN)
@@ -160,7 +140,7 @@ def dropped_and_healthy(c: Connection) -> None:
     """The target dropped c; its TID goes back and a new session works."""
     assert c.closed_by_peer(), "the target kept a connection whose stream is broken"
     c.close()
-    wait_for("the dropped connection's TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+    wait_for("the dropped connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
     again = login(OFF.tgt_ip)
     data = os.urandom(4 * BLOCK)
     again.scsi_write(128, data)
@@ -201,7 +181,7 @@ def test_a_bad_data_digest_on_data_out_is_caught(c4_target: str) -> None:
         c.close()
     else:
         c.close()
-    wait_for("the connection's TID was not given back", lambda: adapter("m0")["conns"] == "0", 40)
+    wait_for("the connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
     check = login(OFF.tgt_ip)
     assert check.scsi_read(32, 1) == keep
     assert check.logout() == 0
@@ -240,7 +220,7 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
             iscsiadm.set_node(IQN, portal, "node.conn[0].iscsi.HeaderDigest", "CRC32C")
             iscsiadm.set_node(IQN, portal, "node.conn[0].iscsi.DataDigest", "CRC32C")
             iscsiadm.login(IQN, portal)
-        disks = [lun_disk(OFF.tgt_ip, 0), lun_disk(STOCK.tgt_ip, 1)]
+        disks = [lun_disk(IQN, OFF.tgt_ip, 0), lun_disk(IQN, STOCK.tgt_ip, 1)]
         assert conn_line(OFF.ini_ip)["adapter"] == "m0"
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(lambda d: fio.write_verify(d, size="8M", bs="64k"), disks))
@@ -250,18 +230,4 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
         assert int(line["bytes_copied"]) >= 8 * topology.MiB, line
     finally:
         iscsiadm.logout(IQN)
-    wait_for("a TID was not given back after logout", lambda: adapter("m0")["conns"] == "0", 40)
-
-
-def lun_disk(address: str, lun: int, timeout: float = 30) -> str:
-    """The block device of ``lun`` in the session to IQN at ``address``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for s in iscsiadm.sessions():
-            if s.iqn != IQN or s.address != address:
-                continue
-            for blk in Path(f"/sys/class/iscsi_session/session{s.sid}/device").glob(f"target*/*:*:*:{lun}/block/*"):
-                if Path(f"/dev/{blk.name}").exists():
-                    return f"/dev/{blk.name}"
-        time.sleep(0.5)
-    raise AssertionError(f"no LUN {lun} of {IQN} at {address} after {timeout} s")
+    wait_for("a TID was not given back after logout", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)

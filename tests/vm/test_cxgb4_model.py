@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,16 @@ from cxgbit_ext import topology
 from iscsi_initiator.session import Connection
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, dmesg_since, kmsg_mark, offloaded_peers, offloaded_target
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    cxgb4_adapter,
+    dmesg_since,
+    kmsg_mark,
+    offloaded_peers,
+    offloaded_target,
+    wait_for,
+)
 
 IQN = "iqn.2026-11.org.cxgbit-ext:c4model"
 OFF, STOCK = topo.LINKS  # tgt0 served by soft0, tgt1 not
@@ -42,25 +51,6 @@ def neighbour(iscsid: None, module_ko: Path) -> Iterator[None]:
 def models(*lines: str) -> None:
     for line in lines:
         MODELS.write_text(line + "\n")
-
-
-def adapter(name: str) -> dict[str, str]:
-    """The cxgb4 backend's words on one adapter, from the backends file."""
-    (line,) = [ln for ln in (CFS / "backends").read_text().splitlines() if ln.startswith("cxgb4 ")]
-    (word,) = [w for w in line.split() if w.startswith(name + "=")]
-    kind, ports, state, *rest = word.split("=", 1)[1].split("/")
-    got = {"kind": kind, "ports": ports, "state": state}
-    for field in rest:
-        key, _, value = field.partition(":")
-        got[key] = value
-    return got
-
-
-def wait_for(what: str, ok: Callable[[], bool], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not ok() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert ok(), what
 
 
 @pytest.fixture
@@ -113,13 +103,13 @@ def test_a_portal_on_a_modelled_adapters_port_gets_a_server(
         line = MODELS.read_text()
         want = f"m0 chip=T6model netdev={OFF.tgt_dev} answer_ms=0 table=16 servers=0 refused=0"
         assert line == want + " conns=0 refused_msgs=0 bad_releases=0\n", line
-        assert adapter("m0")["servers"] == "0"
+        assert cxgb4_adapter("m0")["servers"] == "0"
         make_portal(portal_target, OFF.tgt_ip, 3262)
-        got = adapter("m0")
+        got = cxgb4_adapter("m0")
         assert (got["servers"], got["stids"], got["stray"], got["unwaited"]) == ("1", "1", "0", "0"), got
         assert "servers=1 " in MODELS.read_text()
         make_portal(portal_target, STOCK.tgt_ip, 3263)  # not the model's port
-        assert adapter("m0")["servers"] == "1"
+        assert cxgb4_adapter("m0")["servers"] == "1"
         login_offloaded(OFF.tgt_ip, 3262)
         c = Connection(OFF.tgt_ip)
         c.login(PDU_INITIATOR, IQN)
@@ -132,7 +122,7 @@ def test_a_portal_on_a_modelled_adapters_port_gets_a_server(
         with topo.in_netns():
             topology.delete(f"{IQN}-3262")
         portal_target.remove((OFF.tgt_ip, 3262))
-        got = adapter("m0")
+        got = cxgb4_adapter("m0")
         assert (got["servers"], got["stids"], got["stray"]) == ("0", "0", "0"), got
         assert "servers=0 refused=0" in MODELS.read_text()
     finally:
@@ -156,12 +146,12 @@ def test_late_full_and_refused_answers_leave_no_server(neighbour: None, portal_t
         log = "\n".join(dmesg_since(mark))
         assert "cxgb4 adapter slow does not listen for it (-110)" in log, log
         assert "cxgb4 adapter full does not listen for it (-28)" in log, log
-        assert adapter("full")["stids"] == "0"
-        assert adapter("slow")["stids"] == "1"
+        assert cxgb4_adapter("full")["stids"] == "0"
+        assert cxgb4_adapter("slow")["stids"] == "1"
         login_offloaded(OFF.tgt_ip, 3264)
         # the late open is answered, the unwanted server removed, the removal answered
-        wait_for("the late server was not settled", lambda: adapter("slow")["stids"] == "0", 40)
-        got = adapter("slow")
+        wait_for("the late server was not settled", lambda: cxgb4_adapter("slow")["stids"] == "0", 40)
+        got = cxgb4_adapter("slow")
         assert (got["servers"], got["unwaited"], got["stray"]) == ("0", "2", "0"), got
         assert "servers=0 refused=0" in next(ln for ln in MODELS.read_text().splitlines() if ln.startswith("slow "))
     finally:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import struct
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,7 +29,7 @@ from iscsi_initiator.pdu import Op, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, offloaded_peers, offloaded_target, soft0_counters
+from .conftest import CFS, PDU_INITIATOR, lun_disk, offloaded_peers, offloaded_target, soft0_counters
 
 IQN = "iqn.2026-11.org.cxgbit-ext:model"
 OFF, STOCK = topo.LINKS  # tgt0 served by soft0, tgt1 not
@@ -57,20 +56,6 @@ def model_target(request: pytest.FixtureRequest, iscsid: None, module_ko: Path) 
             yield request.param
         finally:
             MODEL.write_text("off")
-
-
-def lun_disk(address: str, lun: int, timeout: float = 30) -> str:
-    """The block device of ``lun`` in the session to IQN at ``address``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for s in iscsiadm.sessions():
-            if s.iqn != IQN or s.address != address:
-                continue
-            for blk in Path(f"/sys/class/iscsi_session/session{s.sid}/device").glob(f"target*/*:*:*:{lun}/block/*"):
-                if Path(f"/dev/{blk.name}").exists():
-                    return f"/dev/{blk.name}"
-        time.sleep(0.5)
-    raise AssertionError(f"no LUN {lun} of {IQN} at {address} after {timeout} s")
 
 
 def login(ip: str, params: Params | None = None) -> Connection:
@@ -158,7 +143,7 @@ def test_fio_verify_through_the_model_beside_stock(model_target: str) -> None:
             iscsiadm.set_node(IQN, portal, "node.conn[0].iscsi.DataDigest", "CRC32C")
             iscsiadm.login(IQN, portal)
         # one LUN each, so that neither overwrites what the other verifies
-        disks = [lun_disk(OFF.tgt_ip, 0), lun_disk(STOCK.tgt_ip, 1)]
+        disks = [lun_disk(IQN, OFF.tgt_ip, 0), lun_disk(IQN, STOCK.tgt_ip, 1)]
         peers = " ".join(offloaded_peers())
         assert f"{OFF.ini_ip}:" in peers and f"{STOCK.ini_ip}:" not in peers
         before = soft0_counters()
