@@ -358,7 +358,7 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 		.ulp_mode	= true,
 	};
 
-	ret = xa_insert_bh(&d->tids, r.tid, t, GFP_KERNEL);
+	ret = cxe_c4dev_map_tid(d, r.tid, t);
 	if (ret == -EBUSY) {
 		/* the TID is another connection's: nothing to give back */
 		pr_err("cxgb4 adapter %s: accept request on TID %u, which is in use: dropped\n",

@@ -74,7 +74,24 @@ void cxe_c4dev_add(struct cxe_c4dev *d)
 {
 	mutex_lock(&cxe_c4devs_lock);
 	list_add_tail_rcu(&d->node, &cxe_c4devs);
+	d->listed = true;
 	mutex_unlock(&cxe_c4devs_lock);
+}
+
+/*
+ * The TID of an accepted connection into d's map, while d is listed: an
+ * adapter being removed (which it is only with an empty map) takes none,
+ * so nothing is left in the map of one that is gone. -ENODEV then.
+ */
+int cxe_c4dev_map_tid(struct cxe_c4dev *d, u32 tid, struct cxe_c4tid *t)
+{
+	int ret = -ENODEV;
+
+	mutex_lock(&cxe_c4devs_lock);
+	if (d->listed)
+		ret = xa_insert_bh(&d->tids, tid, t, GFP_KERNEL);
+	mutex_unlock(&cxe_c4devs_lock);
+	return ret;
 }
 
 int cxe_c4dev_del(struct cxe_c4dev *d)
@@ -85,6 +102,7 @@ int cxe_c4dev_del(struct cxe_c4dev *d)
 		return -EBUSY;
 	}
 	list_del_rcu(&d->node);
+	d->listed = false;
 	mutex_unlock(&cxe_c4devs_lock);
 	synchronize_rcu();	/* the steering hook's readers */
 	return 0;
@@ -101,6 +119,7 @@ void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops)
 		if (d->ops != ops)
 			continue;
 		list_del_rcu(&d->node);
+		d->listed = false;
 		synchronize_rcu();
 		xa_for_each(&d->servers, stid, s) {
 			xa_erase_bh(&d->servers, stid);

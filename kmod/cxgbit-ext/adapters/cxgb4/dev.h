@@ -106,6 +106,7 @@ struct cxe_c4dev {
 						 * RECOVERY or DETACH
 						 */
 	bool			serves;		/* may listen for portals */
+	bool			listed;		/* in the glue's list (its lock) */
 	spinlock_t		lock;		/* its servers' states */
 	struct xarray		servers;	/* STID -> struct cxe_c4srv */
 	u32			unwaited;	/* answers nobody waited for */
@@ -234,6 +235,7 @@ int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c);
 void cxe_c4_conn_release(struct cxe_conn *c);
 void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 		       u32 max_recv_dlen);
+int cxe_c4dev_map_tid(struct cxe_c4dev *d, u32 tid, struct cxe_c4tid *t);
 /* dev.c: the adapter its connections count on, with a reference, or NULL */
 struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d);
 /* dev.c: the first accepted connection of a portal's servers, or NULL */
