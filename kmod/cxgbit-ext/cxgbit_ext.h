@@ -14,6 +14,8 @@
 #include <linux/configfs.h>
 #include <linux/stddef.h>
 #include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/atomic.h>
@@ -134,6 +136,25 @@ static inline void cxe_cstat(struct cxe_conn *c, enum cxe_stat s, u64 v)
 {
 	atomic64_add(v, &c->stats[s]);
 	cxe_stat_add(c->adapter, s, v);
+}
+
+/*
+ * A connection's scratch buffer *buf of *cap bytes, grown to len when
+ * shorter (process context); NULL when it cannot be, the old one kept
+ */
+static inline u8 *cxe_buf_grow(u8 **buf, u32 *cap, u32 len)
+{
+	u8 *n;
+
+	if (len <= *cap)
+		return *buf;
+	n = kvmalloc(len, GFP_KERNEL);
+	if (!n)
+		return NULL;
+	kvfree(*buf);
+	*buf = n;
+	*cap = len;
+	return n;
 }
 
 /* The ops of the backend a connection's adapter is an instance of */

@@ -216,14 +216,9 @@ static struct sk_buff *cxe_c4_req_skb(struct cxe_c4c *cc, const u8 *head,
 	int err;
 	u8 *p;
 
-	if (wr->payload > cc->req_cap) {
-		kvfree(cc->req);
-		cc->req = kvmalloc(wr->payload, GFP_KERNEL);
-		cc->req_cap = cc->req ? wr->payload : 0;
-		if (!cc->req)
-			return NULL;
-	}
-	p = cc->req;
+	p = cxe_buf_grow(&cc->req, &cc->req_cap, wr->payload);
+	if (!p)
+		return NULL;
 	memcpy(p, hdr, CXE_BHS_LEN);
 	if (src && src->sgl) {
 		if (sg_pcopy_to_buffer(src->sgl, src->nents, p + CXE_BHS_LEN,

@@ -711,22 +711,6 @@ static void cxe_c4model_conn_state_change(struct sock *sk)
 
 /* ---- connections: transmit -------------------------------------------------- */
 
-/* The connection's buffer *buf, grown to len bytes when shorter */
-static u8 *cxe_c4model_buf(u8 **buf, u32 *cap, u32 len)
-{
-	u8 *n;
-
-	if (len <= *cap)
-		return *buf;
-	n = kvmalloc(len, GFP_KERNEL);
-	if (!n)
-		return NULL;
-	kvfree(*buf);
-	*buf = n;
-	*cap = len;
-	return n;
-}
-
 /* the wire bytes to the host's TCP, as the software adapter sends a copy */
 static int cxe_c4model_send_wire(struct cxe_c4model_conn *c, const u8 *buf,
 				 size_t len)
@@ -764,13 +748,13 @@ static void cxe_c4model_tx_data(struct cxe_c4model_conn *c,
 	int len;
 
 	if (glen) {
-		g = cxe_c4model_buf(&c->gbuf, &c->gcap, glen);
+		g = cxe_buf_grow(&c->gbuf, &c->gcap, glen);
 		if (!g || skb_copy_bits(skb, hlen, g, glen))
 			goto refused;
 	}
 	cap = max(c->ocap, 2 * (hlen + glen) + 4096);
 	for (;;) {
-		out = cxe_c4model_buf(&c->out, &c->ocap, cap);
+		out = cxe_buf_grow(&c->out, &c->ocap, cap);
 		if (!out) {
 			n = -ENOMEM;
 			break;

@@ -455,22 +455,6 @@ int cxe_soft_model_data_taken(struct cxe_conn *c)
 
 /* ---- transmit ------------------------------------------------------------------ */
 
-/* The connection's buffer *buf, grown to len bytes when shorter */
-static u8 *cxe_model_buf(u8 **buf, u32 *cap, u32 len)
-{
-	u8 *n;
-
-	if (len <= *cap)
-		return *buf;
-	n = kvmalloc(len, GFP_KERNEL);
-	if (!n)
-		return NULL;
-	kvfree(*buf);
-	*buf = n;
-	*cap = len;
-	return n;
-}
-
 /*
  * One work request through the model: its head, and the payload (header,
  * data from src, zero padding) cxgb4 would put in it or gather; the wire
@@ -485,9 +469,9 @@ static int cxe_model_wr(struct cxe_soft_conn *sc, const u8 *head,
 	u8 *req, *out;
 	long n;
 
-	req = cxe_model_buf(&mm->wr_req, &mm->wr_req_cap,
-			    wr->head_len + wr->payload);
-	out = cxe_model_buf(&mm->wr_out, &mm->wr_out_cap, wr->wire);
+	req = cxe_buf_grow(&mm->wr_req, &mm->wr_req_cap,
+			   wr->head_len + wr->payload);
+	out = cxe_buf_grow(&mm->wr_out, &mm->wr_out_cap, wr->wire);
 	if (!req || !out)
 		return -ENOMEM;
 	memcpy(req, head, wr->head_len);
