@@ -7,7 +7,9 @@
  * against the page list the pods were made from. The builder's refusals
  * first; then random buffers (1 to 80 pages, any start in the first page,
  * any length in the last), written in requests of at most three pods as
- * mainline cxgbit writes them, over pods of earlier buffers.
+ * mainline cxgbit writes them, over pods of earlier buffers; every other
+ * one cleared again (cxe_ulp_ppod_clear), after which none of its bytes is
+ * located.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,25 @@ static void test_refusals(void)
 }
 
 /* the model takes what the builder writes, and refuses it changed */
+/* The tag format: libcxgb's default (index above a 6-bit colour) */
+static void test_tags(void)
+{
+	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+
+	CHECK(cxe_ppod_tag(5, 3) == (5U << 6 | 3));
+	CHECK(cxe_ppod_tag(5, 67) == (5U << 6 | 3));
+	CHECK(cxe_ppod_tag_idx(cxe_ppod_tag(CXE_PPOD_TAG_MAX_IDX - 1, 63)) == CXE_PPOD_TAG_MAX_IDX - 1);
+	CHECK(cxe_ppod_tag_ddp(cxe_ppod_tag(CXE_PPOD_TAG_MAX_IDX - 1, 63)));
+	CHECK(!cxe_ppod_tag_ddp(CXE_PPOD_TAG_NODDP));
+	CHECK(!cxe_ppod_tag_ddp(1U << 30));
+	/* a clear: 0 or more than three pods, an unaligned address, a bad TID */
+	CHECK(cxe_ulp_ppod_clear(wr, sizeof(wr), BASE, 1, 0) == -EINVAL);
+	CHECK(cxe_ulp_ppod_clear(wr, sizeof(wr), BASE, 1, CXE_PPOD_IMM_MAX + 1) == -EINVAL);
+	CHECK(cxe_ulp_ppod_clear(wr, sizeof(wr), BASE + 16, 1, 1) == -EINVAL);
+	CHECK(cxe_ulp_ppod_clear(wr, sizeof(wr), BASE, CXE_CPL_TID_MAX + 1, 1) == -EINVAL);
+	CHECK(cxe_ulp_ppod_clear(wr, 100, BASE, 1, 3) == -ENOSPC);
+}
+
 static void test_model_refusals(u8 *mem)
 {
 	struct cxe_model_ppm m = { .mem = mem, .base = BASE, .size = POD_SPACE * CXE_PPOD_LEN };
@@ -120,10 +141,11 @@ int main(int argc, char **argv)
 	unsigned int seed = argc > 1 ? (unsigned int)atoi(argv[1]) : 1;
 	u8 *mem = calloc(POD_SPACE, CXE_PPOD_LEN);
 	struct cxe_model_ppm m = { .mem = mem, .base = BASE, .size = POD_SPACE * CXE_PPOD_LEN };
-	unsigned int buffers = 0, requests = 0, located = 0, crossings = 0;
+	unsigned int buffers = 0, requests = 0, located = 0, crossings = 0, cleared = 0;
 
 	srandom(seed);
 	test_refusals();
+	test_tags();
 	test_model_refusals(mem);
 
 	for (int round = 0; round < 400; round++) {
@@ -188,6 +210,21 @@ int main(int argc, char **argv)
 				round, npages, off0, len, idx, idx + npods - 1);
 			break;
 		}
+		/* every other buffer's pods cleared: no byte of it is placed */
+		if (round % 2) {
+			for (u32 first = 0; first < npods; first += CXE_PPOD_IMM_MAX) {
+				u32 n = npods - first < CXE_PPOD_IMM_MAX ? npods - first : CXE_PPOD_IMM_MAX;
+				u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+				int wl = cxe_ulp_ppod_clear(wr, sizeof(wr),
+							    BASE + ((idx + first) << CXE_PPOD_SHIFT), tid, n);
+
+				CHECK(wl > 0 && wl <= CXE_ULP_MEM_WRITE_MAX_LEN && wl % 16 == 0);
+				CHECK(cxe_model_ppm_write(&m, wr, wl) == (int)n);
+			}
+			for (u32 o = 0; o < len; o += 1 + rnd(PAGE))
+				CHECK(cxe_model_ppm_locate(&m, idx, tid, tag, o, &at) == -ENOENT);
+			cleared++;
+		}
 		buffers++;
 	}
 	/* the fifth address must be the next pod's first: break one */
@@ -205,9 +242,9 @@ int main(int argc, char **argv)
 		mem[24 + 8 * CXE_PPOD_PAGES + 6] ^= 0x10;
 		CHECK(cxe_model_ppm_locate(&m, 0, 3, 0x40, 4 * PAGE, &at) == -EIO);
 	}
-	CHECK(buffers == 400 && crossings > 0);
-	printf("test_cxgb4_ppod: seed %u, %u buffers in %u requests, %u bytes located (%u at a pod's first page)\n",
-	       seed, buffers, requests, located, crossings);
+	CHECK(buffers == 400 && crossings > 0 && cleared == 200);
+	printf("test_cxgb4_ppod: seed %u, %u buffers in %u requests, %u bytes located (%u at a pod's first page), %u cleared\n",
+	       seed, buffers, requests, located, crossings, cleared);
 	printf("test_cxgb4_ppod: %d checks, %d failures\n", checks, failures);
 	free(mem);
 	return failures != 0;

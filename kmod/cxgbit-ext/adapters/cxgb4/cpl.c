@@ -601,16 +601,45 @@ int cxe_cpl_abort_rpl(void *buf, size_t size, u32 tid, bool rst)
 #define PPOD_VALID		BIT(24)
 #define PPOD_TAG_MASK		0x3fffffff
 
+/* A write of npods pods at pod_addr on tid's flow, zeroed: its length */
+static int mem_write_start(void *buf, size_t size, u32 tid, u32 pod_addr,
+			   u32 npods)
+{
+	u32 dlen = npods << CXE_PPOD_SHIFT;
+	u32 len = (ULP_MEM_WRITE_HDR_LEN + dlen + 15) & ~15U;
+	u8 *p = buf;
+	int ret;
+
+	if (!npods || npods > CXE_PPOD_IMM_MAX || pod_addr & 31)
+		return -EINVAL;
+	ret = start(buf, size, len, tid);
+	if (ret)
+		return ret;
+	put32(p, 0, (u32)CXE_FW_ULPTX_WR << WR_OP_SHIFT);
+	put32(p, 4, tid << WR_FLOWID_SHIFT | len / 16);
+	put32(p, 16, (u32)ULP_TX_MEM_WRITE << ULPTX_CMD_SHIFT | ULP_MEMIO_IMM);
+	put32(p, 20, (len - 16) / 16);
+	put32(p, 24, dlen >> 5);
+	put32(p, 28, pod_addr >> 5);
+	put32(p, 32, (u32)ULP_TX_SC_IMM << ULPTX_CMD_SHIFT);
+	put32(p, 36, dlen);
+	return len;
+}
+
+int cxe_ulp_ppod_clear(void *buf, size_t size, u32 pod_addr, u32 tid,
+		       u32 npods)
+{
+	return mem_write_start(buf, size, tid, pod_addr, npods);
+}
+
 int cxe_ulp_ppod_write(void *buf, size_t size, u32 pod_addr,
 		       const struct cxe_ppod_hdr *hdr, const u64 *pages,
 		       u32 npages, u32 first, u32 npods)
 {
 	const u64 page_mask = (1ULL << CXE_PPOD_PAGE_SHIFT) - 1;
-	u32 dlen = npods << CXE_PPOD_SHIFT;
-	u32 len = (ULP_MEM_WRITE_HDR_LEN + dlen + 15) & ~15U;
 	u8 *p = buf;
 	u32 i, j;
-	int ret;
+	int len;
 
 	if (!hdr || !pages || !npages || !npods || npods > CXE_PPOD_IMM_MAX ||
 	    first > npages ||
@@ -621,18 +650,9 @@ int cxe_ulp_ppod_write(void *buf, size_t size, u32 pod_addr,
 	for (i = 0; i < npages; i++)
 		if (pages[i] & page_mask)
 			return -EINVAL;
-	ret = start(buf, size, len, hdr->tid);
-	if (ret)
-		return ret;
-
-	put32(p, 0, (u32)CXE_FW_ULPTX_WR << WR_OP_SHIFT);
-	put32(p, 4, hdr->tid << WR_FLOWID_SHIFT | len / 16);
-	put32(p, 16, (u32)ULP_TX_MEM_WRITE << ULPTX_CMD_SHIFT | ULP_MEMIO_IMM);
-	put32(p, 20, (len - 16) / 16);
-	put32(p, 24, dlen >> 5);
-	put32(p, 28, pod_addr >> 5);
-	put32(p, 32, (u32)ULP_TX_SC_IMM << ULPTX_CMD_SHIFT);
-	put32(p, 36, dlen);
+	len = mem_write_start(buf, size, hdr->tid, pod_addr, npods);
+	if (len < 0)
+		return len;
 	for (i = 0; i < npods; i++) {
 		u8 *pod = p + ULP_MEM_WRITE_HDR_LEN + i * CXE_PPOD_LEN;
 		u32 page = (first + i) * CXE_PPOD_PAGES;

@@ -273,6 +273,41 @@ int cxe_ulp_ppod_write(void *buf, size_t size, u32 pod_addr,
 		       const struct cxe_ppod_hdr *hdr, const u64 *pages,
 		       u32 npages, u32 first, u32 npods);
 
+/*
+ * npods pods at pod_addr made invalid (libcxgb's cxgbi_ppm_ppod_clear():
+ * the valid bit clear), on the flow of connection tid, whose pods they
+ * were: the chip places nothing more by them.
+ */
+int cxe_ulp_ppod_clear(void *buf, size_t size, u32 pod_addr, u32 tid,
+		       u32 npods);
+
+/*
+ * The DDP tag of a Data-Out's TTT, as the chip reads it: the index of
+ * the buffer's first pod above a 6-bit colour (libcxgb's
+ * cxgbi_ppm_make_ddp_tag() with its default format), bits 30..31 clear.
+ * A TTT with either of those bits set names no pods: the chip hands its
+ * Data-Outs' data up.
+ */
+#define CXE_PPOD_TAG_COLOR_BITS	6
+#define CXE_PPOD_TAG_COLOR_MASK	((1U << CXE_PPOD_TAG_COLOR_BITS) - 1)
+#define CXE_PPOD_TAG_MAX_IDX	(1U << (30 - CXE_PPOD_TAG_COLOR_BITS))
+#define CXE_PPOD_TAG_NODDP	BIT(31)
+
+static inline u32 cxe_ppod_tag(u32 idx, u32 color)
+{
+	return idx << CXE_PPOD_TAG_COLOR_BITS | (color & CXE_PPOD_TAG_COLOR_MASK);
+}
+
+static inline bool cxe_ppod_tag_ddp(u32 ttt)
+{
+	return !(ttt >> 30);
+}
+
+static inline u32 cxe_ppod_tag_idx(u32 ttt)
+{
+	return ttt >> CXE_PPOD_TAG_COLOR_BITS;
+}
+
 /* ---- messages the backend receives ---- */
 
 /* opcode of a received CPL, or -EBADMSG for an empty one */
