@@ -89,8 +89,11 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     assert c.scsi_read(2048, 1037) == data
     assert c.nop(b"ping").data == b"ping"
     line = conn_line(OFF.ini_ip)
-    # no page pods yet: every byte of write data came in a data message
-    assert int(line["bytes_copied"]) == len(data) and int(line["bytes_placed"]) == 0, line
+    # R2T-solicited data is placed by the chip through its page pods;
+    # only the immediate data (one data segment) comes in a data message
+    placed, copied = int(line["bytes_placed"]), int(line["bytes_copied"])
+    assert placed + copied == len(data) and 0 < copied <= 16384, line
+    assert cxgb4_adapter("m0")["pods_used"] == "0", "a completed R2T kept its page pods"
     # after a logout the target closes with a FIN behind the response, not a RST
     c.send(logout_request(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn))
     rsp = c.recv()
@@ -188,6 +191,65 @@ def test_a_bad_data_digest_on_data_out_is_caught(c4_target: str) -> None:
     check.close()
 
 
+def test_a_t6_completes_a_run_of_placed_data_outs_at_once(c4_target: str) -> None:
+    """An R2T's Data-Outs sent back to back: a T6 hands up one completion
+    for a run of placed ones (the target handles fewer PDUs than it was
+    sent), a T5 each of them; the data reads back equal either way."""
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True, max_burst=262144))
+    data = os.urandom(256 * 1024)
+    itt = c.next_itt()
+    cdb = struct.pack(">BBIBHB", 0x2A, 0, 0x1000, 0, len(data) // BLOCK, 0)
+    rx_before = int(conn_line(OFF.ini_ip)["pdus_rx"])
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=len(data)))
+    r2t = c.recv()
+    assert r2t.opcode == Op.R2T and r2t.itt == itt and r2t.desired_length == len(data), r2t
+    step = c.params.max_xmit_dlen
+    wire = b"".join(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=n, offset=off,
+                             data=data[off : off + step], final=off + step >= len(data)).encode()
+                    for n, off in enumerate(range(0, len(data), step)))  # fmt: skip
+    c.send_raw(wire)
+    rsp = c.recv()
+    assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
+    sent = 1 + len(range(0, len(data), step))
+    handed_up = int(conn_line(OFF.ini_ip)["pdus_rx"]) - rx_before
+    line = conn_line(OFF.ini_ip)
+    assert int(line["bytes_placed"]) == len(data), line
+    if c4_target == "t6":
+        assert handed_up < sent, (handed_up, sent)
+    else:
+        assert handed_up == sent, (handed_up, sent)
+    assert c.scsi_read(0x1000, len(data) // BLOCK) == data
+    assert c.logout() == 0
+    c.close()
+
+
+def test_a_data_out_for_a_completed_r2t_places_nothing(c4_target: str) -> None:
+    """The pods of an R2T are cleared once its last byte arrived: a
+    Data-Out that reuses its TTT afterwards is placed nowhere (the block it
+    wrote reads back unchanged on a new session), and only that connection
+    is dropped."""
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+    keep = os.urandom(8 * BLOCK)
+    itt = c.next_itt()
+    cdb = bytes([0x2A, 0, 0, 0, 0, 48, 0, 0, 8, 0])
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=len(keep)))
+    r2t = c.recv()
+    assert r2t.opcode == Op.R2T and r2t.itt == itt
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=keep, final=True))
+    rsp = c.recv()
+    assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
+    placed = int(conn_line(OFF.ini_ip)["bytes_placed"])
+    assert placed == len(keep), "the R2T's data was not placed"
+    assert cxgb4_adapter("m0")["pods_used"] == "0", "a completed R2T kept its page pods"
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=1, offset=0,
+                    data=os.urandom(len(keep)), final=True))  # fmt: skip
+    dropped_and_healthy(c)
+    check = login(OFF.tgt_ip)
+    assert check.scsi_read(48, 8) == keep
+    assert check.logout() == 0
+    check.close()
+
+
 def test_a_segment_past_the_chips_limit_drops_the_connection(c4_target: str) -> None:
     """A NOP-Out claiming a 64 KiB data segment, above what the chip takes
     (and what the target declared): the chip stops the stream and the
@@ -227,7 +289,9 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
         for (res,) in results:
             assert res.write_bytes == 8 * topology.MiB
         line = conn_line(OFF.ini_ip)
-        assert int(line["bytes_copied"]) >= 8 * topology.MiB, line
+        # every write byte came through the model, most of it placed
+        placed, copied = int(line["bytes_placed"]), int(line["bytes_copied"])
+        assert placed + copied >= 8 * topology.MiB and placed > copied, line
     finally:
         iscsiadm.logout(IQN)
     wait_for("a TID was not given back after logout", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)

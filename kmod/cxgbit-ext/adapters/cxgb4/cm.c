@@ -129,9 +129,6 @@ static void cxe_c4tid_after(struct cxe_c4tid *t, int what)
 		cxe_c4tid_release(t);
 }
 
-static void cxe_c4tid_do(struct cxe_c4tid *t,
-			 int (*step)(struct cxe_c4conn *c));
-
 /* conn.c's answer to a message; a protocol error aborts the connection */
 static void cxe_c4tid_answer(struct cxe_c4tid *t, int what)
 {
@@ -148,8 +145,7 @@ static void cxe_c4tid_answer(struct cxe_c4tid *t, int what)
 		cxe_c4tid_after(t, what);
 }
 
-static void cxe_c4tid_do(struct cxe_c4tid *t,
-			 int (*step)(struct cxe_c4conn *c))
+void cxe_c4tid_do(struct cxe_c4tid *t, int (*step)(struct cxe_c4conn *c))
 {
 	int what;
 
@@ -639,7 +635,8 @@ static struct cxe_c4c *cxe_c4c(struct cxe_conn *c)
 /*
  * A connection the chip brought up for one of the portal's servers. It
  * counts on its adapter's struct cxe_adapter; its limits are the
- * adapter's (limits.c); it places no data until page pods exist.
+ * adapter's (limits.c); it places write data when the adapter's ddp
+ * toggle is on and the chip has page pods for pages of the host's size.
  */
 int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c)
 {
@@ -658,7 +655,11 @@ int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	}
 	cc->t = t;	/* the ready list's reference is the PDU layer's now */
 	c->adapter = a;
-	c->ddp = false;
+	c->ddp = READ_ONCE(a->ddp) && t->dev->npods &&
+		 t->dev->limits.ddp_min_len != CXE_CXGB4_NEVER &&
+		 PAGE_SHIFT == CXE_PPOD_PAGE_SHIFT;
+	if (c->ddp && cxe_c4_ddp_init(cc))
+		c->ddp = false;	/* no memory for the table: no placement */
 	c->iso = READ_ONCE(a->iso);
 	memcpy(&c->peer, &t->peer, sizeof(c->peer));
 	memcpy(&c->local, &t->local, sizeof(c->local));
@@ -670,7 +671,7 @@ int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c)
 		.max_send_dlen	= cc->hw.max_send_dlen,
 		/* send_burst cuts any burst into requests (tx.c) */
 		.max_iso_burst	= CXE_NO_LIMIT,
-		.ddp_min_len	= CXE_NO_LIMIT,
+		.ddp_min_len	= c->ddp ? cc->hw.ddp_min_len : CXE_NO_LIMIT,
 		.ddp_align	= PAGE_SIZE,
 	};
 	c->limits = &cc->limits;
@@ -690,6 +691,8 @@ void cxe_c4_conn_release(struct cxe_conn *c)
 	 */
 	if (c->conn->conn_state == TARG_CONN_STATE_IN_LOGOUT)
 		cxe_c4tid_do(cc->t, cxe_c4conn_close);
+	/* pods name the TID: cleared before it can go back and be reused */
+	cxe_c4_ddp_exit(cc);
 	cxe_c4tid_do(cc->t, cxe_c4conn_release);
 	kfree_skb(cc->data);
 	cc->data = NULL;

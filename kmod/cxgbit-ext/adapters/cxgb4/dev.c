@@ -13,6 +13,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
@@ -48,6 +49,7 @@ static void cxe_c4dev_free(struct kref *ref)
 
 	xa_destroy(&d->servers);
 	xa_destroy(&d->tids);
+	bitmap_free(d->pod_map);
 	if (d->adapter)
 		cxe_adapter_put(d->adapter);
 	d->ops->release(d);
@@ -68,6 +70,42 @@ void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
 	xa_init_flags(&d->tids, XA_FLAGS_LOCK_BH);
 	atomic64_set(&d->cpl_dropped, 0);
 	atomic64_set(&d->accepted, 0);
+}
+
+int cxe_c4dev_pods_init(struct cxe_c4dev *d, u32 ppod_base, u32 npods)
+{
+	if (!npods)
+		return 0;
+	d->pod_map = bitmap_zalloc(npods, GFP_KERNEL);
+	if (!d->pod_map)
+		return -ENOMEM;
+	d->ppod_base = ppod_base;
+	d->npods = npods;
+	return 0;
+}
+
+int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n)
+{
+	unsigned long idx;
+
+	if (!n || n > d->npods)
+		return -ENOSPC;
+	spin_lock_bh(&d->lock);
+	idx = bitmap_find_next_zero_area(d->pod_map, d->npods, 0, n, 0);
+	if (idx < d->npods) {
+		bitmap_set(d->pod_map, idx, n);
+		d->pods_used += n;
+	}
+	spin_unlock_bh(&d->lock);
+	return idx < d->npods ? (int)idx : -ENOSPC;
+}
+
+void cxe_c4dev_pods_put(struct cxe_c4dev *d, u32 idx, u32 n)
+{
+	spin_lock_bh(&d->lock);
+	bitmap_clear(d->pod_map, idx, n);
+	d->pods_used -= n;
+	spin_unlock_bh(&d->lock);
 }
 
 void cxe_c4dev_add(struct cxe_c4dev *d)
@@ -535,15 +573,16 @@ static struct sock *cxe_c4_steer(const struct cxe_np *cnp,
  * dev.h); then each adapter: name, kind, ports, up or down, messages
  * dropped, servers listening, STIDs taken, answers nobody waited for
  * (late, or for a late server's removal), answers no server expects,
- * connections on TIDs now and given to portals since it came, then each
- * limit with what set it (limits.h), e.g. "0000:03:00.4=T6/2ports/up/
- * dropped:0/servers:0/stids:0/unwaited:0/stray:0/conns:0/accepted:0/
- * recv:16384(t6)/send:16384(t6)/iso:65532(iso_len)/ddp:-(no_ppm)"
+ * connections on TIDs now and given to portals since it came, page pods
+ * in use and in all, then each limit with what set it (limits.h), e.g.
+ * "0000:03:00.4=T6/2ports/up/dropped:0/servers:0/stids:0/unwaited:0/
+ * stray:0/conns:0/accepted:0/pods_used:0/pods:0/recv:16384(t6)/send:16384(t6)/
+ * iso:65532(iso_len)/ddp:-(no_ppm)"
  */
 static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
 {
 	const struct cxe_cxgb4_limits *l = &d->limits;
-	u32 servers = 0, stids = 0, conns = 0, unwaited, stray;
+	u32 servers = 0, stids = 0, conns = 0, unwaited, stray, pods;
 	struct cxe_c4tid *t;
 	struct cxe_c4srv *s;
 	unsigned long stid;
@@ -558,6 +597,7 @@ static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
 	}
 	unwaited = d->unwaited;
 	stray = d->stray;
+	pods = d->pods_used;
 	spin_unlock_bh(&d->lock);
 	len = sysfs_emit_at(page, at, " %s=%s/%uports/%s/dropped:%lld",
 			    d->name, d->kind, d->nports,
@@ -565,8 +605,8 @@ static ssize_t cxe_c4dev_show(struct cxe_c4dev *d, char *page, ssize_t at)
 			    atomic64_read(&d->cpl_dropped));
 	len += sysfs_emit_at(page, at + len, "/servers:%u/stids:%u/unwaited:%u/stray:%u",
 			     servers, stids, unwaited, stray);
-	len += sysfs_emit_at(page, at + len, "/conns:%u/accepted:%lld", conns,
-			     atomic64_read(&d->accepted));
+	len += sysfs_emit_at(page, at + len, "/conns:%u/accepted:%lld/pods_used:%u/pods:%u",
+			     conns, atomic64_read(&d->accepted), pods, d->npods);
 	len += sysfs_emit_at(page, at + len, "/recv:%u(%s)/send:%u(%s)/iso:%u(%s)",
 			     l->max_recv_dlen, l->recv_by, l->max_send_dlen,
 			     l->send_by, l->max_iso_burst, l->iso_by);

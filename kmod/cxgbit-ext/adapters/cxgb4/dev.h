@@ -10,11 +10,10 @@
  * every adapter that serves the portal's address (listen.h keeps each
  * server's life); the connections the chip accepts for those servers, from
  * the accept request to the TID's release (cm.c, conn.h); and their PDUs,
- * through the receive assembler and the work requests (io.c). No page pods
- * yet: write data comes in data messages. So only a modelled adapter
- * serves portals: a real one keeps its portals on the software adapter
- * until the backend places data and its device calls for connections
- * exist (docs/cxgb4.md).
+ * through the receive assembler and the work requests (io.c), with write
+ * data placed through page pods (ddp.c). Only a modelled adapter serves
+ * portals: a real one keeps its portals on the software adapter until its
+ * device calls for connections and page pods exist (docs/cxgb4.md).
  */
 #ifndef CXE_CXGB4_DEV_H
 #define CXE_CXGB4_DEV_H
@@ -86,6 +85,18 @@ struct cxe_c4dev_ops {
 	 * softirq). A chip takes SYNs itself: no such op.
 	 */
 	struct sock *(*syn_listener)(struct cxe_c4dev *d, u32 stid);
+	/*
+	 * Page pods (a device with d->npods of them). ppod_write: one
+	 * ULP_TX_MEM_WRITE request (cpl.c) on the flow of connection tid, in
+	 * process context; it returns once the chip reads the pods as the
+	 * request left them, so that a clear returning 0 is a fence (adapter.h):
+	 * nothing is placed by them any more. Not 0: the chip may still hold
+	 * them. map_page: the bus address the chip places into page at;
+	 * unmap_page undoes it once no pod names it.
+	 */
+	int (*ppod_write)(struct cxe_c4dev *d, u32 tid, const u8 *wr, u32 len);
+	int (*map_page)(struct cxe_c4dev *d, struct page *pg, u64 *addr);
+	void (*unmap_page)(struct cxe_c4dev *d, u64 addr);
 	/* the last reference is gone */
 	void (*release)(struct cxe_c4dev *d);
 };
@@ -117,6 +128,14 @@ struct cxe_c4dev {
 	struct xarray		tids;
 	/* what its connections count on (cxe_adapter_add()) */
 	struct cxe_adapter	*adapter;
+	/*
+	 * The chip's page pod memory for iSCSI: npods pods from byte address
+	 * ppod_base (0 pods: it places nothing); those in use, under lock
+	 */
+	u32			ppod_base;
+	u32			npods;
+	unsigned long		*pod_map;
+	u32			pods_used;
 };
 
 /* ref 1 (the list's) and the lock; the owner sets the rest */
@@ -134,6 +153,13 @@ void cxe_c4dev_put(struct cxe_c4dev *d);
  * of its servers dropped (no portal is left to wait on one)
  */
 void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops);
+/*
+ * The pod memory: npods from ppod_base (0 when it has none; -ENOMEM);
+ * n free pods in a row, taken (their index) or -ENOSPC; given back
+ */
+int cxe_c4dev_pods_init(struct cxe_c4dev *d, u32 ppod_base, u32 npods);
+int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n);
+void cxe_c4dev_pods_put(struct cxe_c4dev *d, u32 idx, u32 n);
 /* one CPL message from the adapter (the RSS header stripped); any context */
 void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len);
 
@@ -197,6 +223,26 @@ struct cxe_c4tid {
 
 void cxe_c4tid_put(struct cxe_c4tid *t);
 
+/*
+ * A DDP tag of a connection (ddp.c): its task, the R2T's window and how
+ * far its placed data was handed up, its pods and the pages they name
+ */
+struct cxe_c4ddp {
+	struct cxe_task		*owner;		/* NULL: the slot is free */
+	u32			itt;
+	u32			ttt;		/* CXE_PPOD_TAG_NODDP: being set up */
+	u32			offset;
+	u32			len;
+	u32			done_to;
+	u32			pod_idx;
+	u32			pods;
+	u64			*addrs;
+	u32			npages;
+};
+
+/* a connection's DDP tags: the colours of the tag format (cpl.h) */
+#define CXE_C4_DDP_SLOTS	(CXE_PPOD_TAG_COLOR_MASK + 1)
+
 /* The PDU layer's connection on a TID (the backend's conn_size) */
 struct cxe_c4c {
 	struct cxe_conn		c;
@@ -210,10 +256,15 @@ struct cxe_c4c {
 	bool			cur;		/* pdu is handed up */
 	struct sk_buff		*data;		/* its CPL_ISCSI_DATA */
 	u32			pdu_wire;	/* its bytes on the wire */
+	u32			rcv_nxt;	/* sequence number after it */
+	bool			seq_known;
 	u32			unacked;	/* bytes taken, window not returned */
 	/* transmit (the TX thread's, and the login's) */
 	u8			*req;		/* a request's payload */
 	u32			req_cap;
+	/* DDP tags (NULL: the connection places nothing), under ddp_lock */
+	spinlock_t		ddp_lock;
+	struct cxe_c4ddp	*ddp;
 	u32			noddp_gen;
 	/* the last Login response, until the digests are set (io.c) */
 	struct sk_buff		*held;
@@ -250,6 +301,8 @@ static inline bool cxe_c4tid_live(const struct cxe_c4tid *t)
 	       t->st.state == CXE_C4CONN_CLOSING;
 }
 
+/* cm.c: one of conn.c's steps for t, and what its answer asks for */
+void cxe_c4tid_do(struct cxe_c4tid *t, int (*step)(struct cxe_c4conn *c));
 /* cm.c: the requests conn.c's answer what asks for, t->lock held */
 void cxe_c4tid_sends(struct cxe_c4tid *t, int what);
 /* cm.c: a message or request for t's TID (GFP_ATOMIC allocations) */
@@ -263,6 +316,11 @@ int cxe_c4_send_held(struct cxe_conn *c);
 int cxe_c4_send_pdu(struct cxe_conn *c, const u8 *bhs,
 		    const struct cxe_data *src);
 int cxe_c4_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
+/* ddp.c */
+int cxe_c4_ddp_init(struct cxe_c4c *cc);
+void cxe_c4_ddp_exit(struct cxe_c4c *cc);
+void cxe_c4_ddp_placed(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu,
+		       u32 *flags);
 u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 		       const struct cxe_data *win, bool place);
 bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,

@@ -11,8 +11,8 @@
  * CXE_C4_RX_ACK bytes and whenever the receive side waits, so the window
  * is never closed while nothing is queued.
  *
- * No page pods yet (docs/cxgb4.md): every Data-Out's data comes in a data
- * message and is copied to the task's pages; DDP tags place nothing.
+ * Data-Outs the chip placed through a DDP tag's page pods (ddp.c) come
+ * without their data; the others' data is copied from its data message.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,13 +23,12 @@
 #include <linux/wait.h>
 
 #include "../../cxgbit_ext.h"
-#include "../../pdu/cxe_ddp.h"
 #include "../../pdu/cxe_seg.h"
 #include "dev.h"
 
 #define CXE_C4_RX_ACK		(64 * 1024)
-/* the DDP tag index of a TTT that places nothing */
-#define CXE_C4_NODDP_IDX	(CXE_DDP_MAX_TAGS - 1)
+/* the most one PDU handed up may stand for: a T6's run of placed Data-Outs */
+#define CXE_C4_RX_MAX_SPAN	(16 * 1024 * 1024)
 
 static struct cxe_c4c *cxe_c4c(struct cxe_conn *c)
 {
@@ -69,6 +68,30 @@ static void cxe_c4_pdu_done(struct cxe_c4c *cc)
 	cxe_c4_rx_ack(cc, false);
 }
 
+/*
+ * The bytes on the wire the PDU handed up stands for: from the end of the
+ * last one to its own end, by their sequence numbers, so that the placed
+ * Data-Outs a T6 never hands up (rx.h) give their window back too. Its
+ * own length with the digests it was received with (set_params may
+ * change them) when there is no last one, or the numbers do not make
+ * sense (a chip would not send those).
+ */
+static void cxe_c4_pdu_wire(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu)
+{
+	struct cxe_conn *c = &cc->c;
+	u32 wire = pdu->hdr_len + (c->hdigest ? CXE_DIGEST_LEN : 0) +
+		   ALIGN(pdu->dlen, 4) +
+		   (pdu->dlen && c->ddigest ? CXE_DIGEST_LEN : 0);
+	u32 end = pdu->seq + wire;
+
+	cc->pdu_wire = wire;
+	if (cc->seq_known && end - cc->rcv_nxt >= wire &&
+	    end - cc->rcv_nxt <= CXE_C4_RX_MAX_SPAN)
+		cc->pdu_wire = end - cc->rcv_nxt;
+	cc->rcv_nxt = end;
+	cc->seq_known = true;
+}
+
 static bool cxe_c4_rx_ready(struct cxe_c4tid *t)
 {
 	return !skb_queue_empty_lockless(&t->rxq) || READ_ONCE(t->st.ended) ||
@@ -83,6 +106,7 @@ int cxe_c4_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 	struct sk_buff *skb;
 	int ret;
 
+	*flags = 0;
 	if (cc->cur)
 		cxe_c4_pdu_done(cc);
 	for (;;) {
@@ -118,19 +142,13 @@ int cxe_c4_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 	}
 	cc->pdu = pdu;
 	cc->cur = true;
-	/* with the digests it was received with (set_params may change them) */
-	cc->pdu_wire = pdu.hdr_len + (c->hdigest ? CXE_DIGEST_LEN : 0) +
-		       ALIGN(pdu.dlen, 4) +
-		       (pdu.dlen && c->ddigest ? CXE_DIGEST_LEN : 0);
+	cxe_c4_pdu_wire(cc, &pdu);
 	if (pdu.hcrc_err) {
 		cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
 		return -EBADMSG;
 	}
-	if (pdu.placed) {
-		pr_err("%pISpc: the chip placed data with no page pods: dropping the connection\n",
-		       &c->peer);
-		return -ECONNABORTED;
-	}
+	if (pdu.placed)
+		cxe_c4_ddp_placed(cc, &pdu, flags);
 	memcpy(hdr, pdu.hdr, pdu.hdr_len);
 	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
 	return 0;
@@ -147,13 +165,17 @@ int cxe_c4_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 	*bad = false;
 	if (!dlen)
 		return 0;
-	if (!cc->cur || cc->pdu.dlen != dlen || !cc->data ||
-	    cc->data->len < CXE_CPL_ISCSI_DATA_LEN + dlen)
+	if (!cc->cur || cc->pdu.dlen != dlen)
 		return -EPROTO;
 	if (cc->pdu.dcrc_err) {
 		*bad = true;
 		cxe_cstat(c, CXE_STAT_DDIGEST_ERR, 1);
 	}
+	/* the chip placed it by the Data-Out's tag, in the task's pages */
+	if (cc->pdu.placed)
+		return dst->sgl ? 0 : -EPROTO;
+	if (!cc->data || cc->data->len < CXE_CPL_ISCSI_DATA_LEN + dlen)
+		return -EPROTO;
 	if (!have)
 		return 0;
 	src = cc->data->data + CXE_CPL_ISCSI_DATA_LEN;
@@ -416,31 +438,4 @@ int cxe_c4_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	cxe_cstat(c, CXE_STAT_BURSTS, 1);
 	cxe_cstat(c, CXE_STAT_BURST_PDUS, n);
 	return n;
-}
-
-/* ---- DDP tags: none place yet ---------------------------------------------- */
-
-/* A distinct TTT for each R2T, which LIO alone checks */
-u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
-		       const struct cxe_data *win, bool place)
-{
-	struct cxe_c4c *cc = cxe_c4c(c);
-	u32 gen;
-
-	spin_lock_bh(&cc->t->lock);
-	cc->noddp_gen = cxe_ddp_next_gen(cc->noddp_gen, CXE_C4_NODDP_IDX);
-	gen = cc->noddp_gen;
-	spin_unlock_bh(&cc->t->lock);
-	return cxe_ddp_tag(CXE_C4_NODDP_IDX, gen);
-}
-
-bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
-		      bool final)
-{
-	return cxe_ddp_tag_idx(ttt) == CXE_C4_NODDP_IDX;
-}
-
-void cxe_c4_ddp_release(struct cxe_conn *c, struct cxe_task *task)
-{
-	task->ddp_live = 0;
 }

@@ -28,13 +28,18 @@
  * messages, within a receive window the glue reopens with
  * CPL_RX_DATA_ACK; the transmit model (model/ulp_tx.c) turns the glue's
  * work requests into the bytes the socket sends, and returns their
- * credits in CPL_FW4_ACK. No page pods yet: all received data comes in
- * data messages. Per connection, one work item sends and one receives,
- * each in order; a mutex keeps their messages to the glue in order.
+ * credits in CPL_FW4_ACK. The model's page pod memory (model/ppod.c) is
+ * the adapter's: the glue writes it through ppod_write, and the receive
+ * model places a Data-Out's data into the pages the pods its TTT names
+ * give (by their physical addresses, the model's stand-in for bus
+ * addresses), under the lock a write takes, so that a clear written is a
+ * fence. Per connection, one work item sends and one receives, each in
+ * order; a mutex keeps their messages to the glue in order.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitmap.h>
+#include <linux/highmem.h>
 #include <linux/ipv6.h>
 #include <linux/mutex.h>
 #include <linux/net.h>
@@ -53,6 +58,7 @@
 #include "../../cxgbit_ext.h"
 #include "conn.h"
 #include "dev.h"
+#include "../../model/ppod.h"
 #include "../../model/ulp_conn.h"
 #include "../../model/ulp_lsn.h"
 #include "../../model/ulp_rx.h"
@@ -71,6 +77,9 @@
 #define CXE_C4MODEL_RBUF	(64 * 1024)
 /* the wire bytes of one work request, at most (a runaway guard) */
 #define CXE_C4MODEL_OUT_MAX	(64 * 1024 * 1024)
+/* its page pod memory: 16384 pods (1 MiB) name 256 MiB of buffers */
+#define CXE_C4MODEL_PODS	16384
+#define CXE_C4MODEL_POD_BASE	0x100000	/* its address in adapter memory */
 
 struct cxe_c4model;
 
@@ -152,6 +161,9 @@ struct cxe_c4model {
 	atomic_t		bad_releases;	/* TIDs released too early */
 	bool			stopped;	/* no more answers: unloading */
 	struct delayed_work	answer;
+	/* the pod memory; writes and placement under ppm_lock */
+	spinlock_t		ppm_lock;
+	struct cxe_model_ppm	ppm;
 };
 
 /* the models' connection and listener works (made with the first model) */
@@ -526,16 +538,60 @@ static int cxe_c4model_rx_deliver(void *ctx, const u8 *msg, u32 len)
 	return 0;
 }
 
-/* no page pods yet: every Data-Out's data comes in a data message */
+/*
+ * The chip's pod lookup for a Data-Out: the pods its TTT names (cpl.h's
+ * tag format) are valid for the connection and the tag and take the
+ * first and the last byte of its data. The pods do not hold the ITT: the
+ * chip does not check it (the glue does, before the PDU layer takes it).
+ */
 static bool cxe_c4model_rx_ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
 {
-	return false;
+	struct cxe_c4model_conn *c = ctx;
+	struct cxe_c4model *m = c->m;
+	u64 addr;
+	bool ok;
+
+	if (!cxe_ppod_tag_ddp(ttt) || !len)
+		return false;
+	spin_lock_bh(&m->ppm_lock);
+	ok = !cxe_model_ppm_locate(&m->ppm, cxe_ppod_tag_idx(ttt), c->tid, ttt,
+				   off, &addr) &&
+	     !cxe_model_ppm_locate(&m->ppm, cxe_ppod_tag_idx(ttt), c->tid, ttt,
+				   off + len - 1, &addr);
+	spin_unlock_bh(&m->ppm_lock);
+	return ok;
 }
 
+/*
+ * Placed data written where the pods say, page by page, under the lock
+ * a pod write takes: pods cleared place nothing more. Pods cleared while
+ * a Data-Out is placed break its placement: the connection is reset.
+ */
 static int cxe_c4model_rx_place(void *ctx, u32 ttt, u32 itt, u32 off,
 				const u8 *buf, u32 len)
 {
-	return -EPROTO;
+	struct cxe_c4model_conn *c = ctx;
+	struct cxe_c4model *m = c->m;
+	int ret = 0;
+
+	spin_lock_bh(&m->ppm_lock);
+	while (len) {
+		u64 addr;
+		u32 n;
+
+		ret = cxe_model_ppm_locate(&m->ppm, cxe_ppod_tag_idx(ttt),
+					   c->tid, ttt, off, &addr);
+		if (ret)
+			break;
+		n = min_t(u32, len, PAGE_SIZE - offset_in_page(addr));
+		memcpy_to_page(pfn_to_page(PHYS_PFN(addr)), offset_in_page(addr),
+			       buf, n);
+		off += n;
+		buf += n;
+		len -= n;
+	}
+	spin_unlock_bh(&m->ppm_lock);
+	return ret ? -EPROTO : 0;
 }
 
 static const struct cxe_model_rx_ops cxe_c4model_rx_ops = {
@@ -1325,11 +1381,43 @@ static bool cxe_c4model_has_port(struct cxe_c4dev *d,
 	       net_eq(dev_net(nd), read_pnet(&m->net));
 }
 
+/* A ULP_TX_MEM_WRITE of pods: in the pod memory when it returns */
+static int cxe_c4model_ppod_write(struct cxe_c4dev *d, u32 tid, const u8 *wr,
+				  u32 len)
+{
+	struct cxe_c4model *m = to_model(d);
+	int ret;
+
+	/* the flow the request names is the connection's it is sent for */
+	if (len < 8 || (((u32)wr[4] << 16 | (u32)wr[5] << 8 | wr[6]) != tid))
+		return -EINVAL;
+	spin_lock_bh(&m->ppm_lock);
+	ret = cxe_model_ppm_write(&m->ppm, wr, len);
+	spin_unlock_bh(&m->ppm_lock);
+	if (ret < 0)
+		pr_err("cxgb4 model %s: TID %u: a page pod write the chip refuses (%d)\n",
+		       m->name, tid, ret);
+	return ret < 0 ? ret : 0;
+}
+
+/* the page's physical address stands for the bus address it maps to */
+static int cxe_c4model_map_page(struct cxe_c4dev *d, struct page *pg,
+				u64 *addr)
+{
+	*addr = page_to_phys(pg);
+	return 0;
+}
+
+static void cxe_c4model_unmap_page(struct cxe_c4dev *d, u64 addr)
+{
+}
+
 static void cxe_c4model_release(struct cxe_c4dev *d)
 {
 	struct cxe_c4model *m = to_model(d);
 
 	xa_destroy(&m->conns);
+	kvfree(m->ppm.mem);
 	kfree(m);
 }
 
@@ -1343,6 +1431,9 @@ static const struct cxe_c4dev_ops cxe_c4model_ops = {
 	.send		= cxe_c4model_send,
 	.release_tid	= cxe_c4model_release_tid,
 	.syn_listener	= cxe_c4model_syn_listener,
+	.ppod_write	= cxe_c4model_ppod_write,
+	.map_page	= cxe_c4model_map_page,
+	.unmap_page	= cxe_c4model_unmap_page,
 	.release	= cxe_c4model_release,
 };
 
@@ -1373,12 +1464,21 @@ static int cxe_c4model_port(struct cxe_c4model *m, const char *name)
 	return 0;
 }
 
+/* a model that never was listed */
+static void cxe_c4model_unmade(struct cxe_c4model *m)
+{
+	bitmap_free(m->d.pod_map);
+	kvfree(m->ppm.mem);
+	kfree(m);
+}
+
 static int cxe_c4model_add(char *args)
 {
 	struct cxe_cxgb4_hw hw = {
 		.page_size	= PAGE_SIZE,
 		.max_frags	= MAX_SKB_FRAGS,
 		.fw_vers	= CXE_CXGB4_ISO_FW,
+		.ddp		= true,
 	};
 	char *name = strsep(&args, " "), *arg, *netdev = NULL;
 	u32 table = CXE_MODEL_LSN_STIDS, answer_ms = 0;
@@ -1427,6 +1527,14 @@ static int cxe_c4model_add(char *args)
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
+	m->ppm.mem = kvzalloc(CXE_C4MODEL_PODS << CXE_PPOD_SHIFT, GFP_KERNEL);
+	if (!m->ppm.mem) {
+		kfree(m);
+		return -ENOMEM;
+	}
+	m->ppm.base = CXE_C4MODEL_POD_BASE;
+	m->ppm.size = CXE_C4MODEL_PODS << CXE_PPOD_SHIFT;
+	spin_lock_init(&m->ppm_lock);
 	ret = cxe_cxgb4_limits(&hw, &m->d.limits);
 	if (!ret) {
 		ret = cxe_c4model_port(m, netdev);
@@ -1436,7 +1544,7 @@ static int cxe_c4model_add(char *args)
 			       "no network namespace has a", netdev);
 	}
 	if (ret) {
-		kfree(m);
+		cxe_c4model_unmade(m);
 		return ret;
 	}
 	strscpy(m->name, name, sizeof(m->name));
@@ -1456,12 +1564,16 @@ static int cxe_c4model_add(char *args)
 	m->d.nports = 1;
 	m->d.serves = true;
 	m->d.up = true;
+	if (cxe_c4dev_pods_init(&m->d, CXE_C4MODEL_POD_BASE, CXE_C4MODEL_PODS)) {
+		cxe_c4model_unmade(m);
+		return -ENOMEM;
+	}
 
 	mutex_lock(&cxe_c4models_lock);
 	if (cxe_c4model_find(name)) {
 		mutex_unlock(&cxe_c4models_lock);
 		pr_err("cxgb4_models: %s exists\n", name);
-		kfree(m);
+		cxe_c4model_unmade(m);
 		return -EEXIST;
 	}
 	/* the works of every model's connections; goes at unload */
@@ -1469,7 +1581,7 @@ static int cxe_c4model_add(char *args)
 		cxe_c4model_wq = alloc_workqueue("cxe_c4model", 0, 0);
 	if (!cxe_c4model_wq) {
 		mutex_unlock(&cxe_c4models_lock);
-		kfree(m);
+		cxe_c4model_unmade(m);
 		return -ENOMEM;
 	}
 	spin_lock_bh(&cxe_c4models_list_lock);

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgb4 backend: direct data placement through page pods. A DDP tag (an
+ * R2T's TTT) names the pods of its task's buffer in the adapter's pod
+ * memory (cpl.h's tag format: the first pod's index above a colour, which
+ * here is the tag's slot in the connection's table). The pods describe the
+ * buffer from its first byte to the end of the R2T's window, so that the
+ * chip places a Data-Out's byte at its Buffer Offset as it reads it; the
+ * glue still checks each Data-Out against the R2T's own window
+ * (ddp_check) before the PDU layer takes it.
+ *
+ * Fencing (adapter.h): a tag's pods are cleared, through a write the
+ * device returns from only once the chip reads them cleared, when the
+ * window's last byte arrived, when the task is released and when the
+ * connection is; only then do the pods and the pages' mappings go back.
+ * A clear that fails leaves the chip possibly placing by them: the
+ * connection is aborted, and the pods are never given back.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include "../../cxgbit_ext.h"
+#include "../../pdu/cxe_ddp.h"
+#include "dev.h"
+
+/* TTTs of R2Ts without pods: bit 31 set, never the reserved 0xffffffff */
+#define CXE_C4_NODDP_GENS	0x7fffffffU
+
+static struct cxe_c4c *cxe_c4c(struct cxe_conn *c)
+{
+	return container_of(c, struct cxe_c4c, c);
+}
+
+/* The table, when the connection places (at accept); 0 or -ENOMEM */
+int cxe_c4_ddp_init(struct cxe_c4c *cc)
+{
+	spin_lock_init(&cc->ddp_lock);
+	cc->ddp = kcalloc(CXE_C4_DDP_SLOTS, sizeof(*cc->ddp), GFP_KERNEL);
+	return cc->ddp ? 0 : -ENOMEM;
+}
+
+/* The pages' mappings undone and the list of them freed */
+static void cxe_c4_ddp_unmap_pages(struct cxe_c4dev *d, u64 *addrs, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		d->ops->unmap_page(d, addrs[i]);
+	kvfree(addrs);
+}
+
+/*
+ * n pods from idx made invalid on the chip. True when the chip reads them
+ * cleared: they may go back. Else the connection is aborted (the chip
+ * may still place by them) and they stay taken for good.
+ */
+static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
+{
+	struct cxe_c4dev *d = cc->t->dev;
+	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+	u32 done, k;
+	int len = 0;
+
+	for (done = 0; done < n && len >= 0; done += k) {
+		k = min_t(u32, n - done, CXE_PPOD_IMM_MAX);
+		len = cxe_ulp_ppod_clear(wr, sizeof(wr), d->ppod_base +
+					 ((idx + done) << CXE_PPOD_SHIFT),
+					 cc->t->tid, k);
+		if (len >= 0)
+			len = d->ops->ppod_write(d, cc->t->tid, wr, len);
+	}
+	if (len >= 0)
+		return true;
+	pr_err("%pISpc: the chip did not take a page pod clear (%d): aborting the connection, %u pods lost\n",
+	       &cc->c.peer, len, n);
+	cxe_c4tid_do(cc->t, cxe_c4conn_abort);
+	return false;
+}
+
+/* A tag out of the table (its copy): pods cleared, then everything back */
+static void cxe_c4_ddp_end(struct cxe_c4c *cc, const struct cxe_c4ddp *s)
+{
+	struct cxe_c4dev *d = cc->t->dev;
+
+	if (!cxe_c4_ddp_clear(cc, s->pod_idx, s->pods))
+		return;
+	cxe_c4dev_pods_put(d, s->pod_idx, s->pods);
+	cxe_c4_ddp_unmap_pages(d, s->addrs, s->npages);
+}
+
+/*
+ * The bus addresses of the buffer's pages up to byte end, and where the
+ * buffer starts in its first page. The pods name whole pages: every
+ * entry after the first starts a page, every one before the last ends
+ * one. NULL when the list is not so, or on a mapping or memory failure.
+ */
+static u64 *cxe_c4_ddp_map_pages(struct cxe_c4dev *d,
+				 const struct cxe_data *win, u32 end,
+				 u32 *npages, u32 *page_off)
+{
+	struct scatterlist *sg;
+	u32 pos = 0, n = 0, max, i;
+	u64 *addrs;
+
+	if (!win->sgl || !win->nents)
+		return NULL;
+	*page_off = win->sgl->offset & ~PAGE_MASK;
+	max = DIV_ROUND_UP(*page_off + end, PAGE_SIZE);
+	addrs = kvmalloc_array(max, sizeof(*addrs), GFP_KERNEL);
+	if (!addrs)
+		return NULL;
+	for_each_sg(win->sgl, sg, win->nents, i) {
+		u32 off = sg->offset & ~PAGE_MASK, left = sg->length;
+		struct page *pg = nth_page(sg_page(sg), sg->offset >> PAGE_SHIFT);
+
+		if ((i && off) || (pos + left < end && (off + left) & ~PAGE_MASK))
+			goto fail;
+		for (; left && pos < end; pg = nth_page(pg, 1)) {
+			u32 k = min_t(u32, left, PAGE_SIZE - off);
+
+			if (n == max || d->ops->map_page(d, pg, &addrs[n]))
+				goto fail;
+			n++;
+			pos += k;
+			left -= k;
+			off = 0;
+		}
+		if (pos >= end)
+			break;
+	}
+	if (pos < end)
+		goto fail;
+	*npages = n;
+	return addrs;
+fail:
+	cxe_c4_ddp_unmap_pages(d, addrs, n);
+	return NULL;
+}
+
+/*
+ * The pods of slot i's tag for the window, written to the chip before
+ * its R2T goes out. The tag, or CXE_PPOD_TAG_NODDP when it gets none
+ * (pods or pages the chip cannot take, a device error).
+ */
+static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
+			  const struct cxe_data *win)
+{
+	struct cxe_c4dev *d = cc->t->dev;
+	u32 end = win->offset + win->len, done, k, npages, page_off;
+	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+	struct cxe_ppod_hdr h;
+	int idx, len = 0;
+	u64 *addrs;
+
+	addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
+	if (!addrs)
+		return CXE_PPOD_TAG_NODDP;
+	s->pods = cxe_ppod_count(page_off, end);
+	idx = cxe_c4dev_pods_get(d, s->pods);
+	if (idx < 0 || idx + s->pods > CXE_PPOD_TAG_MAX_IDX) {
+		if (idx >= 0)
+			cxe_c4dev_pods_put(d, idx, s->pods);
+		cxe_c4_ddp_unmap_pages(d, addrs, npages);
+		return CXE_PPOD_TAG_NODDP;
+	}
+	h = (struct cxe_ppod_hdr) {
+		.tid = cc->t->tid,
+		.tag = cxe_ppod_tag(idx, i),
+		.max_offset = end,
+		.page_offset = page_off,
+	};
+	for (done = 0; done < s->pods && len >= 0; done += k) {
+		k = min_t(u32, s->pods - done, CXE_PPOD_IMM_MAX);
+		len = cxe_ulp_ppod_write(wr, sizeof(wr), d->ppod_base +
+					 ((idx + done) << CXE_PPOD_SHIFT), &h,
+					 addrs, npages, done, k);
+		if (len >= 0)
+			len = d->ops->ppod_write(d, h.tid, wr, len);
+	}
+	s->pod_idx = idx;
+	s->addrs = addrs;
+	s->npages = npages;
+	if (len < 0) {
+		/* what was written goes: a clear that fails aborts */
+		cxe_c4_ddp_end(cc, s);
+		return CXE_PPOD_TAG_NODDP;
+	}
+	return h.tag;
+}
+
+u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
+		       const struct cxe_data *win, bool place)
+{
+	struct cxe_c4c *cc = cxe_c4c(c);
+	struct cxe_c4ddp *s = NULL;
+	u32 i, tag;
+
+	spin_lock_bh(&cc->ddp_lock);
+	for (i = 0; place && cc->ddp && i < CXE_C4_DDP_SLOTS; i++) {
+		if (cc->ddp[i].owner)
+			continue;
+		s = &cc->ddp[i];
+		/* taken, matching no TTT until its pods are written */
+		s->owner = task;
+		s->ttt = CXE_PPOD_TAG_NODDP;
+		break;
+	}
+	spin_unlock_bh(&cc->ddp_lock);
+	if (s) {
+		tag = cxe_c4_ddp_map(cc, s, i, win);
+		spin_lock_bh(&cc->ddp_lock);
+		if (tag != CXE_PPOD_TAG_NODDP) {
+			s->itt = itt;
+			s->ttt = tag;
+			s->offset = win->offset;
+			s->len = win->len;
+			s->done_to = win->offset;
+			task->ddp_live++;
+		} else {
+			s->owner = NULL;
+		}
+		spin_unlock_bh(&cc->ddp_lock);
+		if (tag != CXE_PPOD_TAG_NODDP)
+			return tag;
+	} else if (place && cc->ddp) {
+		pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n",
+				    &c->peer, CXE_C4_DDP_SLOTS);
+	}
+	/* no placement for this R2T: a distinct TTT LIO alone checks */
+	spin_lock_bh(&cc->ddp_lock);
+	cc->noddp_gen = (cc->noddp_gen + 1) % CXE_C4_NODDP_GENS;
+	tag = CXE_PPOD_TAG_NODDP | cc->noddp_gen;
+	spin_unlock_bh(&cc->ddp_lock);
+	return tag;
+}
+
+/* The live tag ttt of itt, ddp_lock held */
+static struct cxe_c4ddp *cxe_c4_ddp_slot(struct cxe_c4c *cc, u32 ttt, u32 itt)
+{
+	struct cxe_c4ddp *s;
+
+	lockdep_assert_held(&cc->ddp_lock);
+	if (!cc->ddp || !cxe_ppod_tag_ddp(ttt))
+		return NULL;
+	s = &cc->ddp[ttt & CXE_PPOD_TAG_COLOR_MASK];
+	return s->owner && s->ttt == ttt && s->itt == itt ? s : NULL;
+}
+
+/*
+ * May a Data-Out be taken by its TTT? A TTT without pods, always (LIO
+ * checks it); one with pods, only as a live tag of this ITT, inside its
+ * R2T's window. The window's last byte ends the tag.
+ */
+bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
+		      bool final)
+{
+	struct cxe_c4c *cc = cxe_c4c(c);
+	struct cxe_c4ddp *s, done;
+	bool ok, end = false;
+
+	if (!cxe_ppod_tag_ddp(ttt))
+		return true;
+	spin_lock_bh(&cc->ddp_lock);
+	s = cxe_c4_ddp_slot(cc, ttt, itt);
+	ok = s && cxe_ddp_in_window(s->offset, s->len, off, len);
+	if (ok && final && off + len == s->offset + s->len) {
+		done = *s;
+		s->owner->ddp_live--;
+		s->owner = NULL;
+		end = true;
+	}
+	spin_unlock_bh(&cc->ddp_lock);
+	if (end)
+		cxe_c4_ddp_end(cc, &done);
+	return ok;
+}
+
+/*
+ * The task's tags still live, each cleared on the chip before this
+ * returns (the fence). Without a table (the connection released, or one
+ * that never placed) they were fenced by conn_release.
+ */
+void cxe_c4_ddp_release(struct cxe_conn *c, struct cxe_task *task)
+{
+	struct cxe_c4c *cc = cxe_c4c(c);
+	struct cxe_c4ddp done;
+	bool end;
+	u32 i;
+
+	for (i = 0; cc->ddp && i < CXE_C4_DDP_SLOTS; i++) {
+		spin_lock_bh(&cc->ddp_lock);
+		end = cc->ddp[i].owner == task &&
+		      cc->ddp[i].ttt != CXE_PPOD_TAG_NODDP;
+		if (end) {
+			done = cc->ddp[i];
+			cc->ddp[i].owner = NULL;
+			task->ddp_live--;
+		}
+		spin_unlock_bh(&cc->ddp_lock);
+		if (end)
+			cxe_c4_ddp_end(cc, &done);
+	}
+	task->ddp_live = 0;
+}
+
+/* conn_release, before the TID goes back: every tag left is fenced */
+void cxe_c4_ddp_exit(struct cxe_c4c *cc)
+{
+	u32 i;
+
+	for (i = 0; cc->ddp && i < CXE_C4_DDP_SLOTS; i++)
+		if (cc->ddp[i].owner && cc->ddp[i].ttt != CXE_PPOD_TAG_NODDP)
+			cxe_c4_ddp_end(cc, &cc->ddp[i]);
+	kfree(cc->ddp);
+	cc->ddp = NULL;
+}
+
+/*
+ * A Data-Out the chip placed, handed up: the bytes it completes, from
+ * where the last one of its tag handed up ended. On a T6 one completion
+ * stands for the placed Data-Outs of its R2T before it that were never
+ * handed up (rx.h): the PDU layer is told so (CXE_RX_RANGE) when it
+ * begins past that point. A Data-Out of no live tag is handed up as it
+ * is: the PDU layer's ddp_check refuses it.
+ */
+void cxe_c4_ddp_placed(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu,
+		       u32 *flags)
+{
+	u32 itt = cxe_get_be32(pdu->hdr + 16), ttt = cxe_get_be32(pdu->hdr + 20);
+	u32 off = cxe_get_be32(pdu->hdr + 40), end = off + pdu->dlen;
+	struct cxe_c4ddp *s;
+	u32 start = off;
+
+	spin_lock_bh(&cc->ddp_lock);
+	s = cxe_c4_ddp_slot(cc, ttt, itt);
+	if (s && off > s->done_to && off < s->offset + s->len) {
+		start = s->done_to;
+		*flags |= CXE_RX_RANGE;
+		cc->c.rx_range_start = start;
+	}
+	if (s && end > s->done_to)
+		s->done_to = end;
+	spin_unlock_bh(&cc->ddp_lock);
+	cxe_cstat(&cc->c, CXE_STAT_BYTES_PLACED, end - start);
+}
