@@ -223,6 +223,33 @@ def test_a_t6_completes_a_run_of_placed_data_outs_at_once(c4_target: str) -> Non
     c.close()
 
 
+def test_a_gap_in_placed_data_is_never_taken(c4_target: str) -> None:
+    """An R2T for 64 KiB answered by one Data-Out with its last 4 KiB and
+    F: the chip places those bytes, but nothing sent the 60 KiB before
+    them. A T6 completion stands for earlier Data-Outs only when there
+    were some: the target must not run the WRITE; the connection ends and
+    the blocks keep what they held."""
+    lba, size = 8192, 65536
+    keep = os.urandom(size)
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+    c.scsi_write(lba, keep)
+    itt = c.next_itt()
+    cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, size // BLOCK, 0)
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=size))
+    r2t = c.recv()
+    assert r2t.opcode == Op.R2T and r2t.buffer_offset == 0 and r2t.desired_length == size
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=size - 4096,
+                    data=os.urandom(4096), final=True))  # fmt: skip
+    assert c.closed_by_peer(), "the target took a Data-Out that left 60 KiB unsent"
+    c.close()
+    wait_for("the connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+    assert cxgb4_adapter("m0")["pods_used"] == "0", "a released task kept its page pods"
+    check = login(OFF.tgt_ip)
+    assert check.scsi_read(lba, size // BLOCK) == keep
+    assert check.logout() == 0
+    check.close()
+
+
 def test_a_data_out_for_a_completed_r2t_places_nothing(c4_target: str) -> None:
     """The pods of an R2T are cleared once its last byte arrived: a
     Data-Out that reuses its TTT afterwards is placed nowhere (the block it

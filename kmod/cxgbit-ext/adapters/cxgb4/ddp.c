@@ -319,15 +319,16 @@ void cxe_c4_ddp_exit(struct cxe_c4c *cc)
 }
 
 /*
- * A Data-Out the chip placed, handed up: the bytes it completes, from
- * where the last one of its tag handed up ended. On a T6 one completion
- * stands for the placed Data-Outs of its R2T before it that were never
- * handed up (rx.h): the PDU layer is told so (CXE_RX_RANGE) when it
- * begins past that point. A Data-Out of no live tag is handed up as it
- * is: the PDU layer's ddp_check refuses it.
+ * A Data-Out the chip placed, handed up. On a T6 one completion stands
+ * for the placed Data-Outs of its R2T before it that were never handed
+ * up (rx.h), which stands_for says (bytes on the wire between it and the
+ * last PDU handed up): the PDU layer is told so (CXE_RX_RANGE), from
+ * where the tag's data last handed up ended. Without such bytes a
+ * Data-Out that begins further on leaves a gap nobody sent: it is handed
+ * up as it is, for the PDU layer to refuse, as is one of no live tag.
  */
 void cxe_c4_ddp_placed(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu,
-		       u32 *flags)
+		       bool stands_for, u32 *flags)
 {
 	u32 itt = cxe_get_be32(pdu->hdr + 16), ttt = cxe_get_be32(pdu->hdr + 20);
 	u32 off = cxe_get_be32(pdu->hdr + 40), end = off + pdu->dlen;
@@ -336,7 +337,7 @@ void cxe_c4_ddp_placed(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu,
 
 	spin_lock_bh(&cc->ddp_lock);
 	s = cxe_c4_ddp_slot(cc, ttt, itt);
-	if (s && off > s->done_to && off < s->offset + s->len) {
+	if (s && stands_for && off > s->done_to) {
 		start = s->done_to;
 		*flags |= CXE_RX_RANGE;
 		cc->c.rx_range_start = start;

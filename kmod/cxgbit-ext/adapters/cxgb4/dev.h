@@ -320,7 +320,7 @@ int cxe_c4_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
 int cxe_c4_ddp_init(struct cxe_c4c *cc);
 void cxe_c4_ddp_exit(struct cxe_c4c *cc);
 void cxe_c4_ddp_placed(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu,
-		       u32 *flags);
+		       bool stands_for, u32 *flags);
 u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 		       const struct cxe_data *win, bool place);
 bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,

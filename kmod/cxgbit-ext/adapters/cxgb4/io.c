@@ -74,9 +74,10 @@ static void cxe_c4_pdu_done(struct cxe_c4c *cc)
  * Data-Outs a T6 never hands up (rx.h) give their window back too. Its
  * own length with the digests it was received with (set_params may
  * change them) when there is no last one, or the numbers do not make
- * sense (a chip would not send those).
+ * sense (a chip would not send those). True when it stands for PDUs
+ * before it.
  */
-static void cxe_c4_pdu_wire(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu)
+static bool cxe_c4_pdu_wire(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu)
 {
 	struct cxe_conn *c = &cc->c;
 	u32 wire = pdu->hdr_len + (c->hdigest ? CXE_DIGEST_LEN : 0) +
@@ -90,6 +91,7 @@ static void cxe_c4_pdu_wire(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu)
 		cc->pdu_wire = end - cc->rcv_nxt;
 	cc->rcv_nxt = end;
 	cc->seq_known = true;
+	return cc->pdu_wire > wire;
 }
 
 static bool cxe_c4_rx_ready(struct cxe_c4tid *t)
@@ -104,6 +106,7 @@ int cxe_c4_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 	struct cxe_c4tid *t = cc->t;
 	struct cxe_c4rx_pdu pdu;
 	struct sk_buff *skb;
+	bool stands_for;
 	int ret;
 
 	*flags = 0;
@@ -142,13 +145,13 @@ int cxe_c4_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 	}
 	cc->pdu = pdu;
 	cc->cur = true;
-	cxe_c4_pdu_wire(cc, &pdu);
+	stands_for = cxe_c4_pdu_wire(cc, &pdu);
 	if (pdu.hcrc_err) {
 		cxe_cstat(c, CXE_STAT_HDIGEST_ERR, 1);
 		return -EBADMSG;
 	}
 	if (pdu.placed)
-		cxe_c4_ddp_placed(cc, &pdu, flags);
+		cxe_c4_ddp_placed(cc, &pdu, stands_for, flags);
 	memcpy(hdr, pdu.hdr, pdu.hdr_len);
 	cxe_cstat(c, CXE_STAT_PDUS_RX, 1);
 	return 0;
