@@ -35,11 +35,6 @@
  *     caps       offloads the adapter can perform, space separated
  *     ddp, iso   toggles, 0 or 1 (read-write): direct data placement and
  *                Data-In segmentation, for connections accepted after
- *     model      "off", "t5" or "t6" (read-write, software adapters): run
- *                the full feature phase of connections accepted after
- *                through the model of that Chelsio chip
- *                (adapters/soft/model.c); a test engine for the cxgb4
- *                backend's code, not an offload
  *     counters   "name value" per line
  *
  * This file also keeps the adapters: the list the SYN steering hook and
@@ -504,31 +499,6 @@ static ssize_t cxe_adapter_iso_store(struct config_item *item,
 	return cxe_toggle_store(a, &a->iso, "iso", page, count);
 }
 
-static ssize_t cxe_adapter_model_show(struct config_item *item, char *page)
-{
-	u8 chip = READ_ONCE(to_adapter(item)->model);
-
-	return chip ? sysfs_emit(page, "t%u\n", chip) : sysfs_emit(page, "off\n");
-}
-
-static ssize_t cxe_adapter_model_store(struct config_item *item,
-				       const char *page, size_t count)
-{
-	struct cxe_adapter *a = to_adapter(item);
-
-	if (sysfs_streq(page, "off")) {
-		WRITE_ONCE(a->model, 0);
-	} else if (sysfs_streq(page, "t5")) {
-		WRITE_ONCE(a->model, CXE_CHIP_T5);
-	} else if (sysfs_streq(page, "t6")) {
-		WRITE_ONCE(a->model, CXE_CHIP_T6);
-	} else {
-		pr_err("adapter %s: model takes off, t5 or t6\n", a->name);
-		return -EINVAL;
-	}
-	return count;
-}
-
 static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
 {
 	struct cxe_adapter *a = to_adapter(item);
@@ -551,7 +521,6 @@ CONFIGFS_ATTR_RO(cxe_adapter_, counters);
 CONFIGFS_ATTR_RO(cxe_adapter_, caps);
 CONFIGFS_ATTR(cxe_adapter_, ddp);
 CONFIGFS_ATTR(cxe_adapter_, iso);
-CONFIGFS_ATTR(cxe_adapter_, model);
 
 static struct configfs_attribute *cxe_adapter_attrs[] = {
 	&cxe_adapter_attr_type,
@@ -560,7 +529,6 @@ static struct configfs_attribute *cxe_adapter_attrs[] = {
 	&cxe_adapter_attr_caps,
 	&cxe_adapter_attr_ddp,
 	&cxe_adapter_attr_iso,
-	&cxe_adapter_attr_model,
 	NULL,
 };
 

@@ -50,8 +50,8 @@ enum cxe_stat {
 	CXE_STAT_RX_WAITS,	/* times RX found nothing queued and slept */
 	CXE_STAT_HANDED_BACK,	/* logins given to the stock listener */
 	CXE_STAT_LOGINS_HELD,	/* refusals answered here: the target was held */
-	CXE_STAT_MODEL_CPLS,	/* messages the chip model handed up */
-	CXE_STAT_MODEL_WRS,	/* work requests the chip model took */
+	CXE_STAT_MODEL_CPLS,	/* messages a Chelsio chip (or model) handed up */
+	CXE_STAT_MODEL_WRS,	/* work requests sent to a chip (or model) */
 	CXE_STAT_RANGE_BYTES,	/* placed bytes a later Data-Out completed */
 	CXE_STAT_MAX,
 };
@@ -82,11 +82,6 @@ struct cxe_adapter {
 	/* toggles, read when a connection starts (READ_ONCE) */
 	bool			ddp;
 	bool			iso;
-	/*
-	 * Software adapters: run the full feature phase through the model of
-	 * a Chelsio chip (0: no; CXE_CHIP_T5 or _T6), adapters/soft/model.c
-	 */
-	u8			model;
 	/* per CPU, summed when read: every connection's threads bump them */
 	struct cxe_stats __percpu *stats;
 };

@@ -44,10 +44,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="test_pdu_fuzz.py's seed: make test uses a fixed one, make fuzz-vm a new one each run",
     )  # fmt: skip
     parser.addoption(
-        "--chip-model", choices=("t5", "t6"), default=None,
-        help="test_conformance.py: the offloaded side through that chip model (soft0's model setting)",
-    )  # fmt: skip
-    parser.addoption(
         "--cxgb4-model", choices=("t5", "t6"), default=None,
         help="test_conformance.py, test_pdu_fuzz.py: the offloaded side through a modelled cxgb4 adapter",
     )  # fmt: skip

@@ -2,10 +2,9 @@
 same boot, over the same LUN: the offloaded portal must pass every test stock
 passes. make test deals libiscsi's suites across kernels.conf's series (each
 suite on one kernel, both transports); make conformance runs every suite
-(--every-share); --chip-model t5|t6 runs the offloaded side through the
-cxgb4 backend's layers and that chip's model (adapters/soft/model.c),
---cxgb4-model t5|t6 through the cxgb4 backend's device glue on a modelled
-adapter of that chip (adapters/cxgb4/modeldev.c).
+(--every-share); --cxgb4-model t5|t6 runs the offloaded side through the
+cxgb4 backend's device glue on a modelled adapter of that chip
+(adapters/cxgb4/modeldev.c).
 Writes conformance.md and conformance-junit.xml to the results directory
 (make conformance commits them)."""
 
@@ -46,16 +45,10 @@ def suites_here(every: bool) -> str:
 def conf_target(module_ko: Path, request: pytest.FixtureRequest) -> Iterator[None]:
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=64 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
-    chip = request.config.getoption("--chip-model")
     c4 = request.config.getoption("--cxgb4-model")
     add = (lambda: (CFS / "cxgb4_models").write_text(f"add m0 chip={c4} netdev={OFF.tgt_dev}\n")) if c4 else None
     with offloaded_target(module_ko, t, before=add):
-        if chip:
-            (CFS / "adapters/soft0/model").write_text(chip)
-        try:
-            yield
-        finally:
-            (CFS / "adapters/soft0/model").write_text("off")
+        yield
 
 
 def offloaded_connections() -> int:
@@ -79,11 +72,8 @@ def test_offload_passes_what_stock_passes(conf_target: None, request: pytest.Fix
     assert after > before, "the offloaded run made no offloaded connection"
     cmp = libiscsi.confirm(libiscsi.Comparison(stock, offload), stock_url, offload_url, INITIATOR)
     kver = os.uname().release
-    chip = request.config.getoption("--chip-model")
     c4 = request.config.getoption("--cxgb4-model")
-    through = f", offloaded side through the {chip.upper()} chip model" if chip else ""
-    if c4:
-        through = f", offloaded side through the cxgb4 backend on a modelled {c4.upper()}"
+    through = f", offloaded side through the cxgb4 backend on a modelled {c4.upper()}" if c4 else ""
     offloaded = f"cxgbit_ext, cxgb4 backend on a modelled {c4.upper()}" if c4 else "cxgbit_ext soft0"
     md = libiscsi.markdown(cmp, f"libiscsi iscsi-test-cu -t {suites}, kernel {kver}{through}", offloaded)
     results = Path(os.environ.get("CXE_RESULTS", "/tmp"))

@@ -330,6 +330,8 @@ static int cxe_c4_send_skb(struct cxe_c4c *cc, const struct cxe_c4_req *r,
 		cxe_c4tid_sends(t, what);
 	ret = t->dev->ops->send(t->dev, t->tid, skb);
 	spin_unlock_bh(&t->lock);
+	if (!ret)
+		cxe_cstat(&cc->c, CXE_STAT_MODEL_WRS, 1);
 	return ret;
 }
 

@@ -475,12 +475,6 @@ static int cxe_soft_accept(struct cxe_np *cnp, struct cxe_conn *c)
 		return ret;
 	c->ddp = READ_ONCE(a->ddp);
 	c->iso = READ_ONCE(a->iso);
-	sc->model_chip = READ_ONCE(a->model);
-	if (sc->model_chip && cxe_soft_model_accept(c)) {
-		pr_err("%pISpc: no limits for the chip model: the software path carries it\n",
-		       &c->peer);
-		sc->model_chip = 0;
-	}
 	sc->ddp = kvcalloc(CXE_DDP_SLOTS, sizeof(*sc->ddp), GFP_KERNEL);
 	if (sc->ddp && !c->ddp)
 		sc->bounce = (u8 *)__get_free_page(GFP_KERNEL);
@@ -808,7 +802,6 @@ static void cxe_soft_conn_release(struct cxe_conn *c)
 	kfree(sc->held_buf);
 	sc->held_buf = NULL;
 	cxe_soft_tx_release(sc);
-	cxe_soft_model_release(c);
 }
 
 static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
@@ -826,9 +819,6 @@ static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 	sc->rx.ddigest = ddigest;
 	sc->rx.max_dlen = max_recv_dlen;
 	sc->rx.login = false;
-	/* a failure shows at the first PDU received: the connection ends */
-	if (sc->model_chip)
-		cxe_soft_model_start(c, max_recv_dlen);
 }
 
 static const struct cxe_adapter_ops cxe_soft_ops = {

@@ -150,14 +150,7 @@ u32 cxe_soft_ddp_reserve(struct cxe_conn *c, struct cxe_task *owner,
 		s->gen = cxe_ddp_next_gen(s->gen, i);
 		s->offset = win->offset;
 		s->len = win->len;
-		s->sgl = win->sgl;
-		s->nents = win->nents;
-		s->placed_to = win->offset;
-		s->done_to = win->offset;
-		s->pods = 0;
 		owner->ddp_live++;
-		if (sc->model)
-			cxe_soft_model_pods_write(sc, cxe_ddp_tag(i, s->gen), s);
 		spin_unlock_bh(&sc->ddp_lock);
 		return cxe_ddp_tag(i, s->gen);
 	}
@@ -194,7 +187,6 @@ bool cxe_soft_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off,
 	if (ok && final && off + len == s->offset + s->len) {
 		s->owner->ddp_live--;
 		s->owner = NULL;
-		cxe_soft_model_pods_free(sc, s);
 	}
 	spin_unlock_bh(&sc->ddp_lock);
 	return ok;
@@ -221,7 +213,6 @@ void cxe_soft_ddp_release(struct cxe_conn *c, struct cxe_task *owner)
 		if (sc->ddp[i].owner == owner) {
 			sc->ddp[i].owner = NULL;
 			owner->ddp_live--;
-			cxe_soft_model_pods_free(sc, &sc->ddp[i]);
 		}
 	owner->ddp_live = 0;
 	spin_unlock_bh(&sc->ddp_lock);

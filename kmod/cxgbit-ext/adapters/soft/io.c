@@ -142,8 +142,8 @@ struct cxe_stream_pull {
 
 /*
  * tcp_read_sock() actor: hand the bytes to the reader until it is done.
- * Called per skb piece; the parser's hooks are called directly (the chip
- * model's through the pointers), as the kernel's protocol handlers are.
+ * Called per skb piece; the parser's hooks are called directly, as the
+ * kernel's protocol handlers are.
  */
 static int cxe_stream_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			    unsigned int offset, size_t len)
@@ -343,10 +343,9 @@ static int cxe_held_release(struct cxe_conn *c)
 }
 
 /*
- * The socket's stream to a reader (the parser, or the chip model) until it
- * is done: after a header or a PDU. When the receive queue is empty, the
- * reader's idle hook may finish (the model hands up what it held back);
- * else the thread sleeps (counted in rx_waits). Returns early on an error,
+ * The socket's stream to a reader (the parser) until it is done: after a
+ * header or a PDU. When the receive queue is empty the thread sleeps
+ * (counted in rx_waits). Returns early on an error,
  * the peer's close or a signal (LIO stopping the thread). *copied, when
  * given, gets the stream's position at the end (tcp copied_seq).
  */
@@ -373,11 +372,6 @@ int cxe_stream_pull(struct cxe_conn *c, const struct cxe_stream_reader *r,
 		}
 		if (!desc.count)
 			break;	/* the reader is done */
-		if (r->idle) {
-			ret = r->idle(c);
-			if (ret || r->done(c))
-				break;
-		}
 		ret = cxe_wait_stop(sk);
 		if (ret)
 			break;
@@ -413,8 +407,6 @@ int cxe_soft_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 	int ret;
 
 	*flags = 0;
-	if (sc->model || sc->model_err)
-		return cxe_soft_model_recv_hdr(c, hdr, flags);
 	sc->hdr = hdr;
 	sc->got_hdr = false;
 	/*
@@ -450,8 +442,6 @@ int cxe_soft_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
 	u32 have = min(dst->len, dlen);
 	int ret;
 
-	if (sc->model)
-		return cxe_soft_model_recv_data(c, dst, dlen, bad);
 	*bad = false;
 	if (!dlen)
 		return 0;
@@ -486,8 +476,6 @@ int cxe_soft_data_taken(struct cxe_conn *c)
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	u32 taken, wire;
 
-	if (sc->model)
-		return cxe_soft_model_data_taken(c);
 	taken = READ_ONCE(tcp_sk(sc->sock->sk)->copied_seq) - sc->hdr_seq;
 	wire = cxe_rx_data_wire_len(&sc->rx);
 
@@ -811,8 +799,6 @@ int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	int ret;
 
-	if (sc->model)
-		return cxe_soft_model_send_pdu(c, bhs, src);
 	ret = cxe_tx_start(sc);
 	if (ret)
 		return ret;
@@ -820,17 +806,6 @@ int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
 	return ret;
-}
-
-/* Bytes already on their wire form (the chip model's), copied to TCP */
-int cxe_soft_send_copy(struct cxe_soft_conn *sc, const void *buf, u32 len)
-{
-	int ret;
-
-	ret = cxe_tx_start(sc);
-	if (ret)
-		return ret;
-	return cxe_tx_end(sc, cxe_tx_copy(sc, buf, len, false));
 }
 
 /*
@@ -846,8 +821,6 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	u8 bhs[CXE_BHS_LEN];
 	int ret;
 
-	if (sc->model)
-		return cxe_soft_model_send_burst(c, b);
 	if (!n)
 		return -EINVAL;
 	ret = cxe_tx_start(sc);

@@ -19,13 +19,11 @@
 #include "cxgbit_ext.h"
 #include "pdu/cxe_ddp.h"
 #include "pdu/cxe_rx.h"
-#include "adapters/cxgb4/limits.h"
 
 struct socket;
 struct scatterlist;
 struct sock;
 struct sk_buff;
-struct cxe_soft_model;
 
 #define CXE_DDP_SLOTS	1024	/* live R2T tags per connection */
 /* TTT of an R2T that got no DDP slot: its data is checked by LIO alone */
@@ -56,25 +54,13 @@ struct cxe_ddp_slot {
 	u32		gen;
 	u32		offset;
 	u32		len;
-	/* the task's pages, for an engine that places before the header */
-	struct scatterlist *sgl;
-	u32		nents;
-	/*
-	 * The chip model engine: the window placed without a gap up to
-	 * placed_to, and handed up (completed) up to done_to
-	 */
-	u32		placed_to;
-	u32		done_to;
-	/* and the window's page pods in the modelled chip: pods from pod_idx */
-	u32		pod_idx;
-	u32		pods;		/* 0: none, the chip does not place it */
 };
 
 /*
  * A place in a scatterlist, walked forward only: byte pos of the list is
- * in entry sg once cxe_sg_seek(pos) found it. Placement and the chip
- * model's page pods both walk a task's list this way, so that a buffer
- * costs one walk, not one per piece from the list's start.
+ * in entry sg once cxe_sg_seek(pos) found it. Placement walks a task's
+ * list this way, so that a buffer costs one walk, not one per piece from
+ * the list's start.
  */
 struct cxe_sg_pos {
 	struct scatterlist	*sg;
@@ -148,17 +134,6 @@ struct cxe_soft_conn {
 	u32			held_len;
 	u32			held_off;
 	struct cxe_soft_tx	tx;
-	/*
-	 * The chip model engine (model.c): the adapter's model setting at
-	 * accept, and from the full feature phase on its state. The socket
-	 * is then ours to release, no longer LIO's.
-	 */
-	u8			model_chip;
-	struct cxe_soft_model	*model;
-	int			model_err;
-	/* the modelled chip's limits, the connection's (c.limits) */
-	struct cxe_cxgb4_limits	model_c4;
-	struct cxe_limits	model_limits;
 };
 
 static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
@@ -170,11 +145,9 @@ static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 bool cxe_urgent(struct cxe_conn *c, struct sock *sk);
 
 /*
- * A reader of the connection's TCP stream (io.c's parser, model.c's chip
- * model): take() consumes bytes (how many, or an error); done(), asked
- * after each take() and after idle(), says it has what its caller waits
- * for; idle() (optional) runs when the receive queue is empty, before the
- * thread sleeps.
+ * A reader of the connection's TCP stream (io.c's parser): take()
+ * consumes bytes (how many, or an error); done(), asked after each
+ * take(), says it has what its caller waits for.
  */
 struct cxe_stream_reader {
 	long (*take)(struct cxe_conn *c, const u8 *p, unsigned int n);
@@ -185,7 +158,6 @@ struct cxe_stream_reader {
 	long (*take_skb)(struct cxe_conn *c, const struct sk_buff *skb,
 			 unsigned int off, unsigned int len);
 	bool (*done)(struct cxe_conn *c);
-	int (*idle)(struct cxe_conn *c);
 };
 
 int cxe_stream_pull(struct cxe_conn *c, const struct cxe_stream_reader *r,
@@ -199,24 +171,7 @@ int cxe_soft_data_taken(struct cxe_conn *c);
 int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 		      const struct cxe_data *src);
 int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
-int cxe_soft_send_copy(struct cxe_soft_conn *sc, const void *buf, u32 len);
 void cxe_soft_tx_release(struct cxe_soft_conn *sc);
-
-/* model.c: the same ops, through the chip model */
-int cxe_soft_model_accept(struct cxe_conn *c);
-void cxe_soft_model_pods_write(struct cxe_soft_conn *sc, u32 tag,
-			       struct cxe_ddp_slot *s);
-void cxe_soft_model_pods_free(struct cxe_soft_conn *sc,
-			      struct cxe_ddp_slot *s);
-int cxe_soft_model_start(struct cxe_conn *c, u32 max_recv_dlen);
-void cxe_soft_model_release(struct cxe_conn *c);
-int cxe_soft_model_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags);
-int cxe_soft_model_recv_data(struct cxe_conn *c, const struct cxe_data *dst,
-			     u32 dlen, bool *bad);
-int cxe_soft_model_data_taken(struct cxe_conn *c);
-int cxe_soft_model_send_pdu(struct cxe_conn *c, const u8 *bhs,
-			    const struct cxe_data *src);
-int cxe_soft_model_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
 
 /* ddp.c */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
