@@ -910,6 +910,28 @@ static void golden_ppod(void)
 		CHECK(cxe_model_ppm_locate(&m, idx, tid, h.tag, 0, &at) == 0 &&
 		      at == pages[0] + h.page_offset);
 	}
+
+	/* a clear: the same request, every pod's valid bit clear, as libcxgb's
+	 * cxgbi_ppm_ppod_clear() leaves it; the model then places nothing */
+	ppod = (struct cxgbi_pagepod *)(idata + 1);
+	CHECK(cxe_ulp_ppod_clear(ours, sizeof(ours), pm_addr, tid, npods) == (int)wr_len);
+	CHECK(!memcmp(ours, ref, sizeof(*req) + sizeof(*idata)));
+	for (u32 i = 0; i < npods; i++, ppod++) {
+		ppod->hdr.vld_tid = 0;
+		CHECK(((struct cxgbi_pagepod *)(ours + sizeof(*req) + sizeof(*idata)))[i].hdr.vld_tid == 0);
+	}
+	CHECK(cxe_model_ppm_write(&m, ours, wr_len) == (int)npods);
+	if (first == 0)
+		CHECK(cxe_model_ppm_locate(&m, idx, tid, h.tag, 0, &at) == -ENOENT);
+	CHECK(cxe_model_ppm_write(&m, ref, wr_len) == (int)npods);	/* libcxgb's clear */
+	if (first == 0)
+		CHECK(cxe_model_ppm_locate(&m, idx, tid, h.tag, 0, &at) == -ENOENT);
+
+	/* the DDP tag: libcxgb's format, the first pod's index above a colour */
+	idx = rnd32() % CXE_PPOD_TAG_MAX_IDX;
+	CHECK(PPOD_IDX_SHIFT == CXE_PPOD_TAG_COLOR_BITS);
+	CHECK(cxe_ppod_tag(idx, first) == cxgbi_ppm_make_ddp_tag(idx, first & 63));
+	CHECK(cxe_ppod_tag_idx(cxgbi_ppm_make_ddp_tag(idx, 63)) == idx);
 }
 
 /* the transmit model's CPL_FW4_ACK, read with the headers' struct */
