@@ -62,7 +62,7 @@ static void life_act(struct life *l, int what)
 	if (what & CXE_C4_SEND_ABORT_RPL)
 		life_take(l, buf, cxe_cpl_abort_rpl(buf, sizeof(buf), l->c.tid, false));
 	if (what & CXE_C4_SEND_CLOSE)
-		life_take(l, buf, cxe_cpl_close_con_req(buf, sizeof(buf), l->c.tid));
+		life_take(l, buf, cxe_cpl_close_con_req(buf, sizeof(buf), l->c.tid, true));
 	if (what & CXE_C4_SEND_ABORT) {
 		st.aborts++;
 		life_take(l, buf, cxe_cpl_abort_req(buf, sizeof(buf), l->c.tid, true));

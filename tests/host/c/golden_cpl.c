@@ -422,8 +422,12 @@ static void golden_small(void)
 	memset(ref, 0, sizeof(ref));
 	ref_tp_wr(&cl->wr, sizeof(*cl), tid);
 	OPCODE_TID(cl) = cpu_to_be32(MK_OPCODE_TID(CPL_CLOSE_CON_REQ, tid));
-	len = cxe_cpl_close_con_req(ours, sizeof(ours), tid);
+	len = cxe_cpl_close_con_req(ours, sizeof(ours), tid, false);
 	same("CLOSE_CON_REQ", ours, len, ref, roundup(sizeof(*cl), 16));
+	/* asking for the ack, as cxgbit_push_tx_frames() does for it */
+	cl->wr.wr_hi |= cpu_to_be32(FW_WR_COMPL_F);
+	len = cxe_cpl_close_con_req(ours, sizeof(ours), tid, true);
+	same("CLOSE_CON_REQ with FW_WR_COMPL", ours, len, ref, roundup(sizeof(*cl), 16));
 
 	memset(ref, 0, sizeof(ref));
 	ref_tp_wr(&ab->wr, sizeof(*ab), tid);
@@ -990,7 +994,7 @@ static void golden_model_conn(void)
 	CHECK(cxe_model_conn_next(&m, msg) == sizeof(*pc));
 	CHECK(ntohl(OPCODE_TID(pc)) >> 24 == CPL_PEER_CLOSE && GET_TID(pc) == tid);
 
-	CHECK(cxe_model_conn_take(&m, close, cxe_cpl_close_con_req(close, sizeof(close), tid)) == 0);
+	CHECK(cxe_model_conn_take(&m, close, cxe_cpl_close_con_req(close, sizeof(close), tid, true)) == 0);
 	if (random() & 1) {
 		CHECK(cxe_model_conn_ack_fin(&m));
 		CHECK(cxe_model_conn_next(&m, msg) == sizeof(*cr));

@@ -312,10 +312,14 @@ static void test_small(void)
 	a.dack_mode = 1;		/* a mode without set_dack */
 	CHECK(cxe_cpl_rx_data_ack(buf, sizeof(buf), &a) == -EINVAL);
 
-	CHECK(cxe_cpl_close_con_req(buf, sizeof(buf), 6) == 32);
+	CHECK(cxe_cpl_close_con_req(buf, sizeof(buf), 6, false) == 32);
 	check_tp_wr(buf, 24, CXE_CPL_CLOSE_CON_REQ, 6);
 	CHECK(be32(buf, 20) == 0 && be64(buf, 24) == 0);
-	CHECK_SHORT(cxe_cpl_close_con_req(buf, size, 6), 32);
+	/* the ack asked for: bit 21 of the first word, nothing else moves */
+	CHECK(cxe_cpl_close_con_req(buf, sizeof(buf), 6, true) == 32);
+	CHECK(be32(buf, 0) == ((u32)CXE_FW_TP_WR << 24 | 1U << 21 | 8));
+	CHECK(be32(buf, 16) == ((u32)CXE_CPL_CLOSE_CON_REQ << 24 | 6));
+	CHECK_SHORT(cxe_cpl_close_con_req(buf, size, 6, false), 32);
 
 	CHECK(cxe_cpl_abort_req(buf, sizeof(buf), 7, true) == 32);
 	check_tp_wr(buf, 32, CXE_CPL_ABORT_REQ, 7);
@@ -705,7 +709,7 @@ static void test_requests_back(void)
 	CHECK(cxe_cpl_rx_data_ack(buf, sizeof(buf), &a) == 32);
 	CHECK(cxe_cpl_parse_rx_data_ack(buf, 32, &b) == 24);
 	CHECK(b.credits == a.credits && !b.set_dack && !b.force_ack);
-	CHECK(cxe_cpl_close_con_req(buf, sizeof(buf), 0x123456) == 32);
+	CHECK(cxe_cpl_close_con_req(buf, sizeof(buf), 0x123456, false) == 32);
 	CHECK(cxe_cpl_parse_rx_data_ack(buf, 32, &b) == -EBADMSG);
 }
 

@@ -155,7 +155,7 @@ static void test_model_refusals(void)
 	CHECK(cxe_cpl_pass_accept_rpl(acc, sizeof(acc), CXE_CHIP_T5, &a) > 0);
 	CHECK(cxe_fw_ofld_tx_data_wr(data, sizeof(data), CXE_CHIP_T5, &t) > 0);
 	fl = cxe_fw_flowc_wr(flowc, sizeof(flowc), &f);
-	CHECK(cxe_cpl_close_con_req(close, sizeof(close), 5) > 0);
+	CHECK(cxe_cpl_close_con_req(close, sizeof(close), 5, true) > 0);
 	CHECK(cxe_cpl_abort_req(abort, sizeof(abort), 5, true) > 0);
 	CHECK(cxe_cpl_abort_rpl(rpl, sizeof(rpl), 5, false) > 0);
 

@@ -78,6 +78,30 @@ int cxe_c4tid_send(struct cxe_c4tid *t, const void *msg, u32 len)
 	return t->dev->ops->send(t->dev, t->tid, skb);
 }
 
+/*
+ * Our FIN, behind the data: its credits taken and the ack that returns
+ * them asked for, as mainline's cxgbit_push_tx_frames() does. When the
+ * credits are out it waits for an ack (close_wait), which is then always
+ * on its way (credits.h). t->lock held.
+ */
+static int cxe_c4tid_close(struct cxe_c4tid *t)
+{
+	u8 buf[CXE_C4_MSG_MAX];
+	bool compl = true;
+	int ret;
+
+	if (t->cred_ok) {
+		ret = cxe_c4cred_take(&t->cred,
+				      DIV_ROUND_UP(CXE_CPL_CLOSE_CON_REQ_LEN, 16),
+				      true, &compl);
+		t->close_wait = ret == -EAGAIN;
+		if (ret)
+			return ret == -EAGAIN ? 0 : ret;
+	}
+	ret = cxe_cpl_close_con_req(buf, sizeof(buf), t->tid, compl);
+	return ret < 0 ? ret : cxe_c4tid_send(t, buf, ret);
+}
+
 /* The requests conn.c asked for, in its order; t->lock held */
 void cxe_c4tid_sends(struct cxe_c4tid *t, int what)
 {
@@ -99,10 +123,10 @@ void cxe_c4tid_sends(struct cxe_c4tid *t, int what)
 		len = cxe_cpl_abort_rpl(buf, sizeof(buf), t->tid, false);
 		ret = len < 0 ? len : cxe_c4tid_send(t, buf, len);
 	}
-	if (!ret && (what & CXE_C4_SEND_CLOSE)) {
-		len = cxe_cpl_close_con_req(buf, sizeof(buf), t->tid);
-		ret = len < 0 ? len : cxe_c4tid_send(t, buf, len);
-	}
+	if (!ret && (what & CXE_C4_SEND_CLOSE))
+		ret = cxe_c4tid_close(t);
+	if (what & CXE_C4_SEND_ABORT)
+		t->close_wait = false;	/* the abort goes instead */
 	if (!ret && (what & CXE_C4_SEND_ABORT)) {
 		len = cxe_cpl_abort_req(buf, sizeof(buf), t->tid, true);
 		ret = len < 0 ? len : cxe_c4tid_send(t, buf, len);
@@ -522,6 +546,10 @@ static void cxe_c4tid_fw4_ack(struct cxe_c4tid *t, const void *cpl, size_t len)
 	spin_lock_bh(&t->lock);
 	if (cxe_cpl_parse_fw4_ack(cpl, len, &a) >= 0 && t->cred_ok)
 		ret = cxe_c4cred_ack(&t->cred, &a);
+	/* our FIN waited for these credits */
+	if (ret >= 0 && t->close_wait && cxe_c4tid_close(t))
+		pr_err("cxgb4 adapter %s: TID %u: our FIN did not go; the close timer aborts it\n",
+		       t->dev->name, t->tid);
 	spin_unlock_bh(&t->lock);
 	wake_up(&t->wq);
 	if (ret < 0)

@@ -543,13 +543,15 @@ int cxe_cpl_parse_rx_data_ack(const void *buf, size_t len,
 }
 
 /* layout: WR header, opcode/TID, 4 reserved bytes */
-int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid)
+int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid, bool compl)
 {
 	int ret = start(buf, size, CXE_CPL_CLOSE_CON_REQ_LEN, tid);
 
 	if (ret)
 		return ret;
 	tp_wr(buf, 24, CXE_CPL_CLOSE_CON_REQ, tid);
+	if (compl)
+		put32(buf, 0, get32(buf, 0) | WR_COMPL);
 	return CXE_CPL_CLOSE_CON_REQ_LEN;
 }
 

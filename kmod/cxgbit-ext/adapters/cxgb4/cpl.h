@@ -224,7 +224,12 @@ int cxe_cpl_rx_data_ack(void *buf, size_t size, const struct cxe_cpl_rx_ack *a);
 /* read back as the chip takes it, as cxe_cpl_parse_set_tcb_field() (24) */
 int cxe_cpl_parse_rx_data_ack(const void *buf, size_t len,
 			      struct cxe_cpl_rx_ack *a);
-int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid);
+/*
+ * Our FIN. It goes behind the connection's data and holds transmit
+ * credits as a data request does; compl asks the chip for the ack that
+ * returns them (FW_WR_COMPL), as mainline cxgbit always does for it.
+ */
+int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid, bool compl);
 /* rst: the chip sends a RST (CPL_ABORT_SEND_RST) or not (CPL_ABORT_NO_RST) */
 int cxe_cpl_abort_req(void *buf, size_t size, u32 tid, bool rst);
 int cxe_cpl_abort_rpl(void *buf, size_t size, u32 tid, bool rst);

@@ -208,6 +208,7 @@ struct cxe_c4tid {
 	struct cxe_fw_flowc	flowc;		/* for the first request */
 	struct cxe_c4cred	cred;
 	bool			cred_ok;	/* cred set up (at establish) */
+	bool			close_wait;	/* our FIN waits for credits */
 	u32			snd_win;
 	u32			wr_max_len16;
 	struct sk_buff_head	rxq;		/* iSCSI messages to take */

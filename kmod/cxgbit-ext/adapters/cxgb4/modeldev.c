@@ -790,6 +790,17 @@ static int cxe_c4model_send_wire(struct cxe_c4model_conn *c, const u8 *buf,
 	return 0;
 }
 
+/* c->mu held: the acks the requests taken asked for, to the glue */
+static void cxe_c4model_acks(struct cxe_c4model_conn *c)
+{
+	u8 ack[CXE_CPL_FW4_ACK_LEN];
+	int len;
+
+	while (c->cred.owed &&
+	       (len = cxe_model_txcred_ack(&c->cred, ack, 0, true)) > 0)
+		cxe_c4model_tell(c, ack, len);
+}
+
 /*
  * c->mu held: a data work request through the transmit model. The skb's
  * linear part is the request as cxgb4 writes it into the queue (with the
@@ -799,9 +810,8 @@ static void cxe_c4model_tx_data(struct cxe_c4model_conn *c,
 				struct sk_buff *skb)
 {
 	u32 hlen = skb_headlen(skb), glen = skb->len - hlen, cap;
-	u8 ack[CXE_CPL_FW4_ACK_LEN], *g = NULL, *out;
+	u8 *g = NULL, *out;
 	long n = -ENOMEM;
-	int len;
 
 	if (glen) {
 		g = cxe_buf_grow(&c->gbuf, &c->gcap, glen);
@@ -826,9 +836,7 @@ static void cxe_c4model_tx_data(struct cxe_c4model_conn *c,
 	/* a send that fails is the socket's reset, which receive reports */
 	cxe_c4model_send_wire(c, out, n);
 	cxe_model_txcred_took(&c->cred, skb->data, n);
-	while (c->cred.owed &&
-	       (len = cxe_model_txcred_ack(&c->cred, ack, 0, true)) > 0)
-		cxe_c4model_tell(c, ack, len);
+	cxe_c4model_acks(c);
 	return;
 refused:
 	pr_err("cxgb4 model %s: TID %u (%pISpc): the transmit model refused a work request (%ld): resetting\n",
@@ -916,7 +924,7 @@ static void cxe_c4model_tx_one(struct cxe_c4model_conn *c, struct sk_buff *skb)
 	/*
 	 * FW_FLOWC_WR changes nothing of the host's TCP but holds its
 	 * credits, as a chip's does (mainline charges them); FW_ULPTX_WR
-	 * (page pods) nothing here: no pods yet
+	 * nothing here (the glue writes pods through ppod_write)
 	 */
 	if (op == CXE_FW_FLOWC_WR)
 		cxe_model_txcred_took(&c->cred, p, 0);
@@ -953,9 +961,15 @@ static void cxe_c4model_tx_one(struct cxe_c4model_conn *c, struct sk_buff *skb)
 		cxe_c4model_kick(c, &c->rx_work);
 		break;
 	case CXE_CPL_CLOSE_CON_REQ:
-		/* a FIN after the data before it (sent: this work is ordered) */
+		/*
+		 * a FIN after the data before it (sent: this work is ordered);
+		 * it holds its credits as a data request does, returned with
+		 * an ack when it asks for one (mainline charges it)
+		 */
 		kernel_sock_shutdown(c->sock, SHUT_WR);
 		c->fin_sent = true;
+		cxe_model_txcred_took(&c->cred, p, 0);
+		cxe_c4model_acks(c);
 		cxe_c4model_fin_check(c);
 		break;
 	case CXE_CPL_ABORT_REQ:
