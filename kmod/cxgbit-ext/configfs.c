@@ -21,6 +21,12 @@
  *   connections  offloaded connections, one per line: peer, local, adapter,
  *                digests, offloads, counters (a binary attribute: not
  *                limited to a page, 1024 connections take ~200 KiB)
+ *   cxgb4_models with the cxgb4 backend: modelled Chelsio adapters, one
+ *                per line; write "add NAME chip=t5|t6 netdev=IF ..." or
+ *                "del NAME" (adapters/cxgb4/modeldev.c)
+ *   cxgb4_counters  with the cxgb4 backend: each of its adapters that has
+ *                carried connections, its counters as "adapter name
+ *                value" lines
  *   adapters/<name>/   soft0 from load; mkdir makes a software adapter,
  *                      rmdir removes one (its connections go on until they
  *                      end; new logins on its netdev go to stock TCP)
@@ -56,7 +62,6 @@
 #include <linux/rwsem.h>
 
 #include "cxgbit_ext.h"
-#include "adapters/cxgb4/cpl.h"
 #ifdef CXE_HAVE_CXGB4
 #include "adapters/cxgb4/dev.h"
 #endif
@@ -126,6 +131,15 @@ static ssize_t cxe_root_cxgb4_models_store(struct config_item *item,
 }
 
 CONFIGFS_ATTR(cxe_root_, cxgb4_models);
+
+/* the cxgb4 backend's adapters' counters (adapters/cxgb4/dev.c) */
+static ssize_t cxe_root_cxgb4_counters_show(struct config_item *item,
+					    char *page)
+{
+	return cxe_c4_counters_show(page);
+}
+
+CONFIGFS_ATTR_RO(cxe_root_, cxgb4_counters);
 #endif
 CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
@@ -138,6 +152,7 @@ static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_login_holds,
 #ifdef CXE_HAVE_CXGB4
 	&cxe_root_attr_cxgb4_models,
+	&cxe_root_attr_cxgb4_counters,
 #endif
 	NULL,
 };
@@ -499,9 +514,9 @@ static ssize_t cxe_adapter_iso_store(struct config_item *item,
 	return cxe_toggle_store(a, &a->iso, "iso", page, count);
 }
 
-static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
+ssize_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
+				  const char *prefix, char *page, ssize_t at)
 {
-	struct cxe_adapter *a = to_adapter(item);
 	u64 sum[CXE_STAT_MAX] = {};
 	ssize_t len = 0;
 	int cpu, i;
@@ -510,9 +525,15 @@ static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
 		for (i = 0; i < CXE_STAT_MAX; i++)
 			sum[i] += per_cpu_ptr(a->stats, cpu)->v[i];
 	for (i = 0; i < CXE_STAT_MAX; i++)
-		len += scnprintf(page + len, PAGE_SIZE - len, "%s %llu\n",
-				 cxe_stat_names[i], sum[i]);
+		len += sysfs_emit_at(page, at + len, "%s%s%s %llu\n",
+				     prefix ?: "", prefix ? " " : "",
+				     cxe_stat_names[i], sum[i]);
 	return len;
+}
+
+static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
+{
+	return cxe_adapter_counters_emit(to_adapter(item), NULL, page, 0);
 }
 
 CONFIGFS_ATTR_RO(cxe_adapter_, type);

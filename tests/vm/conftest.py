@@ -45,7 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )  # fmt: skip
     parser.addoption(
         "--cxgb4-model", choices=("t5", "t6"), default=None,
-        help="test_conformance.py, test_pdu_fuzz.py: the offloaded side through a modelled cxgb4 adapter",
+        help="test_conformance.py, test_pdu_fuzz.py, test_pdu_suite.py: the offloaded side through a cxgb4 model",
     )  # fmt: skip
     parser.addoption(
         "--fuzz-semantic", action="store_true",
@@ -294,6 +294,12 @@ def lun_disk(iqn: str, address: str, lun: int, timeout: float = 30) -> str:
 def soft0_counters() -> dict[str, int]:
     text = (CFS / "adapters/soft0/counters").read_text()
     return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}
+
+
+def cxgb4_counters(name: str) -> dict[str, int]:
+    """A cxgb4 adapter's counters (empty until it has carried a connection)."""
+    text = (CFS / "cxgb4_counters").read_text()
+    return {k: int(v) for a, k, v in (ln.split() for ln in text.splitlines()) if a == name}
 
 
 def set_offload(on: bool) -> None:

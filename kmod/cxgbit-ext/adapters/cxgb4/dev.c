@@ -504,6 +504,25 @@ struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d)
 	return a;
 }
 
+/*
+ * The counters of each adapter that has carried connections, as a
+ * software adapter's counters file has them, each line after the
+ * adapter's name (the control interface's cxgb4_counters)
+ */
+ssize_t cxe_c4_counters_show(char *page)
+{
+	struct cxe_c4dev *d;
+	ssize_t len = 0;
+
+	mutex_lock(&cxe_c4devs_lock);
+	list_for_each_entry(d, &cxe_c4devs, node)
+		if (d->adapter)
+			len += cxe_adapter_counters_emit(d->adapter, d->name,
+							 page, len);
+	mutex_unlock(&cxe_c4devs_lock);
+	return len;
+}
+
 /* The next connection the chip brought up for the portal, or NULL */
 struct cxe_c4tid *cxe_c4_take_ready(struct cxe_np *cnp)
 {
