@@ -139,6 +139,31 @@ def test_a_reset_by_the_initiator_gives_the_tid_back(c4_target: str) -> None:
     again.close()
 
 
+def test_a_reset_with_r2ts_out_gives_every_pod_back(c4_target: str) -> None:
+    """Two WRITEs with their R2Ts out (pods written, no data sent yet),
+    then the initiator resets: the tasks are released with their tags
+    live, every pod is cleared and given back, the blocks keep what they
+    held, and a new session works."""
+    lba, size = 12288, 32 * 1024
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+    keep = os.urandom(2 * size)
+    c.scsi_write(lba, keep)
+    for i in range(2):
+        cdb = struct.pack(">BBIBHB", 0x2A, 0, lba + i * size // BLOCK, 0, size // BLOCK, 0)
+        c.send(scsi_command(cdb, itt=c.next_itt(), cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=size))
+        r2t = c.recv()
+        assert r2t.opcode == Op.R2T and r2t.desired_length == size, r2t
+    assert int(cxgb4_adapter("m0")["pods_used"]) > 0, "the R2Ts' tags hold no page pods"
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.sock.close()
+    wait_for("the reset connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+    assert cxgb4_adapter("m0")["pods_used"] == "0", "released tasks kept their page pods"
+    check = login(OFF.tgt_ip)
+    assert check.scsi_read(lba, 2 * size // BLOCK) == keep
+    assert check.logout() == 0
+    check.close()
+
+
 def dropped_and_healthy(c: Connection) -> None:
     """The target dropped c; its TID goes back and a new session works."""
     assert c.closed_by_peer(), "the target kept a connection whose stream is broken"
