@@ -26,7 +26,7 @@
  *                "del NAME" (adapters/cxgb4/modeldev.c)
  *   cxgb4_counters  with the cxgb4 backend: each of its adapters that has
  *                carried connections, its counters as "adapter name
- *                value" lines
+ *                value" lines (a binary attribute, as connections)
  *   adapters/<name>/   soft0 from load; mkdir makes a software adapter,
  *                      rmdir removes one (its connections go on until they
  *                      end; new logins on its netdev go to stock TCP)
@@ -91,6 +91,23 @@ static ssize_t cxe_root_backends_show(struct config_item *item, char *page)
 	return cxe_backend_show_all(page);
 }
 
+/*
+ * A binary attribute's read: configfs hands out all size bytes of the
+ * buffer whatever the read returns, so what the lines (len bytes, each
+ * ending in a newline) left over becomes trailing spaces on the last
+ * line, never uninitialised memory. Returns size.
+ */
+size_t cxe_bin_fill(char *buf, size_t len, size_t size)
+{
+	if (len < size) {
+		memset(buf + len, ' ', size - len);
+		if (len)
+			buf[len - 1] = ' ';
+		buf[size - 1] = '\n';
+	}
+	return size;
+}
+
 /* configfs asks for the size first (buf NULL), then fills a buffer of it */
 static ssize_t cxe_root_connections_read(struct config_item *item, void *buf,
 					 size_t size)
@@ -133,13 +150,13 @@ static ssize_t cxe_root_cxgb4_models_store(struct config_item *item,
 CONFIGFS_ATTR(cxe_root_, cxgb4_models);
 
 /* the cxgb4 backend's adapters' counters (adapters/cxgb4/dev.c) */
-static ssize_t cxe_root_cxgb4_counters_show(struct config_item *item,
-					    char *page)
+static ssize_t cxe_root_cxgb4_counters_read(struct config_item *item,
+					    void *buf, size_t size)
 {
-	return cxe_c4_counters_show(page);
+	return cxe_c4_counters_read(buf, size);
 }
 
-CONFIGFS_ATTR_RO(cxe_root_, cxgb4_counters);
+CONFIGFS_BIN_ATTR_RO(cxe_root_, cxgb4_counters, NULL, SZ_1M);
 #endif
 CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
@@ -152,13 +169,15 @@ static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_login_holds,
 #ifdef CXE_HAVE_CXGB4
 	&cxe_root_attr_cxgb4_models,
-	&cxe_root_attr_cxgb4_counters,
 #endif
 	NULL,
 };
 
 static struct configfs_bin_attribute *cxe_root_bin_attrs[] = {
 	&cxe_root_attr_connections,
+#ifdef CXE_HAVE_CXGB4
+	&cxe_root_attr_cxgb4_counters,
+#endif
 	NULL,
 };
 
@@ -514,26 +533,27 @@ static ssize_t cxe_adapter_iso_store(struct config_item *item,
 	return cxe_toggle_store(a, &a->iso, "iso", page, count);
 }
 
-ssize_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
-				  const char *prefix, char *page, ssize_t at)
+size_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
+				 const char *prefix, char *buf, size_t size)
 {
 	u64 sum[CXE_STAT_MAX] = {};
-	ssize_t len = 0;
+	size_t len = 0;
 	int cpu, i;
 
 	for_each_possible_cpu(cpu)
 		for (i = 0; i < CXE_STAT_MAX; i++)
 			sum[i] += per_cpu_ptr(a->stats, cpu)->v[i];
 	for (i = 0; i < CXE_STAT_MAX; i++)
-		len += sysfs_emit_at(page, at + len, "%s%s%s %llu\n",
-				     prefix ?: "", prefix ? " " : "",
-				     cxe_stat_names[i], sum[i]);
+		len += scnprintf(buf + len, size - len, "%s%s%s %llu\n",
+				 prefix ?: "", prefix ? " " : "",
+				 cxe_stat_names[i], sum[i]);
 	return len;
 }
 
 static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
 {
-	return cxe_adapter_counters_emit(to_adapter(item), NULL, page, 0);
+	return cxe_adapter_counters_emit(to_adapter(item), NULL, page,
+					 PAGE_SIZE);
 }
 
 CONFIGFS_ATTR_RO(cxe_adapter_, type);

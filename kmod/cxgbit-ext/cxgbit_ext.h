@@ -222,9 +222,11 @@ const void *cxe_portal_ip(const struct cxe_np *cnp);
 struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip);
 struct cxe_adapter *cxe_adapter_add(const char *name,
 				    const struct cxe_backend *b);
-/* a's counters, summed over CPUs, "[prefix ]name value" a line, from at */
-ssize_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
-				  const char *prefix, char *page, ssize_t at);
+/* a binary attribute's lines (len bytes) and the rest of its size filled */
+size_t cxe_bin_fill(char *buf, size_t len, size_t size);
+/* a's counters, summed over CPUs, "[prefix ]name value" a line, in size */
+size_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
+				 const char *prefix, char *buf, size_t size);
 /* a netdev by name, the writer's namespace first: -ENODEV, -EEXIST (several) */
 int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex);
 

@@ -244,8 +244,7 @@ static int cxe_conn_line(const struct cxe_conn *c, char *line)
  * The connections file, one line per connection. With buf NULL: the size
  * to allocate, with room for counters that grow meanwhile. Otherwise the
  * whole lines that fit in size bytes (a connection made since is left for
- * the next read); configfs hands out all size bytes, so what is left over
- * becomes trailing spaces on the last line, never uninitialised memory.
+ * the next read), the rest filled (cxe_bin_fill()).
  */
 ssize_t cxe_conn_show_all(char *buf, size_t size)
 {
@@ -267,13 +266,7 @@ ssize_t cxe_conn_show_all(char *buf, size_t size)
 	spin_unlock(&cxe_conns_lock);
 	if (!buf)
 		return len + lines * 32;
-	if (len < size) {
-		memset(buf + len, ' ', size - len);
-		if (len)
-			buf[len - 1] = ' ';
-		buf[size - 1] = '\n';
-	}
-	return size;
+	return cxe_bin_fill(buf, len, size);
 }
 
 static void cxe_free_conn(struct iscsit_conn *conn)

@@ -31,7 +31,16 @@ from iscsi_initiator.pdu import Op, data_out, logout_request, nop_out, scsi_comm
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, cxgb4_adapter, lun_disk, offloaded_target, wait_for
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    connection_lines,
+    cxgb4_adapter,
+    cxgb4_counters,
+    lun_disk,
+    offloaded_target,
+    wait_for,
+)
 
 IQN = "iqn.2026-11.org.cxgbit-ext:c4conns"
 OFF, STOCK = topo.LINKS  # tgt0: the model's port; tgt1: no adapter's
@@ -93,6 +102,9 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     # only the immediate data (one data segment) comes in a data message
     placed, copied = int(line["bytes_placed"]), int(line["bytes_copied"])
     assert placed + copied == len(data) and 0 < copied <= 16384, line
+    # the adapter's counters (cxgb4_counters) hold this connection's too
+    counted = cxgb4_counters("m0")
+    assert counted["bytes_placed"] >= placed and counted["connections"] >= 1, counted
     assert cxgb4_adapter("m0")["pods_used"] == "0", "a completed R2T kept its page pods"
     # after a logout the target closes with a FIN behind the response, not a RST
     c.send(logout_request(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn))

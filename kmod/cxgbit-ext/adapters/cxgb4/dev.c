@@ -504,23 +504,34 @@ struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d)
 	return a;
 }
 
+/* the most one adapter's block of counters takes, its name included */
+#define CXE_C4_COUNTERS_MAX	(CXE_STAT_MAX * 64)
+
 /*
  * The counters of each adapter that has carried connections, as a
  * software adapter's counters file has them, each line after the
- * adapter's name (the control interface's cxgb4_counters)
+ * adapter's name (the control interface's cxgb4_counters, a binary
+ * attribute: asked for its size first, buf NULL). Whole blocks only: an
+ * adapter that came between the two calls may find no room.
  */
-ssize_t cxe_c4_counters_show(char *page)
+ssize_t cxe_c4_counters_read(void *buf, size_t size)
 {
 	struct cxe_c4dev *d;
-	ssize_t len = 0;
+	size_t len = 0;
 
 	mutex_lock(&cxe_c4devs_lock);
-	list_for_each_entry(d, &cxe_c4devs, node)
-		if (d->adapter)
+	list_for_each_entry(d, &cxe_c4devs, node) {
+		if (!d->adapter)
+			continue;
+		if (!buf)
+			len += CXE_C4_COUNTERS_MAX;
+		else if (size - len >= CXE_C4_COUNTERS_MAX)
 			len += cxe_adapter_counters_emit(d->adapter, d->name,
-							 page, len);
+							 (char *)buf + len,
+							 size - len);
+	}
 	mutex_unlock(&cxe_c4devs_lock);
-	return len;
+	return buf ? cxe_bin_fill(buf, len, size) : len;
 }
 
 /* The next connection the chip brought up for the portal, or NULL */
