@@ -221,12 +221,23 @@ void cxe_c4srv_drop_ready(struct cxe_c4srv *s)
 	}
 }
 
-/* The chip is done with the TID: out of the map, back to the chip */
+/*
+ * The chip is done with the TID: out of the map, back to the chip. Not
+ * while the PDU layer's connection may hold page pods naming it: a new
+ * connection on the TID could be placed by them. conn_release gives it
+ * back after it cleared them.
+ */
 static void cxe_c4tid_release(struct cxe_c4tid *t)
 {
 	struct cxe_c4dev *d = t->dev;
-	bool mapped, ready;
+	bool mapped, ready, deferred;
 
+	spin_lock_bh(&d->lock);
+	deferred = t->pods_held;
+	t->release_deferred = deferred;
+	spin_unlock_bh(&d->lock);
+	if (deferred)
+		return;
 	if (timer_delete(&t->close_timer))
 		cxe_c4tid_put(t);	/* the timer's; the map's is still held */
 	spin_lock_bh(&d->lock);
@@ -686,8 +697,13 @@ int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c)
 	c->ddp = READ_ONCE(a->ddp) && t->dev->npods &&
 		 t->dev->limits.ddp_min_len != CXE_CXGB4_NEVER &&
 		 PAGE_SHIFT == CXE_PPOD_PAGE_SHIFT;
-	if (c->ddp && cxe_c4_ddp_init(cc))
+	if (cxe_c4_ddp_init(cc, c->ddp))
 		c->ddp = false;	/* no memory for the table: no placement */
+	if (c->ddp) {
+		spin_lock_bh(&t->dev->lock);
+		t->pods_held = true;
+		spin_unlock_bh(&t->dev->lock);
+	}
 	c->iso = READ_ONCE(a->iso);
 	memcpy(&c->peer, &t->peer, sizeof(c->peer));
 	memcpy(&c->local, &t->local, sizeof(c->local));
@@ -711,6 +727,7 @@ int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c)
 void cxe_c4_conn_release(struct cxe_conn *c)
 {
 	struct cxe_c4c *cc = cxe_c4c(c);
+	bool deferred;
 
 	/*
 	 * After a logout the connection closes with a FIN behind the Logout
@@ -721,6 +738,12 @@ void cxe_c4_conn_release(struct cxe_conn *c)
 		cxe_c4tid_do(cc->t, cxe_c4conn_close);
 	/* pods name the TID: cleared before it can go back and be reused */
 	cxe_c4_ddp_exit(cc);
+	spin_lock_bh(&cc->t->dev->lock);
+	cc->t->pods_held = false;
+	deferred = cc->t->release_deferred;
+	spin_unlock_bh(&cc->t->dev->lock);
+	if (deferred)
+		cxe_c4tid_release(cc->t);
 	cxe_c4tid_do(cc->t, cxe_c4conn_release);
 	kfree_skb(cc->data);
 	cc->data = NULL;

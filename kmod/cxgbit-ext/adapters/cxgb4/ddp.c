@@ -21,6 +21,7 @@
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/wait.h>
 
 #include "../../cxgbit_ext.h"
 #include "../../pdu/cxe_ddp.h"
@@ -28,16 +29,24 @@
 
 /* TTTs of R2Ts without pods: bit 31 set, never the reserved 0xffffffff */
 #define CXE_C4_NODDP_GENS	0x7fffffffU
+/* how long a fence waits for the chip to end a connection it aborts */
+#define CXE_C4_FENCE_WAIT	(10 * HZ)
 
 static struct cxe_c4c *cxe_c4c(struct cxe_conn *c)
 {
 	return container_of(c, struct cxe_c4c, c);
 }
 
-/* The table, when the connection places (at accept); 0 or -ENOMEM */
-int cxe_c4_ddp_init(struct cxe_c4c *cc)
+/*
+ * At accept: the lock (TTTs without pods are counted under it), and the
+ * table when the connection places; 0 or -ENOMEM
+ */
+int cxe_c4_ddp_init(struct cxe_c4c *cc, bool place)
 {
 	spin_lock_init(&cc->ddp_lock);
+	init_waitqueue_head(&cc->ddp_wq);
+	if (!place)
+		return 0;
 	cc->ddp = kcalloc(CXE_C4_DDP_SLOTS, sizeof(*cc->ddp), GFP_KERNEL);
 	return cc->ddp ? 0 : -ENOMEM;
 }
@@ -76,7 +85,13 @@ static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 		return true;
 	pr_err("%pISpc: the chip did not take a page pod clear (%d): aborting the connection, %u pods lost\n",
 	       &cc->c.peer, len, n);
+	/* placement stops when the chip is done with the connection */
 	cxe_c4tid_do(cc->t, cxe_c4conn_abort);
+	if (!wait_event_timeout(cc->t->wq,
+				READ_ONCE(cc->t->st.state) == CXE_C4CONN_DONE,
+				CXE_C4_FENCE_WAIT))
+		pr_err("%pISpc: the chip did not end the connection: it may still place into a released task's pages\n",
+		       &cc->c.peer);
 	return false;
 }
 
@@ -203,9 +218,11 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 		if (cc->ddp[i].owner)
 			continue;
 		s = &cc->ddp[i];
-		/* taken, matching no TTT until its pods are written */
+		/* the task's from now on: a release waits for it */
 		s->owner = task;
+		s->busy = true;
 		s->ttt = CXE_PPOD_TAG_NODDP;
+		task->ddp_live++;
 		break;
 	}
 	spin_unlock_bh(&cc->ddp_lock);
@@ -218,11 +235,13 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 			s->offset = win->offset;
 			s->len = win->len;
 			s->done_to = win->offset;
-			task->ddp_live++;
 		} else {
 			s->owner = NULL;
+			task->ddp_live--;
 		}
+		s->busy = false;
 		spin_unlock_bh(&cc->ddp_lock);
+		wake_up_all(&cc->ddp_wq);
 		if (tag != CXE_PPOD_TAG_NODDP)
 			return tag;
 	} else if (place && cc->ddp) {
@@ -246,7 +265,31 @@ static struct cxe_c4ddp *cxe_c4_ddp_slot(struct cxe_c4c *cc, u32 ttt, u32 itt)
 	if (!cc->ddp || !cxe_ppod_tag_ddp(ttt))
 		return NULL;
 	s = &cc->ddp[ttt & CXE_PPOD_TAG_COLOR_MASK];
-	return s->owner && s->ttt == ttt && s->itt == itt ? s : NULL;
+	return s->owner && !s->busy && s->ttt == ttt && s->itt == itt ? s : NULL;
+}
+
+/*
+ * A live slot's tag ends (ddp_lock held): busy from here, matching no
+ * TTT, its pods to clear (a copy in *done), until cxe_c4_ddp_ended()
+ */
+static void cxe_c4_ddp_ending(struct cxe_c4ddp *s, struct cxe_c4ddp *done)
+{
+	s->busy = true;
+	s->ttt = CXE_PPOD_TAG_NODDP;
+	*done = *s;
+}
+
+/* Its pods cleared (the fence), the slot is free and its task owes it no more */
+static void cxe_c4_ddp_ended(struct cxe_c4c *cc, struct cxe_c4ddp *s,
+			     const struct cxe_c4ddp *done)
+{
+	cxe_c4_ddp_end(cc, done);
+	spin_lock_bh(&cc->ddp_lock);
+	s->owner->ddp_live--;
+	s->owner = NULL;
+	s->busy = false;
+	spin_unlock_bh(&cc->ddp_lock);
+	wake_up_all(&cc->ddp_wq);
 }
 
 /*
@@ -267,53 +310,80 @@ bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
 	s = cxe_c4_ddp_slot(cc, ttt, itt);
 	ok = s && cxe_ddp_in_window(s->offset, s->len, off, len);
 	if (ok && final && off + len == s->offset + s->len) {
-		done = *s;
-		s->owner->ddp_live--;
-		s->owner = NULL;
+		cxe_c4_ddp_ending(s, &done);
 		end = true;
 	}
 	spin_unlock_bh(&cc->ddp_lock);
 	if (end)
-		cxe_c4_ddp_end(cc, &done);
+		cxe_c4_ddp_ended(cc, s, &done);
 	return ok;
 }
 
-/*
- * The task's tags still live, each cleared on the chip before this
- * returns (the fence). Without a table (the connection released, or one
- * that never placed) they were fenced by conn_release.
- */
-void cxe_c4_ddp_release(struct cxe_conn *c, struct cxe_task *task)
+/* Whether a slot of task (of any task when NULL) is busy */
+static bool cxe_c4_ddp_busy(struct cxe_c4c *cc, struct cxe_task *task)
 {
-	struct cxe_c4c *cc = cxe_c4c(c);
+	bool busy = false;
+	u32 i;
+
+	spin_lock_bh(&cc->ddp_lock);
+	for (i = 0; !busy && i < CXE_C4_DDP_SLOTS; i++)
+		busy = cc->ddp[i].owner && cc->ddp[i].busy &&
+		       (!task || cc->ddp[i].owner == task);
+	spin_unlock_bh(&cc->ddp_lock);
+	return busy;
+}
+
+/*
+ * Every live tag of task (of every task when NULL) ended, each cleared
+ * on the chip; then, while a slot of it is busy (being set up by the TX
+ * thread, or ended by the RX thread), wait and go again.
+ */
+static void cxe_c4_ddp_end_all(struct cxe_c4c *cc, struct cxe_task *task)
+{
 	struct cxe_c4ddp done;
 	bool end;
 	u32 i;
 
-	for (i = 0; cc->ddp && i < CXE_C4_DDP_SLOTS; i++) {
-		spin_lock_bh(&cc->ddp_lock);
-		end = cc->ddp[i].owner == task &&
-		      cc->ddp[i].ttt != CXE_PPOD_TAG_NODDP;
-		if (end) {
-			done = cc->ddp[i];
-			cc->ddp[i].owner = NULL;
-			task->ddp_live--;
+	for (;;) {
+		for (i = 0; i < CXE_C4_DDP_SLOTS; i++) {
+			struct cxe_c4ddp *s = &cc->ddp[i];
+
+			spin_lock_bh(&cc->ddp_lock);
+			end = s->owner && !s->busy && (!task || s->owner == task);
+			if (end)
+				cxe_c4_ddp_ending(s, &done);
+			spin_unlock_bh(&cc->ddp_lock);
+			if (end)
+				cxe_c4_ddp_ended(cc, s, &done);
 		}
-		spin_unlock_bh(&cc->ddp_lock);
-		if (end)
-			cxe_c4_ddp_end(cc, &done);
+		if (!cxe_c4_ddp_busy(cc, task))
+			return;
+		wait_event(cc->ddp_wq, !cxe_c4_ddp_busy(cc, task));
 	}
+}
+
+/*
+ * The task's tags still live, each cleared on the chip before this
+ * returns (the fence), tags being set up or ended by another thread
+ * waited for. Without a table (the connection released, or one that
+ * never placed) they were fenced by conn_release.
+ */
+void cxe_c4_ddp_release(struct cxe_conn *c, struct cxe_task *task)
+{
+	struct cxe_c4c *cc = cxe_c4c(c);
+
+	if (cc->ddp)
+		cxe_c4_ddp_end_all(cc, task);
+	/* tags of a connection released before this one (ERL 2) died there */
 	task->ddp_live = 0;
 }
 
 /* conn_release, before the TID goes back: every tag left is fenced */
 void cxe_c4_ddp_exit(struct cxe_c4c *cc)
 {
-	u32 i;
-
-	for (i = 0; cc->ddp && i < CXE_C4_DDP_SLOTS; i++)
-		if (cc->ddp[i].owner && cc->ddp[i].ttt != CXE_PPOD_TAG_NODDP)
-			cxe_c4_ddp_end(cc, &cc->ddp[i]);
+	if (!cc->ddp)
+		return;
+	cxe_c4_ddp_end_all(cc, NULL);
 	kfree(cc->ddp);
 	cc->ddp = NULL;
 }

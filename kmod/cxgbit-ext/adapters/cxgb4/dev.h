@@ -204,6 +204,12 @@ struct cxe_c4tid {
 	struct cxe_c4conn	st;
 	struct list_head	ready;		/* srv->ready (dev->lock) */
 	bool			mapped;		/* in dev->tids */
+	/*
+	 * Under dev->lock: the PDU layer's connection has page pods naming
+	 * the TID, and a release the chip allowed waits for conn_release
+	 */
+	bool			pods_held;
+	bool			release_deferred;
 	const u16		*mtus;		/* the device's MTU table */
 	struct cxe_fw_flowc	flowc;		/* for the first request */
 	struct cxe_c4cred	cred;
@@ -230,8 +236,13 @@ void cxe_c4tid_put(struct cxe_c4tid *t);
  */
 struct cxe_c4ddp {
 	struct cxe_task		*owner;		/* NULL: the slot is free */
+	/*
+	 * Its pods being written or cleared: still counted in its owner's
+	 * ddp_live, matching no TTT (ttt CXE_PPOD_TAG_NODDP)
+	 */
+	bool			busy;
 	u32			itt;
-	u32			ttt;		/* CXE_PPOD_TAG_NODDP: being set up */
+	u32			ttt;
 	u32			offset;
 	u32			len;
 	u32			done_to;
@@ -266,6 +277,7 @@ struct cxe_c4c {
 	/* DDP tags (NULL: the connection places nothing), under ddp_lock */
 	spinlock_t		ddp_lock;
 	struct cxe_c4ddp	*ddp;
+	wait_queue_head_t	ddp_wq;		/* a slot stopped being busy */
 	u32			noddp_gen;
 	/* the last Login response, until the digests are set (io.c) */
 	struct sk_buff		*held;
@@ -320,7 +332,7 @@ int cxe_c4_send_pdu(struct cxe_conn *c, const u8 *bhs,
 		    const struct cxe_data *src);
 int cxe_c4_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
 /* ddp.c */
-int cxe_c4_ddp_init(struct cxe_c4c *cc);
+int cxe_c4_ddp_init(struct cxe_c4c *cc, bool place);
 void cxe_c4_ddp_exit(struct cxe_c4c *cc);
 void cxe_c4_ddp_placed(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu,
 		       bool stands_for, u32 *flags);
