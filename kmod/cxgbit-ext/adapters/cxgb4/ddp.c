@@ -62,26 +62,44 @@ static void cxe_c4_ddp_unmap_pages(struct cxe_c4dev *d, u64 *addrs, u32 n)
 }
 
 /*
+ * Pods [idx, idx + n) on the chip, three to a ULP_TX_MEM_WRITE as mainline
+ * writes them: the tag's h over the buffer's pages (addrs), or cleared
+ * when h is NULL. 0, or the first error.
+ */
+static int cxe_c4_ddp_pods(struct cxe_c4c *cc, u32 idx, u32 n,
+			   const struct cxe_ppod_hdr *h, const u64 *addrs,
+			   u32 npages)
+{
+	struct cxe_c4dev *d = cc->t->dev;
+	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+	u32 done, k, addr;
+	int len = 0;
+
+	for (done = 0; done < n && len >= 0; done += k) {
+		k = min_t(u32, n - done, CXE_PPOD_IMM_MAX);
+		addr = d->ppod_base + ((idx + done) << CXE_PPOD_SHIFT);
+		if (h)
+			len = cxe_ulp_ppod_write(wr, sizeof(wr), addr, h, addrs,
+						 npages, done, k);
+		else
+			len = cxe_ulp_ppod_clear(wr, sizeof(wr), addr,
+						 cc->t->tid, k);
+		if (len >= 0)
+			len = d->ops->ppod_write(d, cc->t->tid, wr, len);
+	}
+	return len < 0 ? len : 0;
+}
+
+/*
  * n pods from idx made invalid on the chip. True when the chip reads them
  * cleared: they may go back. Else the connection is aborted (the chip
  * may still place by them) and they stay taken for good.
  */
 static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 {
-	struct cxe_c4dev *d = cc->t->dev;
-	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
-	u32 done, k;
-	int len = 0;
+	int len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
 
-	for (done = 0; done < n && len >= 0; done += k) {
-		k = min_t(u32, n - done, CXE_PPOD_IMM_MAX);
-		len = cxe_ulp_ppod_clear(wr, sizeof(wr), d->ppod_base +
-					 ((idx + done) << CXE_PPOD_SHIFT),
-					 cc->t->tid, k);
-		if (len >= 0)
-			len = d->ops->ppod_write(d, cc->t->tid, wr, len);
-	}
-	if (len >= 0)
+	if (!len)
 		return true;
 	pr_err("%pISpc: the chip did not take a page pod clear (%d): aborting the connection, %u pods lost\n",
 	       &cc->c.peer, len, n);
@@ -164,11 +182,10 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
 			  const struct cxe_data *win)
 {
 	struct cxe_c4dev *d = cc->t->dev;
-	u32 end = win->offset + win->len, done, k, npages, page_off;
-	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+	u32 end = win->offset + win->len, npages, page_off;
 	struct cxe_ppod_hdr h;
-	int idx, len = 0;
 	u64 *addrs;
+	int idx;
 
 	addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
 	if (!addrs)
@@ -187,18 +204,10 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
 		.max_offset = end,
 		.page_offset = page_off,
 	};
-	for (done = 0; done < s->pods && len >= 0; done += k) {
-		k = min_t(u32, s->pods - done, CXE_PPOD_IMM_MAX);
-		len = cxe_ulp_ppod_write(wr, sizeof(wr), d->ppod_base +
-					 ((idx + done) << CXE_PPOD_SHIFT), &h,
-					 addrs, npages, done, k);
-		if (len >= 0)
-			len = d->ops->ppod_write(d, h.tid, wr, len);
-	}
 	s->pod_idx = idx;
 	s->addrs = addrs;
 	s->npages = npages;
-	if (len < 0) {
+	if (cxe_c4_ddp_pods(cc, idx, s->pods, &h, addrs, npages)) {
 		/* what was written goes: a clear that fails aborts */
 		cxe_c4_ddp_end(cc, s);
 		return CXE_PPOD_TAG_NODDP;

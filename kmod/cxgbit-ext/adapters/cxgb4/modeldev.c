@@ -1403,7 +1403,7 @@ static int cxe_c4model_ppod_write(struct cxe_c4dev *d, u32 tid, const u8 *wr,
 	int ret;
 
 	/* the flow the request names is the connection's it is sent for */
-	if (len < 8 || (((u32)wr[4] << 16 | (u32)wr[5] << 8 | wr[6]) != tid))
+	if (len < 8 || (cxe_get_be32(wr + 4) >> 8 & CXE_CPL_TID_MAX) != tid)
 		return -EINVAL;
 	spin_lock_bh(&m->ppm_lock);
 	ret = cxe_model_ppm_write(&m->ppm, wr, len);
