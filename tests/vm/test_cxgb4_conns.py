@@ -27,7 +27,7 @@ import pytest
 
 from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
-from iscsi_initiator.pdu import Op, data_out, logout_request, nop_out, scsi_command
+from iscsi_initiator.pdu import Op, Pdu, data_out, logout_request, nop_out, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
@@ -70,13 +70,51 @@ def c4_target(request: pytest.FixtureRequest, iscsid: None, module_ko: Path) -> 
         got = cxgb4_adapter("m0")
         assert (got["servers"], got["conns"]) == ("1", "0"), got
         yield request.param
-        wait_for("a TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+        tids_back("a TID was not given back")
 
 
 def login(ip: str, params: Params | None = None) -> Connection:
     c = Connection(ip)
     c.login(PDU_INITIATOR, IQN, params)
     return c
+
+
+def tids_back(what: str) -> None:
+    """Every TID of the model's goes back (within 40 s), or fail with what."""
+    wait_for(what, lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+
+
+def reset(c: Connection) -> None:
+    """The initiator resets its connection (RST, not FIN)."""
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.sock.close()
+
+
+def write_r2t(c: Connection, lba: int, length: int) -> tuple[int, Pdu]:
+    """A WRITE(10) of length bytes without data: its ITT and its first R2T."""
+    itt = c.next_itt()
+    cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, length // BLOCK, 0)
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=length))
+    r2t = c.recv()
+    assert r2t.opcode == Op.R2T and r2t.itt == itt, r2t
+    return itt, r2t
+
+
+def write_read_logout(c: Connection, lba: int, blocks: int) -> None:
+    """On session c: blocks written at lba read back equal; then logout."""
+    data = os.urandom(blocks * BLOCK)
+    c.scsi_write(lba, data)
+    assert c.scsi_read(lba, blocks) == data
+    assert c.logout() == 0
+    c.close()
+
+
+def reads_back(lba: int, data: bytes) -> None:
+    """A new session reads data at lba."""
+    check = login(OFF.tgt_ip)
+    assert check.scsi_read(lba, len(data) // BLOCK) == data
+    assert check.logout() == 0
+    check.close()
 
 
 @pytest.mark.parametrize("digests", ["None", "CRC32C"])
@@ -113,7 +151,7 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     c.sock.settimeout(15)
     assert c.sock.recv(1) == b"", "the target sent more after the Logout response"
     c.close()
-    wait_for("the TID was not given back after logout", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+    tids_back("the TID was not given back after logout")
     assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")]
 
 
@@ -123,11 +161,7 @@ def test_a_portal_on_another_port_is_not_the_models(c4_target: str) -> None:
     c = login(STOCK.tgt_ip)
     assert not [ln for ln in connection_lines() if ln.startswith(f"{STOCK.ini_ip}:")]
     assert cxgb4_adapter("m0")["conns"] == "0"
-    data = os.urandom(64 * BLOCK)
-    c.scsi_write(64, data)
-    assert c.scsi_read(64, 64) == data
-    assert c.logout() == 0
-    c.close()
+    write_read_logout(c, 64, 64)
 
 
 def test_a_reset_by_the_initiator_gives_the_tid_back(c4_target: str) -> None:
@@ -137,18 +171,13 @@ def test_a_reset_by_the_initiator_gives_the_tid_back(c4_target: str) -> None:
     c = login(OFF.tgt_ip)
     isid = c.isid
     c.scsi_write(0, os.urandom(8 * BLOCK))
-    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    c.sock.close()
-    wait_for("the reset connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+    reset(c)
+    tids_back("the reset connection's TID was not given back")
     again = Connection(OFF.tgt_ip)
     again.isid = isid
     again.login(PDU_INITIATOR, IQN)
     assert conn_line(OFF.ini_ip)["adapter"] == "m0"
-    data = os.urandom(8 * BLOCK)
-    again.scsi_write(0, data)
-    assert again.scsi_read(0, 8) == data
-    assert again.logout() == 0
-    again.close()
+    write_read_logout(again, 0, 8)
 
 
 def test_a_reset_with_r2ts_out_gives_every_pod_back(c4_target: str) -> None:
@@ -161,32 +190,21 @@ def test_a_reset_with_r2ts_out_gives_every_pod_back(c4_target: str) -> None:
     keep = os.urandom(2 * size)
     c.scsi_write(lba, keep)
     for i in range(2):
-        cdb = struct.pack(">BBIBHB", 0x2A, 0, lba + i * size // BLOCK, 0, size // BLOCK, 0)
-        c.send(scsi_command(cdb, itt=c.next_itt(), cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=size))
-        r2t = c.recv()
-        assert r2t.opcode == Op.R2T and r2t.desired_length == size, r2t
+        _, r2t = write_r2t(c, lba + i * size // BLOCK, size)
+        assert r2t.desired_length == size, r2t
     assert int(cxgb4_adapter("m0")["pods_used"]) > 0, "the R2Ts' tags hold no page pods"
-    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    c.sock.close()
-    wait_for("the reset connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+    reset(c)
+    tids_back("the reset connection's TID was not given back")
     assert cxgb4_adapter("m0")["pods_used"] == "0", "released tasks kept their page pods"
-    check = login(OFF.tgt_ip)
-    assert check.scsi_read(lba, 2 * size // BLOCK) == keep
-    assert check.logout() == 0
-    check.close()
+    reads_back(lba, keep)
 
 
 def dropped_and_healthy(c: Connection) -> None:
     """The target dropped c; its TID goes back and a new session works."""
     assert c.closed_by_peer(), "the target kept a connection whose stream is broken"
     c.close()
-    wait_for("the dropped connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
-    again = login(OFF.tgt_ip)
-    data = os.urandom(4 * BLOCK)
-    again.scsi_write(128, data)
-    assert again.scsi_read(128, 4) == data
-    assert again.logout() == 0
-    again.close()
+    tids_back("the dropped connection's TID was not given back")
+    write_read_logout(login(OFF.tgt_ip), 128, 4)
 
 
 def test_a_bad_header_digest_drops_the_connection(c4_target: str) -> None:
@@ -205,11 +223,7 @@ def test_a_bad_data_digest_on_data_out_is_caught(c4_target: str) -> None:
     c = login(OFF.tgt_ip, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True))
     keep = os.urandom(BLOCK)
     c.scsi_write(32, keep)
-    itt = c.next_itt()
-    cdb = bytes([0x2A, 0, 0, 0, 0, 32, 0, 0, 1, 0])
-    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=BLOCK))
-    r2t = c.recv()
-    assert r2t.opcode == Op.R2T and r2t.itt == itt
+    itt, r2t = write_r2t(c, 32, BLOCK)
     wire = bytearray(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
                               data=os.urandom(BLOCK), final=True).encode(False, True))  # fmt: skip
     wire[-2] ^= 0x01
@@ -221,11 +235,8 @@ def test_a_bad_data_digest_on_data_out_is_caught(c4_target: str) -> None:
         c.close()
     else:
         c.close()
-    wait_for("the connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
-    check = login(OFF.tgt_ip)
-    assert check.scsi_read(32, 1) == keep
-    assert check.logout() == 0
-    check.close()
+    tids_back("the connection's TID was not given back")
+    reads_back(32, keep)
 
 
 def test_a_t6_completes_a_run_of_placed_data_outs_at_once(c4_target: str) -> None:
@@ -234,12 +245,9 @@ def test_a_t6_completes_a_run_of_placed_data_outs_at_once(c4_target: str) -> Non
     sent), a T5 each of them; the data reads back equal either way."""
     c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True, max_burst=262144))
     data = os.urandom(256 * 1024)
-    itt = c.next_itt()
-    cdb = struct.pack(">BBIBHB", 0x2A, 0, 0x1000, 0, len(data) // BLOCK, 0)
     rx_before = int(conn_line(OFF.ini_ip)["pdus_rx"])
-    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=len(data)))
-    r2t = c.recv()
-    assert r2t.opcode == Op.R2T and r2t.itt == itt and r2t.desired_length == len(data), r2t
+    itt, r2t = write_r2t(c, 0x1000, len(data))
+    assert r2t.desired_length == len(data), r2t
     step = c.params.max_xmit_dlen
     wire = b"".join(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=n, offset=off,
                              data=data[off : off + step], final=off + step >= len(data)).encode()
@@ -270,21 +278,15 @@ def test_a_gap_in_placed_data_is_never_taken(c4_target: str) -> None:
     keep = os.urandom(size)
     c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
     c.scsi_write(lba, keep)
-    itt = c.next_itt()
-    cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, size // BLOCK, 0)
-    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=size))
-    r2t = c.recv()
-    assert r2t.opcode == Op.R2T and r2t.buffer_offset == 0 and r2t.desired_length == size
+    itt, r2t = write_r2t(c, lba, size)
+    assert r2t.buffer_offset == 0 and r2t.desired_length == size, r2t
     c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=size - 4096,
                     data=os.urandom(4096), final=True))  # fmt: skip
     assert c.closed_by_peer(), "the target took a Data-Out that left 60 KiB unsent"
     c.close()
-    wait_for("the connection's TID was not given back", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+    tids_back("the connection's TID was not given back")
     assert cxgb4_adapter("m0")["pods_used"] == "0", "a released task kept its page pods"
-    check = login(OFF.tgt_ip)
-    assert check.scsi_read(lba, size // BLOCK) == keep
-    assert check.logout() == 0
-    check.close()
+    reads_back(lba, keep)
 
 
 def test_a_data_out_for_a_completed_r2t_places_nothing(c4_target: str) -> None:
@@ -294,11 +296,7 @@ def test_a_data_out_for_a_completed_r2t_places_nothing(c4_target: str) -> None:
     is dropped."""
     c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
     keep = os.urandom(8 * BLOCK)
-    itt = c.next_itt()
-    cdb = bytes([0x2A, 0, 0, 0, 0, 48, 0, 0, 8, 0])
-    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=len(keep)))
-    r2t = c.recv()
-    assert r2t.opcode == Op.R2T and r2t.itt == itt
+    itt, r2t = write_r2t(c, 48, len(keep))
     c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=keep, final=True))
     rsp = c.recv()
     assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
@@ -308,10 +306,7 @@ def test_a_data_out_for_a_completed_r2t_places_nothing(c4_target: str) -> None:
     c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=1, offset=0,
                     data=os.urandom(len(keep)), final=True))  # fmt: skip
     dropped_and_healthy(c)
-    check = login(OFF.tgt_ip)
-    assert check.scsi_read(48, 8) == keep
-    assert check.logout() == 0
-    check.close()
+    reads_back(48, keep)
 
 
 def test_a_segment_past_the_chips_limit_drops_the_connection(c4_target: str) -> None:
@@ -358,4 +353,4 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
         assert placed + copied >= 8 * topology.MiB and placed > copied, line
     finally:
         iscsiadm.logout(IQN)
-    wait_for("a TID was not given back after logout", lambda: cxgb4_adapter("m0")["conns"] == "0", 40)
+    tids_back("a TID was not given back after logout")
