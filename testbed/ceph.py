@@ -33,6 +33,8 @@ DEFAULT_DIR = Path("/run/cxgbit-ext/ceph")
 DEFAULT_NS = "cxe-ceph"
 DEFAULT_ADDR = "198.18.20.1/24"  # RFC 2544 benchmarking range, as the testbed's links
 BRIDGE = "cxebr0"
+# what the ceph tool prints when the monitor refused its command table
+PREFLIGHT_REFUSED = "problem getting command descriptions"
 
 
 class CephError(Exception):
@@ -56,9 +58,22 @@ class Cluster:
         return self.dir / "ceph.conf"
 
     def run(self, *cmd: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run a Ceph command against this cluster, inside its namespace."""
+        """Run a Ceph command against this cluster, inside its namespace.
+
+        The ``ceph`` tool asks the monitor for its command table before it
+        sends anything; a monitor, even one long in quorum, now and then
+        refuses that first question (EPERM, "problem getting command
+        descriptions"). The command itself has not gone out then, so it is
+        asked again, within ``timeout``: any other failure is the answer.
+        """
         argv = ["ip", "netns", "exec", self.netns, *cmd, "-c", str(self.conf)]
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(deadline - time.monotonic(), 1.0)
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=left)
+            if p.returncode == 0 or PREFLIGHT_REFUSED not in p.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         if check and p.returncode != 0:
             raise CephError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-1000:]}")
         return p
@@ -143,10 +158,7 @@ class Cluster:
         self._wait_ok(("ceph", "mon", "stat"), "the monitor forming its quorum", timeout)
         self._daemon("ceph-mgr", "-i", "x")
         osd_uuid = str(uuid.uuid4())
-        # a monitor that has just formed its quorum may still refuse its first
-        # write (EPERM, "problem getting command descriptions"); the same
-        # uuid makes a retried "osd new" answer the same id
-        osd_id = self._wait_ok(("ceph", "osd", "new", osd_uuid), "the monitor taking a new OSD", timeout).strip()
+        osd_id = self.ceph("osd", "new", osd_uuid, timeout=timeout).strip()
         self._daemon("ceph-osd", "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid)
         self.ceph("osd", "crush", "add", f"osd.{osd_id}", "1.0", "host=ceph0", "root=default")
         self._daemon("ceph-osd", "-i", osd_id)

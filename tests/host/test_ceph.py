@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.ceph import CephError, Cluster, _alive, _netns_list
+from testbed.ceph import PREFLIGHT_REFUSED, CephError, Cluster, _alive, _netns_list
 
 
 def test_cluster_serves_rbd_refuses_a_second_start_and_stops_clean(tmp_path: Path) -> None:
@@ -27,8 +27,7 @@ def test_cluster_serves_rbd_refuses_a_second_start_and_stops_clean(tmp_path: Pat
         with pytest.raises(CephError, match="already set up"):
             cluster.start()
         assert cluster._pids() == pids and cluster.running()
-        health = subprocess.run(["ip", "netns", "exec", cluster.netns, "ceph", "-c", str(cluster.conf), "health"],
-                                capture_output=True, text=True, timeout=30)  # fmt: skip
+        health = cluster.run("ceph", "health", timeout=30, check=False)
         assert health.returncode == 0, health.stderr
 
         data = os.urandom(4 << 20)
@@ -46,3 +45,50 @@ def test_cluster_serves_rbd_refuses_a_second_start_and_stops_clean(tmp_path: Pat
     alive = [p for p in pids if _alive(p)]
     assert not alive, f"daemons left running after stop: {alive}"
     cluster.stop()  # idempotent
+
+
+class _Ceph:
+    """Stands in for subprocess.run: answers each call from a script."""
+
+    def __init__(self, answers: list[tuple[int, str]]) -> None:
+        self.answers = answers
+        self.calls = 0
+
+    def __call__(self, argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        rc, err = self.answers[min(self.calls, len(self.answers) - 1)]
+        self.calls += 1
+        return subprocess.CompletedProcess(argv, rc, stdout="HEALTH_OK\n" if rc == 0 else "", stderr=err)
+
+
+REFUSED = f"Error EPERM: {PREFLIGHT_REFUSED} from mon.\n"
+
+
+@pytest.mark.parametrize(
+    ("answers", "calls", "ok"),
+    [
+        # the monitor refused the tool's command table twice: asked again, answered
+        ([(1, REFUSED), (1, REFUSED), (0, "")], 3, True),
+        # the command itself failed: that is the answer, never sent twice
+        ([(22, "Error EINVAL: invalid command\n"), (0, "")], 1, False),
+    ],
+)
+def test_a_refused_command_table_is_asked_again_other_failures_are_answers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answers: list[tuple[int, str]], calls: int, ok: bool
+) -> None:
+    fake = _Ceph(answers)
+    monkeypatch.setattr(subprocess, "run", fake)
+    cluster = Cluster(tmp_path / "ceph", netns="cxe-ceph-none")
+    if ok:
+        assert cluster.ceph("health", timeout=10) == "HEALTH_OK\n"
+    else:
+        with pytest.raises(CephError, match="invalid command"):
+            cluster.ceph("health", timeout=10)
+    assert fake.calls == calls
+
+
+def test_a_monitor_that_keeps_refusing_fails_in_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = _Ceph([(1, REFUSED)])
+    monkeypatch.setattr(subprocess, "run", fake)
+    with pytest.raises(CephError, match=PREFLIGHT_REFUSED):
+        Cluster(tmp_path / "ceph", netns="cxe-ceph-none").ceph("health", timeout=1)
+    assert 2 <= fake.calls <= 10
