@@ -340,9 +340,11 @@ static void cxe_c4tid_refuse(struct cxe_c4dev *d,
 
 /*
  * The accept request in process context: the reply's options, the TID in
- * the map, the reply. A SYN the glue cannot take (no server listening for
- * a portal any more, no route) is accepted and aborted at once: the chip
- * then forgets the TID the way it does for every other connection.
+ * the map, the reply. A SYN no server listens for any more is accepted
+ * and aborted at once: the chip then forgets the TID the way it does for
+ * every other connection. One the device has no path for (no route, no
+ * L2T entry) cannot even be answered: its TID goes back unanswered, as
+ * mainline does.
  */
 static void cxe_c4tid_accept_work(struct work_struct *work)
 {
@@ -366,15 +368,25 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 	cxe_c4tid_addr(&t->peer, r.ip_version, r.peer_ip, r.peer_port);
 	t->srv = cxe_c4srv_for(d, r.stid);
 	ret = d->ops->accept_path(d, &r, &path, &a);
-	if (!t->srv || ret) {
-		pr_info("cxgb4 adapter %s: SYN from %pISpc for server %u refused (%s)\n",
-			d->name, &t->peer, r.stid,
-			t->srv ? "no route to the peer" : "no portal listening");
+	if (ret == -EBUSY) {
+		/* the TID is another connection's: nothing to give back */
+		pr_err("cxgb4 adapter %s: accept request on TID %u, which is in use: dropped\n",
+		       d->name, r.tid);
+		goto out;
+	}
+	if (ret) {
+		pr_info("cxgb4 adapter %s: SYN from %pISpc for server %u refused (no path to the peer: %d)\n",
+			d->name, &t->peer, r.stid, ret);
+		cxe_c4tid_refuse(d, &r);
+		goto out;
+	}
+	if (!t->srv) {
+		pr_info("cxgb4 adapter %s: SYN from %pISpc for server %u refused (no portal listening)\n",
+			d->name, &t->peer, r.stid);
 		refuse = true;
 	}
 	a.tid = r.tid;
-	if (!ret)
-		t->snd_win = cxe_c4conn_accept_opts(&r, &path, &a);
+	t->snd_win = cxe_c4conn_accept_opts(&r, &path, &a);
 	t->mtus = path.mtus;
 	t->flowc = (struct cxe_fw_flowc) {
 		.tid		= r.tid,
