@@ -64,12 +64,13 @@ def test_status_lists_the_backends_and_why_one_is_off(tree: Path, capsys: pytest
     # an attached adapter: the module lists it after why the backend is off
     (tree / "backends").write_text(
         "soft on caps=hcrc,dcrc,ddp,iso\n"
-        "cxgb4 off no_data_path 0000:03:00.4=T6/2ports/up/dropped:0 caps=hcrc,dcrc,ddp,iso,rxagg\n"
+        "cxgb4 off hw_off 0000:03:00.4=T6/2ports/up/dropped:0 caps=hcrc,dcrc,ddp,iso,rxagg\n"
     )
     (_, b) = Control(tree).backends()
-    assert (b.on, b.why, b.detail) == (False, "no_data_path", ("0000:03:00.4=T6/2ports/up/dropped:0",))
+    assert (b.on, b.why, b.detail) == (False, "hw_off", ("0000:03:00.4=T6/2ports/up/dropped:0",))
     assert b.state_text() == (
-        "off: its adapters cannot carry connections yet (no page pods or connection calls) "
+        "off: its adapters are Chelsio hardware, which this code has never run on: "
+        "load the module with cxgb4_hw=1 to offload on them "
         "0000:03:00.4=T6/2ports/up/dropped:0"
     )
 

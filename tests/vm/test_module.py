@@ -145,11 +145,12 @@ def test_cxgb4_backend_registers_without_a_chelsio_adapter(lio: None, module_ko:
     """cxgb4 and libcxgb load on a host with no Chelsio device (as the
     in-tree cxgbit and cxgbi have them); ours loads beside them, takes
     cxgb4's iSCSI target ULD slot, lists the cxgb4 backend as off for want
-    of ports, keeps cxgb4 loaded while it is, and leaves nothing behind in
-    either order of loading."""
+    of ports, keeps both loaded while it is, serves real adapters only when
+    told to (cxgb4_hw), and leaves nothing behind in either order of
+    loading."""
     assert not loaded("cxgbit_ext") and not loaded("cxgbit")
     deps = subprocess.run(["modinfo", "-F", "depends", str(module_ko)], capture_output=True, text=True, check=True)
-    assert "cxgb4" in deps.stdout.strip().split(","), "the cxgb4 backend was not built in"
+    assert {"cxgb4", "libcxgb"} <= set(deps.stdout.strip().split(",")), "the cxgb4 backend was not built in"
     subprocess.run(["modprobe", "libcxgb"], check=True)
     assert loaded("cxgb4") and loaded("libcxgb")
     assert insmod(module_ko).returncode == 0
@@ -158,11 +159,14 @@ def test_cxgb4_backend_registers_without_a_chelsio_adapter(lio: None, module_ko:
             "soft": "on caps=hcrc,dcrc,ddp,iso",
             "cxgb4": "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg",
         }
+        # code never run on a Chelsio adapter serves none unless asked
+        assert Path("/sys/module/cxgbit_ext/parameters/cxgb4_hw").read_text() == "N\n"
         # the soft adapter is untouched: soft0 is there and is a soft one
         assert (CFS / "adapters/soft0/type").read_text() == "soft\n"
-        assert Path("/sys/module/cxgb4/holders/cxgbit_ext").exists()
-        p = rmmod("cxgb4")
-        assert p.returncode != 0 and "in use" in p.stderr, p
+        for dep in ("cxgb4", "libcxgb"):
+            assert Path(f"/sys/module/{dep}/holders/cxgbit_ext").exists()
+            p = rmmod(dep)
+            assert p.returncode != 0 and "in use" in p.stderr, p
         assert loaded("cxgb4") and (CFS / "backends").exists()
         cli = subprocess.run([str(TOP / ".venv/bin/cxgbit-ext"), "--json", "status"], capture_output=True, text=True)
         assert cli.returncode == 0, cli.stderr
@@ -174,10 +178,16 @@ def test_cxgb4_backend_registers_without_a_chelsio_adapter(lio: None, module_ko:
     assert not Path("/sys/module/cxgb4/holders/cxgbit_ext").exists()
     assert rmmod("libcxgb").returncode == 0 and rmmod("cxgb4").returncode == 0
 
-    # ours first (pulling cxgb4 in), libcxgb after; out in the reverse order
-    assert insmod(module_ko).returncode == 0
-    assert loaded("cxgb4") and "cxgb4" in backends()
-    subprocess.run(["modprobe", "libcxgb"], check=True)
+    # ours first (pulling cxgb4 and libcxgb in), told to serve real
+    # adapters: with none attached the backend is still off for want of ports
+    deps_first = subprocess.run(["modinfo", "-F", "depends", str(module_ko)], capture_output=True, text=True)
+    for dep in filter(None, deps_first.stdout.strip().split(",")):
+        subprocess.run(["modprobe", dep], check=True)
+    p = subprocess.run(["insmod", str(module_ko), "cxgb4_hw=1"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert loaded("cxgb4") and loaded("libcxgb")
+    assert backends()["cxgb4"] == "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg"
+    assert Path("/sys/module/cxgbit_ext/parameters/cxgb4_hw").read_text() == "Y\n"
     assert rmmod("cxgbit_ext").returncode == 0
     assert rmmod("libcxgb").returncode == 0 and rmmod("cxgb4").returncode == 0
     assert not CFS.exists()

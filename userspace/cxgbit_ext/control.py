@@ -344,7 +344,10 @@ class Backend:
 # The backends file's words for why a backend offloads nothing, for people
 BACKEND_WHY = {
     "no_ports": "no Chelsio T5/T6 adapter attached (cxgb4 has none)",
-    "no_data_path": "its adapters cannot carry connections yet (no page pods or connection calls)",
+    "hw_off": (
+        "its adapters are Chelsio hardware, which this code has never run on: "
+        "load the module with cxgb4_hw=1 to offload on them"
+    ),
 }
 
 

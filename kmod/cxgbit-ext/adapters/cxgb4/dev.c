@@ -598,9 +598,9 @@ static struct sock *cxe_c4_steer(const struct cxe_np *cnp,
 
 /*
  * The backend's state in the backends file: " off no_ports" while it has
- * no adapter; " on" once one of them serves portals (a modelled one),
- * else " off no_data_path" (real adapters wait for page pods: see
- * dev.h); then each adapter: name, kind, ports, up or down, messages
+ * no adapter; " on" once one of them serves portals, else " off hw_off"
+ * (real adapters serve none unless the module's cxgb4_hw says so, main.c);
+ * then each adapter: name, kind, ports, up or down, messages
  * dropped, servers listening, STIDs taken, answers nobody waited for
  * (late, or for a late server's removal), answers no server expects,
  * connections on TIDs now and given to portals since it came, page pods
@@ -660,7 +660,7 @@ static ssize_t cxe_c4_show_state(char *page, ssize_t at)
 
 		list_for_each_entry(d, &cxe_c4devs, node)
 			serves |= d->serves;
-		len = sysfs_emit_at(page, at, serves ? " on" : " off no_data_path");
+		len = sysfs_emit_at(page, at, serves ? " on" : " off hw_off");
 		list_for_each_entry(d, &cxe_c4devs, node)
 			len += cxe_c4dev_show(d, page, at + len);
 	}

@@ -11,9 +11,9 @@
  * server's life); the connections the chip accepts for those servers, from
  * the accept request to the TID's release (cm.c, conn.h); and their PDUs,
  * through the receive assembler and the work requests (io.c), with write
- * data placed through page pods (ddp.c). Only a modelled adapter serves
- * portals: a real one keeps its portals on the software adapter until its
- * device calls for connections and page pods exist (docs/cxgb4.md).
+ * data placed through page pods (ddp.c). A real adapter serves portals
+ * only when the admin asks (main.c: its calls have never run on a chip),
+ * and places nothing (it has no pods).
  */
 #ifndef CXE_CXGB4_DEV_H
 #define CXE_CXGB4_DEV_H

@@ -7,34 +7,63 @@
  *
  * What is here: the ULD registration, the adapters cxgb4 attaches and
  * detaches with their state, given to the device glue (dev.h) with what
- * it asks of them done through cxgb4, and the chip's messages handed to
- * it. A real adapter serves no portal until the backend accepts
- * connections (dev.h says why), so it opens no server yet.
+ * it asks of them done through cxgb4 and libcxgb (servers, the path and
+ * L2T entry of an accepted connection, its messages, its TID's release),
+ * and the chip's messages handed to it. None of this has run on a Chelsio
+ * adapter: a real one serves portals only when the module is loaded with
+ * cxgb4_hw=1 (docs/cxgb4.md). It places nothing yet (no page pods).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/if_vlan.h>
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <linux/xarray.h>
+#include <net/dst.h>
+#include <net/neighbour.h>
 
 #include "cxgb4.h"
 #include "cxgb4_uld.h"
+#include "l2t.h"
+#include "libcxgb_cm.h"
 /* their layout in the kernel's own cxgb4.ko, asserted (cxgb4-layout) */
 #include "kernel_layout.h"
 
 #include "../../cxgbit_ext.h"
+#include "conn.h"
 #include "dev.h"
+
+static bool cxgb4_hw;
+module_param(cxgb4_hw, bool, 0444);
+MODULE_PARM_DESC(cxgb4_hw,
+		 "serve offloaded portals on Chelsio T5/T6 adapters through code never run on Chelsio hardware (default: no)");
+
+/*
+ * What a connection the device accepted holds of cxgb4's, from
+ * accept_path to release_tid: the L2T entry toward its peer (the accept
+ * reply goes out through it, then nothing else does) and its queues
+ */
+struct cxe_c4real_tid {
+	struct l2t_entry	*l2t;
+	u16			txq;
+	bool			replied;
+	struct rcu_head		rcu;
+};
 
 /*
  * One Chelsio adapter cxgb4 attached to us, from add to DETACH (or our
- * unload): the glue's device (dev.h) and what cxgb4 told us of it.
+ * unload): the glue's device (dev.h), what cxgb4 told us of it, and the
+ * connections it accepted (TID -> struct cxe_c4real_tid)
  */
 struct cxe_c4real {
 	struct cxe_c4dev	d;
 	struct cxgb4_lld_info	lldi;
 	char			kind[4];
+	struct xarray		tids;
+	bool			detached;	/* cxgb4 is done with it */
 };
 
 static struct cxe_c4real *to_real(struct cxe_c4dev *d)
@@ -94,9 +123,144 @@ static bool cxe_c4real_has_port(struct cxe_c4dev *d,
 	return false;
 }
 
+/* The port under a VLAN device; bonds are not offloaded (as mainline) */
+static struct net_device *cxe_c4real_port(struct net_device *nd)
+{
+	if (nd->priv_flags & IFF_BONDING)
+		return NULL;
+	return is_vlan_dev(nd) ? vlan_dev_real_dev(nd) : nd;
+}
+
+/*
+ * The route toward the peer through one of the adapter's ports (libcxgb's
+ * lookup, which only answers for the adapter's own ports), the L2T entry
+ * of its next hop, and the queues of that port, as mainline takes them.
+ * IPv4 only, as the servers; a peer on this host (a loopback route) is
+ * not offloaded. The TID is the device's from here to release_tid.
+ */
+static int cxe_c4real_accept_path(struct cxe_c4dev *d,
+				  const struct cxe_cpl_accept_req *r,
+				  struct cxe_c4_path *p, struct cxe_cpl_accept *a)
+{
+	struct cxe_c4real *cr = to_real(d);
+	struct cxe_c4real_tid *rt;
+	struct net_device *port;
+	struct dst_entry *dst;
+	struct neighbour *n;
+	__be32 local, peer;
+	u32 idx, step;
+	int ret;
+
+	if (r->ip_version != 4)
+		return -EAFNOSUPPORT;
+	memcpy(&local, r->local_ip, 4);
+	memcpy(&peer, r->peer_ip, 4);
+	dst = cxgb_find_route(&cr->lldi, cxe_c4real_port, local, peer,
+			      htons(r->local_port), htons(r->peer_port), r->tos);
+	if (!dst)
+		return -ENETUNREACH;
+	rt = kzalloc(sizeof(*rt), GFP_KERNEL);
+	n = dst_neigh_lookup(dst, &peer);
+	ret = -ENETUNREACH;
+	if (!rt || !n || n->dev->flags & IFF_LOOPBACK)
+		goto out;
+	port = cxe_c4real_port(n->dev);
+	if (!port)
+		goto out;
+	if (!(READ_ONCE(n->nud_state) & NUD_VALID))
+		neigh_event_send(n, NULL);
+	ret = -ENOMEM;
+	rt->l2t = cxgb4_l2t_get(cr->lldi.l2t, n, port, 0);
+	if (!rt->l2t)
+		goto out;
+	idx = cxgb4_port_idx(port);
+	step = max_t(u32, cr->lldi.ntxq / cr->lldi.nports, 1);
+	rt->txq = idx * step;
+	step = max_t(u32, cr->lldi.nrxq / cr->lldi.nports, 1);
+	a->rss_qid = cr->lldi.rxq_ids[min_t(u32, idx * step, cr->lldi.nrxq - 1)];
+	a->l2t_idx = rt->l2t->idx;
+	a->tx_chan = cxgb4_port_chan(port);
+	a->smac_idx = ((struct port_info *)netdev_priv(port))->smt_idx;
+	p->mtus = cr->lldi.mtus;
+	p->mtu = dst_mtu(dst);
+	p->speed_mbps = ((struct port_info *)netdev_priv(port))->link_cfg.speed;
+	ret = xa_insert_bh(&cr->tids, r->tid, rt, GFP_KERNEL);
+	if (ret) {
+		cxgb4_l2t_release(rt->l2t);
+		goto out;
+	}
+	cxgb4_insert_tid(cr->lldi.tids, cr, r->tid, AF_INET);
+	rt = NULL;
+out:
+	if (n)
+		neigh_release(n);
+	dst_release(dst);
+	kfree(rt);
+	return ret;
+}
+
+/*
+ * A message of an accepted connection, on its port's queue: the accept
+ * reply through its L2T entry (which resolves the next hop first), every
+ * later one as is. The glue sends a TID's messages one at a time.
+ */
+static int cxe_c4real_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
+{
+	struct cxe_c4real *cr = to_real(d);
+	struct cxe_c4real_tid *rt;
+	int ret = -ENOENT;
+
+	rcu_read_lock();
+	rt = xa_load(&cr->tids, tid);
+	if (rt && READ_ONCE(d->up) && !READ_ONCE(cr->detached)) {
+		set_wr_txq(skb, CPL_PRIORITY_DATA, rt->txq);
+		if (!rt->replied) {
+			rt->replied = true;
+			ret = cxgb4_l2t_send(cr->lldi.ports[0], skb, rt->l2t);
+		} else {
+			ret = cxgb4_ofld_send(cr->lldi.ports[0], skb);
+		}
+		skb = NULL;
+	}
+	rcu_read_unlock();
+	kfree_skb(skb);
+	return ret < 0 ? ret : net_xmit_errno(ret);
+}
+
+/*
+ * The TID back to the chip (cxgb4 sends the release) and its L2T entry
+ * dropped; once the adapter is detached, cxgb4's tables are gone with it
+ */
+static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
+{
+	struct cxe_c4real *cr = to_real(d);
+	struct cxe_c4real_tid *rt = xa_erase_bh(&cr->tids, tid);
+	bool live = !READ_ONCE(cr->detached);
+
+	if (live)
+		cxgb4_remove_tid(cr->lldi.tids, 0, tid,
+				 ipv6 ? AF_INET6 : AF_INET);
+	if (rt) {
+		if (live)
+			cxgb4_l2t_release(rt->l2t);
+		kfree_rcu(rt, rcu);
+	}
+}
+
+/*
+ * The last reference: the TIDs of connections nobody accepted before the
+ * glue let go of them (at unload) go back as every other
+ */
 static void cxe_c4real_release(struct cxe_c4dev *d)
 {
-	kfree(to_real(d));
+	struct cxe_c4real *cr = to_real(d);
+	struct cxe_c4real_tid *rt;
+	unsigned long tid;
+
+	xa_for_each(&cr->tids, tid, rt)
+		cxe_c4real_release_tid(d, tid, false);
+	xa_destroy(&cr->tids);
+	kfree(cr);
 }
 
 static const struct cxe_c4dev_ops cxe_c4real_ops = {
@@ -105,6 +269,9 @@ static const struct cxe_c4dev_ops cxe_c4real_ops = {
 	.create_server	= cxe_c4real_create_server,
 	.remove_server	= cxe_c4real_remove_server,
 	.has_port	= cxe_c4real_has_port,
+	.accept_path	= cxe_c4real_accept_path,
+	.send		= cxe_c4real_send,
+	.release_tid	= cxe_c4real_release_tid,
 	.release	= cxe_c4real_release,
 };
 
@@ -143,16 +310,22 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 		return ERR_PTR(ret);
 	}
 	r->lldi = *lldi;
+	/* released from the receive path too */
+	xa_init_flags(&r->tids, XA_FLAGS_LOCK_BH);
 	cxe_c4dev_init(&r->d, &cxe_c4real_ops);
 	snprintf(r->kind, sizeof(r->kind), "T%d", hw.chip);
 	r->d.name = pci_name(lldi->pdev);
 	r->d.kind = r->kind;
 	r->d.nports = lldi->nports;
-	/* not until the backend accepts connections: see dev.h */
-	r->d.serves = false;
+	r->d.chip = hw.chip;
+	r->d.wr_cred = lldi->wr_cred;
+	/* the admin's choice: this path has never run on a Chelsio adapter */
+	r->d.serves = cxgb4_hw;
 	cxe_c4dev_add(&r->d);
-	pr_info("cxgb4 adapter %s: T%d, %u ports, firmware %#x: attached\n",
-		pci_name(lldi->pdev), hw.chip, lldi->nports, lldi->fw_vers);
+	pr_info("cxgb4 adapter %s: T%d, %u ports, firmware %#x: attached, %s\n",
+		pci_name(lldi->pdev), hw.chip, lldi->nports, lldi->fw_vers,
+		cxgb4_hw ? "serving offloaded portals (never run on Chelsio hardware before)" :
+			   "serving no portal (cxgb4_hw=0)");
 	return &r->d;
 }
 
@@ -170,9 +343,10 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 		break;
 	case CXGB4_STATE_DETACH:
 		/* the adapter goes (PCI remove): cxgb4 calls nothing after it */
+		WRITE_ONCE(to_real(d)->detached, true);
 		WRITE_ONCE(d->up, false);
 		pr_info("cxgb4 adapter %s: detached\n", d->name);
-		/* no server: real adapters serve no portal yet */
+		/* servers left: portals still listen, the adapter stays ours */
 		if (cxe_c4dev_del(d))
 			pr_err("cxgb4 adapter %s: detached with servers left\n",
 			       d->name);
