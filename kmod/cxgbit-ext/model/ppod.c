@@ -16,6 +16,7 @@ static u64 rd64(const u8 *p)
 
 /* offsets in a ULP_TX_MEM_WRITE request and in a pod (cpl.c writes them) */
 #define WR_LEN16(w)		((w) & 0xff)
+#define WR_COMPL		BIT(21)	/* it asks for an ack: nothing to the pods */
 #define MEM_WRITE_CMD		(3U << 24 | BIT(23))	/* MEM_WRITE, immediate */
 #define SC_IMM_CMD		(0x81U << 24)
 #define MEM_WRITE_HDR		40
@@ -35,7 +36,7 @@ int cxe_model_ppm_write(struct cxe_model_ppm *m, const u8 *wr, u32 wr_len)
 	u32 dlen, addr, flow, i;
 
 	if (!m || !wr || wr_len < MEM_WRITE_HDR || wr_len % 16 ||
-	    rd32(wr) != (u32)CXE_FW_ULPTX_WR << 24 ||
+	    (rd32(wr) & ~WR_COMPL) != (u32)CXE_FW_ULPTX_WR << 24 ||
 	    WR_LEN16(rd32(wr + 4)) != wr_len / 16 ||
 	    rd32(wr + 16) != MEM_WRITE_CMD ||
 	    rd32(wr + 20) != (wr_len - 16) / 16 || rd32(wr + 32) != SC_IMM_CMD)

@@ -78,6 +78,12 @@ int cxe_model_conn_take(struct cxe_model_conn *m, const u8 *msg, u32 len)
 	}
 	if (!m->accepted)
 		return refuse(m, "a message before the accept reply");
+	/* page pods: see cxe_model_conn_flow_live() */
+	if (op == CXE_FW_ULPTX_WR) {
+		if (cxe_model_conn_flow_live(m) && !m->flowc)
+			return refuse(m, "first work request is not FW_FLOWC_WR");
+		return 0;
+	}
 	if (m->abort_in && cpl != CXE_CPL_ABORT_RPL)
 		return refuse(m, "a message after our abort");
 	if (op == CXE_FW_FLOWC_WR) {
@@ -116,8 +122,7 @@ int cxe_model_conn_take(struct cxe_model_conn *m, const u8 *msg, u32 len)
 			m->dropped++;
 		return 0;
 	}
-	if (op != CXE_FW_OFLD_TX_DATA_WR && op != CXE_FW_ISCSI_TX_DATA_WR &&
-	    op != CXE_FW_ULPTX_WR)
+	if (op != CXE_FW_OFLD_TX_DATA_WR && op != CXE_FW_ISCSI_TX_DATA_WR)
 		return refuse(m, "a request the model does not know");
 	if (!m->established)
 		return refuse(m, "data before the connection is up");
@@ -126,6 +131,11 @@ int cxe_model_conn_take(struct cxe_model_conn *m, const u8 *msg, u32 len)
 	if (m->peer_reset)
 		m->dropped++;
 	return 0;
+}
+
+bool cxe_model_conn_flow_live(const struct cxe_model_conn *m)
+{
+	return m->established && !m->fin_in && !m->abort_in && !m->peer_reset;
 }
 
 bool cxe_model_conn_ack(struct cxe_model_conn *m)

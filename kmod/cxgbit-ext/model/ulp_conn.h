@@ -82,6 +82,15 @@ int cxe_model_conn_release(struct cxe_model_conn *m);
 bool cxe_model_conn_over(const struct cxe_model_conn *m);
 
 /*
+ * The flow still takes requests that hold credits: up, and neither our
+ * close nor our abort nor the peer's reset has come. A FW_ULPTX_WR (page
+ * pods: the adapter's memory, not the stream) is taken from the accept
+ * reply until the TID's release whatever the state, and holds credits
+ * only while this is true.
+ */
+bool cxe_model_conn_flow_live(const struct cxe_model_conn *m);
+
+/*
  * The SYN of a connection a listening server takes, as the chip reports
  * it to the driver in CPL_PASS_ACCEPT_REQ: the CPL (the TCP options the
  * chip parsed out of the SYN), then the SYN's Ethernet, IP (IPv4 without

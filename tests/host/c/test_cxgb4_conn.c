@@ -150,7 +150,8 @@ static void test_model_refusals(void)
 	struct cxe_cpl_accept a = { .tid = 5 };
 	u8 acc[CXE_CPL_PASS_ACCEPT_RPL_LEN], data[CXE_FW_OFLD_TX_DATA_WR_LEN];
 	u8 flowc[CXE_FW_FLOWC_WR_MAX_LEN], close[32], abort[32], rpl[32], msg[32];
-	int fl;
+	u8 pods[CXE_ULP_MEM_WRITE_MAX_LEN];
+	int fl, pl;
 
 	CHECK(cxe_cpl_pass_accept_rpl(acc, sizeof(acc), CXE_CHIP_T5, &a) > 0);
 	CHECK(cxe_fw_ofld_tx_data_wr(data, sizeof(data), CXE_CHIP_T5, &t) > 0);
@@ -158,6 +159,8 @@ static void test_model_refusals(void)
 	CHECK(cxe_cpl_close_con_req(close, sizeof(close), 5, true) > 0);
 	CHECK(cxe_cpl_abort_req(abort, sizeof(abort), 5, true) > 0);
 	CHECK(cxe_cpl_abort_rpl(rpl, sizeof(rpl), 5, false) > 0);
+	pl = cxe_ulp_ppod_clear(pods, sizeof(pods), 0x100000, 5, 2);
+	CHECK(pl > 0);
 
 	cxe_model_conn_init(&m, 5, 100, 200);
 	CHECK(cxe_model_conn_take(&m, flowc, fl) == -EPROTO);	/* before accept */
@@ -176,9 +179,13 @@ static void test_model_refusals(void)
 	CHECK(cxe_model_conn_next(&m, msg) == CXE_CPL_PASS_ESTABLISH_LEN);
 	CHECK(!cxe_model_conn_ack_fin(&m));		/* no FIN of ours */
 	CHECK(cxe_model_conn_take(&m, data, sizeof(data)) == 0);
+	/* pods hold credits while the flow takes requests ... */
+	CHECK(cxe_model_conn_take(&m, pods, pl) == 0 && cxe_model_conn_flow_live(&m));
 	CHECK(cxe_model_conn_take(&m, close, 32) == 0);
 	CHECK(cxe_model_conn_take(&m, close, 32) == -EPROTO);
 	CHECK(cxe_model_conn_take(&m, data, sizeof(data)) == -EPROTO);
+	/* ... and are still taken after our FIN, holding none */
+	CHECK(cxe_model_conn_take(&m, pods, pl) == 0 && !cxe_model_conn_flow_live(&m));
 	CHECK(cxe_model_conn_ack_fin(&m) && !cxe_model_conn_ack_fin(&m));
 	CHECK(cxe_model_conn_release(&m) == -EPROTO);	/* peer's FIN to come */
 	CHECK(cxe_model_conn_fin(&m) && !cxe_model_conn_fin(&m));
@@ -188,6 +195,7 @@ static void test_model_refusals(void)
 	CHECK(cxe_model_conn_release(&m) == 0);
 	CHECK(cxe_model_conn_release(&m) == -EPROTO);
 	CHECK(cxe_model_conn_take(&m, rpl, 32) == -EPROTO);	/* released */
+	CHECK(cxe_model_conn_take(&m, pods, pl) == -EPROTO);
 
 	/* after our abort only abort replies; after a peer reset, one reply */
 	cxe_model_conn_init(&m, 5, 100, 200);
@@ -197,6 +205,9 @@ static void test_model_refusals(void)
 	CHECK(cxe_model_conn_take(&m, data, sizeof(data)) == 0 && m.dropped == 1);
 	CHECK(cxe_model_conn_take(&m, abort, 32) == 0);
 	CHECK(cxe_model_conn_take(&m, data, sizeof(data)) == -EPROTO);
+	/* a clear after the peer's reset and our abort: taken, no credits, not dropped */
+	CHECK(cxe_model_conn_take(&m, pods, pl) == 0 && m.dropped == 1);
+	CHECK(!cxe_model_conn_flow_live(&m));
 	CHECK(cxe_model_conn_take(&m, abort, 32) == -EPROTO);
 	CHECK(cxe_model_conn_take(&m, rpl, 32) == 0);
 	CHECK(cxe_model_conn_take(&m, rpl, 32) == -EPROTO);

@@ -93,6 +93,8 @@ static bool chip_acks(struct run *r, u32 credits, bool owed)
 	if (done < 0)
 		return false;
 	r->acked += done;
+	/* the ledger's own count of requests wholly acked, which a waiter reads */
+	CHECK(r->c.acked == r->acked);
 	r->partial += !done || (r->c.n && r->c.ring[r->c.head] != before && done);
 	return true;
 }
@@ -130,6 +132,7 @@ static void one_run(bool lazy, u32 wr_cred, u32 requests)
 		CHECK(cxe_fw_ofld_tx_data_wr(wr, sizeof(wr), CXE_CHIP_T6, &t) == CXE_FW_OFLD_TX_DATA_WR_LEN);
 		cxe_model_txcred_took(&r.chip, wr, wire);
 		r.sent++;
+		CHECK(r.c.taken == r.sent);
 		r.asked += compl;
 		if (!lazy && rnd(3) == 0)
 			chip_acks(&r, 1 + rnd(r.chip.held + 1), false);

@@ -107,6 +107,11 @@ static void test_model_refusals(u8 *mem)
 
 	CHECK(cxe_model_ppm_write(&m, wr, len) == 1);
 	CHECK(cxe_model_ppm_locate(&m, 1, 9, 0x80, PAGE + 5, &at) == 0 && at == 0x5005);
+	/* the same request asking for its ack (the glue always asks): the same write */
+	memcpy(bad, wr, len);
+	cxe_wr_ask_compl(bad);
+	CHECK(memcmp(bad, wr, len) != 0 && cxe_model_ppm_write(&m, bad, len) == 1);
+	CHECK(cxe_model_ppm_locate(&m, 1, 9, 0x80, PAGE + 5, &at) == 0 && at == 0x5005);
 	/* another connection, another tag, past the buffer, another pod */
 	CHECK(cxe_model_ppm_locate(&m, 1, 8, 0x80, 0, &at) == -ENOENT);
 	CHECK(cxe_model_ppm_locate(&m, 1, 9, 0xc0, 0, &at) == -ENOENT);

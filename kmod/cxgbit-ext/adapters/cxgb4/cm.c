@@ -78,6 +78,91 @@ int cxe_c4tid_send(struct cxe_c4tid *t, const void *msg, u32 len)
 	return t->dev->ops->send(t->dev, t->tid, skb);
 }
 
+bool cxe_c4tid_may_take(struct cxe_c4tid *t, u32 len16)
+{
+	bool ok;
+
+	spin_lock_bh(&t->lock);
+	ok = (t->cred.avail >= len16 && t->cred.n < CXE_C4CRED_RING) ||
+	     !cxe_c4conn_may_send(&t->st) || !t->cred_ok;
+	spin_unlock_bh(&t->lock);
+	return ok;
+}
+
+/* whether the request that left t's ledger at mark came back, or t is over */
+static bool cxe_c4tid_ulptx_done(struct cxe_c4tid *t, u32 mark)
+{
+	bool done;
+
+	spin_lock_bh(&t->lock);
+	done = cxe_c4cred_acked(&t->cred, mark) ||
+	       !cxe_c4conn_may_send(&t->st);
+	spin_unlock_bh(&t->lock);
+	return done;
+}
+
+/*
+ * Page pods go on the connection's flow, as mainline sends them, and the
+ * chip takes a flow's requests in order. While the connection may send,
+ * the write is a request like any other: its credits taken, an ack asked
+ * for, and that ack waited for, since the chip returns a request's
+ * credits once it has carried it out: the pods then read as written.
+ * Once the connection may send nothing more (our FIN or abort went, or
+ * the peer reset it), the chip places nothing more for it either: the
+ * write goes outside the ledger, ahead of the TID's release, which the
+ * glue sends only after it. -ECONNRESET: the connection ended while the
+ * write waited for its ack (the chip may not have carried it out);
+ * -ETIMEDOUT: no ack within CXE_C4_ULPTX_WAIT.
+ */
+#define CXE_C4_ULPTX_WAIT	(10 * HZ)
+int cxe_c4tid_ulptx(struct cxe_c4tid *t, u8 *wr, u32 len)
+{
+	u32 len16 = len / 16, mark;
+	bool compl;
+	int ret, what;
+
+	for (;;) {
+		spin_lock_bh(&t->lock);
+		if (!cxe_c4conn_may_send(&t->st) || !t->cred_ok) {
+			ret = cxe_c4tid_send(t, wr, len);
+			spin_unlock_bh(&t->lock);
+			return ret;
+		}
+		/* the connection's FW_FLOWC_WR first, its credits before ours */
+		what = cxe_c4conn_tx_begin(&t->st);
+		if (what > 0)
+			cxe_c4tid_sends(t, what);
+		ret = cxe_c4cred_take(&t->cred, len16, true, &compl);
+		if (ret != -EAGAIN)
+			break;
+		spin_unlock_bh(&t->lock);
+		ret = wait_event_interruptible(t->wq,
+					       cxe_c4tid_may_take(t, len16));
+		if (ret)
+			return ret;
+	}
+	if (ret) {
+		spin_unlock_bh(&t->lock);
+		return ret;
+	}
+	mark = t->cred.taken;
+	cxe_wr_ask_compl(wr);
+	ret = cxe_c4tid_send(t, wr, len);
+	spin_unlock_bh(&t->lock);
+	if (ret)
+		return ret;
+	/* the chip acks what it carried out at once: a signal does not stop it */
+	ret = wait_event_timeout(t->wq, cxe_c4tid_ulptx_done(t, mark),
+				 CXE_C4_ULPTX_WAIT);
+	spin_lock_bh(&t->lock);
+	if (cxe_c4cred_acked(&t->cred, mark))
+		ret = 0;
+	else
+		ret = ret ? -ECONNRESET : -ETIMEDOUT;
+	spin_unlock_bh(&t->lock);
+	return ret;
+}
+
 /*
  * Our FIN, behind the data: its credits taken and the ack that returns
  * them asked for, as mainline's cxgbit_push_tx_frames() does. When the

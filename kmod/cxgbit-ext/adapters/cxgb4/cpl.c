@@ -551,8 +551,13 @@ int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid, bool compl)
 		return ret;
 	tp_wr(buf, 24, CXE_CPL_CLOSE_CON_REQ, tid);
 	if (compl)
-		put32(buf, 0, get32(buf, 0) | WR_COMPL);
+		cxe_wr_ask_compl(buf);
 	return CXE_CPL_CLOSE_CON_REQ_LEN;
+}
+
+void cxe_wr_ask_compl(void *wr)
+{
+	put32(wr, 0, get32(wr, 0) | WR_COMPL);
 }
 
 #define ABORT_SEND_RST		0

@@ -230,6 +230,8 @@ int cxe_cpl_parse_rx_data_ack(const void *buf, size_t len,
  * returns them (FW_WR_COMPL), as mainline cxgbit always does for it.
  */
 int cxe_cpl_close_con_req(void *buf, size_t size, u32 tid, bool compl);
+/* a built work request asks for the ack that returns its credits */
+void cxe_wr_ask_compl(void *wr);
 /* rst: the chip sends a RST (CPL_ABORT_SEND_RST) or not (CPL_ABORT_NO_RST) */
 int cxe_cpl_abort_req(void *buf, size_t size, u32 tid, bool rst);
 int cxe_cpl_abort_rpl(void *buf, size_t size, u32 tid, bool rst);

@@ -30,6 +30,7 @@ int cxe_c4cred_take(struct cxe_c4cred *c, u32 len16, bool want_compl,
 	c->avail -= len16;
 	c->unasked += len16;
 	c->ring[(c->head + c->n++) % CXE_C4CRED_RING] = len16;
+	c->taken++;
 	/* see credits.h: a request that has to wait always has an ack coming */
 	*compl = want_compl || c->unasked >= c->max / 2 ||
 		 c->avail < c->max_len16;
@@ -68,6 +69,7 @@ int cxe_c4cred_ack(struct cxe_c4cred *c, const struct cxe_cpl_fw4_ack *a)
 		c->n--;
 		done++;
 	}
+	c->acked += done;
 	if (a->flags & CXE_FW4_ACK_SEQVAL)
 		c->snd_una = a->snd_una;
 	return done;

@@ -31,6 +31,12 @@ struct cxe_c4cred {
 	u32 avail;		/* free now */
 	u32 unasked;		/* sent since the last request that asked for an ack */
 	u32 snd_una;		/* the chip's last word on what the peer acked */
+	/*
+	 * Requests taken and wholly acked since init, modulo 2^32: a request
+	 * is acked once acked has passed taken as it was after its take
+	 */
+	u32 taken;
+	u32 acked;
 	/* the credits each request out holds, oldest first */
 	u8 ring[CXE_C4CRED_RING];
 	u32 head;
@@ -63,6 +69,12 @@ int cxe_c4cred_take(struct cxe_c4cred *c, u32 len16, bool want_compl,
  * moves snd_una back.
  */
 int cxe_c4cred_ack(struct cxe_c4cred *c, const struct cxe_cpl_fw4_ack *a);
+
+/* whether the request that left taken at mark has come back in full */
+static inline bool cxe_c4cred_acked(const struct cxe_c4cred *c, u32 mark)
+{
+	return !((c->acked - mark) >> 31);	/* acked - mark "not negative" */
+}
 
 /* credits held by requests out (max - avail) */
 static inline u32 cxe_c4cred_out(const struct cxe_c4cred *c)

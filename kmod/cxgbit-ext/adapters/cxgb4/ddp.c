@@ -9,12 +9,12 @@
  * glue still checks each Data-Out against the R2T's own window
  * (ddp_check) before the PDU layer takes it.
  *
- * Fencing (adapter.h): a tag's pods are cleared, through a write the
- * device returns from only once the chip reads them cleared, when the
- * window's last byte arrived, when the task is released and when the
+ * Fencing (adapter.h): a tag's pods are cleared, through a write on the
+ * connection's flow whose ack says the chip carried it out (cm.c), when
+ * the window's last byte arrived, when the task is released and when the
  * connection is; only then do the pods and the pages' mappings go back.
- * A clear that fails leaves the chip possibly placing by them: the
- * connection is aborted, and the pods are never given back.
+ * A clear that is not confirmed aborts the connection first
+ * (cxe_c4_ddp_clear()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -85,15 +85,18 @@ static int cxe_c4_ddp_pods(struct cxe_c4c *cc, u32 idx, u32 n,
 			len = cxe_ulp_ppod_clear(wr, sizeof(wr), addr,
 						 cc->t->tid, k);
 		if (len >= 0)
-			len = d->ops->ppod_write(d, cc->t->tid, wr, len);
+			len = cxe_c4tid_ulptx(cc->t, wr, len);
 	}
 	return len < 0 ? len : 0;
 }
 
 /*
  * n pods from idx made invalid on the chip. True when the chip reads them
- * cleared: they may go back. Else the connection is aborted (the chip
- * may still place by them) and they stay taken for good.
+ * cleared: they may go back. A clear the chip did not confirm (no ack, a
+ * reset meanwhile) aborts the connection; once the chip is done with it
+ * (it places nothing more for it) the clear goes again, ahead of the
+ * TID's release (cm.c's cxe_c4tid_ulptx()). If the chip never ends the
+ * connection, the pods stay taken for good.
  */
 static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 {
@@ -101,16 +104,22 @@ static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 
 	if (!len)
 		return true;
-	pr_err("%pISpc: the chip did not take a page pod clear (%d): aborting the connection, %u pods lost\n",
-	       &cc->c.peer, len, n);
+	pr_warn("%pISpc: a page pod clear was not confirmed (%d): aborting the connection\n",
+		&cc->c.peer, len);
 	/* placement stops when the chip is done with the connection */
 	cxe_c4tid_do(cc->t, cxe_c4conn_abort);
 	if (!wait_event_timeout(cc->t->wq,
 				READ_ONCE(cc->t->st.state) == CXE_C4CONN_DONE,
-				CXE_C4_FENCE_WAIT))
-		pr_err("%pISpc: the chip did not end the connection: it may still place into a released task's pages\n",
-		       &cc->c.peer);
-	return false;
+				CXE_C4_FENCE_WAIT)) {
+		pr_err("%pISpc: the chip did not end the connection: it may still place into a released task's pages, %u pods lost\n",
+		       &cc->c.peer, n);
+		return false;
+	}
+	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
+	if (len)
+		pr_err("%pISpc: the page pod clear did not go (%d): %u pods lost\n",
+		       &cc->c.peer, len, n);
+	return !len;
 }
 
 /* A tag out of the table (its copy): pods cleared, then everything back */

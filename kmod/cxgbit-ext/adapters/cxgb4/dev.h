@@ -86,15 +86,11 @@ struct cxe_c4dev_ops {
 	 */
 	struct sock *(*syn_listener)(struct cxe_c4dev *d, u32 stid);
 	/*
-	 * Page pods (a device with d->npods of them). ppod_write: one
-	 * ULP_TX_MEM_WRITE request (cpl.c) on the flow of connection tid, in
-	 * process context; it returns once the chip reads the pods as the
-	 * request left them, so that a clear returning 0 is a fence (adapter.h):
-	 * nothing is placed by them any more. Not 0: the chip may still hold
-	 * them. map_page: the bus address the chip places into page at;
-	 * unmap_page undoes it once no pod names it.
+	 * Page pods (a device with d->npods of them): the glue writes them
+	 * with requests on the connection's flow (cm.c). map_page: the bus
+	 * address the chip places into page at; unmap_page undoes it once
+	 * no pod names it.
 	 */
-	int (*ppod_write)(struct cxe_c4dev *d, u32 tid, const u8 *wr, u32 len);
 	int (*map_page)(struct cxe_c4dev *d, struct page *pg, u64 *addr);
 	void (*unmap_page)(struct cxe_c4dev *d, u64 addr);
 	/* the last reference is gone */
@@ -322,6 +318,13 @@ void cxe_c4tid_do(struct cxe_c4tid *t, int (*step)(struct cxe_c4conn *c));
 void cxe_c4tid_sends(struct cxe_c4tid *t, int what);
 /* cm.c: a message or request for t's TID (GFP_ATOMIC allocations) */
 int cxe_c4tid_send(struct cxe_c4tid *t, const void *msg, u32 len);
+/* cm.c: a request of len16 credits may be taken now, or need not be */
+bool cxe_c4tid_may_take(struct cxe_c4tid *t, u32 len16);
+/*
+ * cm.c: a ULP_TX_MEM_WRITE of page pods (wr, len bytes) for t, process
+ * context; 0 once the chip has taken it (see cm.c), else an error
+ */
+int cxe_c4tid_ulptx(struct cxe_c4tid *t, u8 *wr, u32 len);
 /* io.c */
 int cxe_c4_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags);
 int cxe_c4_recv_data(struct cxe_conn *c, const struct cxe_data *dst,

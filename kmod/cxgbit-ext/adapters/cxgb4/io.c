@@ -276,17 +276,6 @@ static struct sk_buff *cxe_c4_req_skb(struct cxe_c4c *cc, const u8 *head,
 	return skb;
 }
 
-static bool cxe_c4_may_take(struct cxe_c4tid *t, u32 len16)
-{
-	bool ok;
-
-	spin_lock_bh(&t->lock);
-	ok = (t->cred.avail >= len16 && t->cred.n < CXE_C4CRED_RING) ||
-	     !cxe_c4conn_may_send(&t->st);
-	spin_unlock_bh(&t->lock);
-	return ok;
-}
-
 /*
  * A request to the chip: its credits taken (waiting for an ack that
  * returns them), the connection's FW_FLOWC_WR first, in one go under the
@@ -311,7 +300,7 @@ static int cxe_c4_send_skb(struct cxe_c4c *cc, const struct cxe_c4_req *r,
 			break;
 		spin_unlock_bh(&t->lock);
 		ret = wait_event_interruptible(t->wq,
-					       cxe_c4_may_take(t, wr->len16));
+					       cxe_c4tid_may_take(t, wr->len16));
 		if (ret) {
 			kfree_skb(skb);
 			return ret;

@@ -29,7 +29,8 @@
  * CPL_RX_DATA_ACK; the transmit model (model/ulp_tx.c) turns the glue's
  * work requests into the bytes the socket sends, and returns their
  * credits in CPL_FW4_ACK. The model's page pod memory (model/ppod.c) is
- * the adapter's: the glue writes it through ppod_write, and the receive
+ * the adapter's: the glue writes it with FW_ULPTX_WRs on a connection's
+ * flow, which the transmit work carries out in order, and the receive
  * model places a Data-Out's data into the pages the pods its TTT names
  * give (by their physical addresses, the model's stand-in for bus
  * addresses), under the lock a write takes, so that a clear written is a
@@ -873,11 +874,39 @@ static void cxe_c4model_set_tcb(struct cxe_c4model_conn *c, const u8 *p,
 }
 
 /* c->mu held: one message or work request from the glue */
+/*
+ * c->mu held: page pods, into the pod memory under the lock placement
+ * takes, before the ack that returns their credits (the glue's fence),
+ * when the flow still charges them (cxe_model_conn_flow_live())
+ */
+static void cxe_c4model_pods(struct cxe_c4model_conn *c, const u8 *p,
+			     u32 len, bool charged)
+{
+	struct cxe_c4model *m = c->m;
+	int ret;
+
+	spin_lock_bh(&m->ppm_lock);
+	ret = cxe_model_ppm_write(&m->ppm, p, len);
+	spin_unlock_bh(&m->ppm_lock);
+	if (ret < 0) {
+		pr_err("cxgb4 model %s: TID %u: a page pod write the chip refuses (%d): resetting\n",
+		       m->name, c->tid, ret);
+		atomic_inc(&m->refused_msgs);
+		cxe_c4model_kill(c);
+		return;
+	}
+	if (charged) {
+		cxe_model_txcred_took(&c->cred, p, 0);
+		cxe_c4model_acks(c);
+	}
+}
+
 static void cxe_c4model_tx_one(struct cxe_c4model_conn *c, struct sk_buff *skb)
 {
 	struct cxe_cpl_rx_ack ra;
 	const char *why = NULL;
 	u32 hlen, dropped;
+	bool live;
 	const u8 *p;
 	int ret;
 	u8 op;
@@ -904,6 +933,7 @@ static void cxe_c4model_tx_one(struct cxe_c4model_conn *c, struct sk_buff *skb)
 	if (ret)
 		why = c->mc.why;
 	dropped = c->mc.dropped - dropped;
+	live = cxe_model_conn_flow_live(&c->mc);
 	spin_unlock_bh(&c->lock);
 	if (ret) {
 		pr_err("cxgb4 model %s: TID %u (%pISpc): message %#x refused: %s: resetting\n",
@@ -917,14 +947,17 @@ static void cxe_c4model_tx_one(struct cxe_c4model_conn *c, struct sk_buff *skb)
 		return;
 	/* a work request's opcode, or the CPL's in a TP one (same numbers) */
 	op = p[0];
+	if (op == CXE_FW_ULPTX_WR) {
+		cxe_c4model_pods(c, p, hlen, live);
+		return;
+	}
 	if (op == CXE_FW_OFLD_TX_DATA_WR || op == CXE_FW_ISCSI_TX_DATA_WR) {
 		cxe_c4model_tx_data(c, skb);
 		return;
 	}
 	/*
 	 * FW_FLOWC_WR changes nothing of the host's TCP but holds its
-	 * credits, as a chip's does (mainline charges them); FW_ULPTX_WR
-	 * nothing here (the glue writes pods through ppod_write)
+	 * credits, as a chip's does (mainline charges them)
 	 */
 	if (op == CXE_FW_FLOWC_WR)
 		cxe_model_txcred_took(&c->cred, p, 0);
@@ -1395,25 +1428,6 @@ static bool cxe_c4model_has_port(struct cxe_c4dev *d,
 	       net_eq(dev_net(nd), read_pnet(&m->net));
 }
 
-/* A ULP_TX_MEM_WRITE of pods: in the pod memory when it returns */
-static int cxe_c4model_ppod_write(struct cxe_c4dev *d, u32 tid, const u8 *wr,
-				  u32 len)
-{
-	struct cxe_c4model *m = to_model(d);
-	int ret;
-
-	/* the flow the request names is the connection's it is sent for */
-	if (len < 8 || (cxe_get_be32(wr + 4) >> 8 & CXE_CPL_TID_MAX) != tid)
-		return -EINVAL;
-	spin_lock_bh(&m->ppm_lock);
-	ret = cxe_model_ppm_write(&m->ppm, wr, len);
-	spin_unlock_bh(&m->ppm_lock);
-	if (ret < 0)
-		pr_err("cxgb4 model %s: TID %u: a page pod write the chip refuses (%d)\n",
-		       m->name, tid, ret);
-	return ret < 0 ? ret : 0;
-}
-
 /* the page's physical address stands for the bus address it maps to */
 static int cxe_c4model_map_page(struct cxe_c4dev *d, struct page *pg,
 				u64 *addr)
@@ -1445,7 +1459,6 @@ static const struct cxe_c4dev_ops cxe_c4model_ops = {
 	.send		= cxe_c4model_send,
 	.release_tid	= cxe_c4model_release_tid,
 	.syn_listener	= cxe_c4model_syn_listener,
-	.ppod_write	= cxe_c4model_ppod_write,
 	.map_page	= cxe_c4model_map_page,
 	.unmap_page	= cxe_c4model_unmap_page,
 	.release	= cxe_c4model_release,
