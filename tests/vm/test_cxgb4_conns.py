@@ -52,6 +52,12 @@ def models(line: str) -> None:
     MODELS.write_text(line + "\n")
 
 
+def model_m0() -> dict[str, str]:
+    """The cxgb4_models line of m0, as name=value."""
+    (line,) = [ln for ln in MODELS.read_text().splitlines() if ln.startswith("m0 ")]
+    return dict(w.split("=", 1) for w in line.split()[1:])
+
+
 def conn_line(peer_ip: str) -> dict[str, str]:
     """The connections file's line of the one connection from peer_ip."""
     (line,) = [ln for ln in connection_lines() if ln.startswith(f"{peer_ip}:")]
@@ -124,6 +130,7 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     connection is the model's (not soft0's), and its TID goes back at
     logout."""
     accepted = int(cxgb4_adapter("m0")["accepted"])
+    pod_writes = int(model_m0()["pod_writes"])
     c = login(OFF.tgt_ip, Params(header_digest=digests, data_digest=digests, max_recv_dlen=8192,
                                  first_burst=65536, max_burst=262144))  # fmt: skip
     assert int(cxgb4_adapter("m0")["accepted"]) == accepted + 1
@@ -144,6 +151,11 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     counted = cxgb4_counters("m0")
     assert counted["bytes_placed"] >= placed and counted["connections"] >= 1, counted
     assert cxgb4_adapter("m0")["pods_used"] == "0", "a completed R2T kept its page pods"
+    # each placed R2T's pods were written and cleared on the connection's
+    # flow, holding credits, and the chip acked them (else the R2T or the
+    # clear would have waited and the connection dropped)
+    m0 = model_m0()
+    assert int(m0["pod_writes"]) >= pod_writes + 2 and m0["refused_msgs"] == "0", m0
     # after a logout the target closes with a FIN behind the response, not a RST
     c.send(logout_request(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn))
     rsp = c.recv()
@@ -193,9 +205,14 @@ def test_a_reset_with_r2ts_out_gives_every_pod_back(c4_target: str) -> None:
         _, r2t = write_r2t(c, lba + i * size // BLOCK, size)
         assert r2t.desired_length == size, r2t
     assert int(cxgb4_adapter("m0")["pods_used"]) > 0, "the R2Ts' tags hold no page pods"
+    late = int(model_m0()["pod_writes_late"])
     reset(c)
     tids_back("the reset connection's TID was not given back")
     assert cxgb4_adapter("m0")["pods_used"] == "0", "released tasks kept their page pods"
+    # the flow had ended: both tags' clears went outside the credits,
+    # before the TID's release, and the chip carried them out
+    m0 = model_m0()
+    assert int(m0["pod_writes_late"]) >= late + 2 and m0["refused_msgs"] == "0", m0
     reads_back(lba, keep)
 
 

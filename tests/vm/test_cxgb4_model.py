@@ -102,7 +102,7 @@ def test_a_portal_on_a_modelled_adapters_port_gets_a_server(
     try:
         line = MODELS.read_text()
         want = f"m0 chip=T6model netdev={OFF.tgt_dev} answer_ms=0 table=16 servers=0 refused=0"
-        assert line == want + " conns=0 refused_msgs=0 bad_releases=0\n", line
+        assert line == want + " conns=0 refused_msgs=0 bad_releases=0 pod_writes=0 pod_writes_late=0\n", line
         assert cxgb4_adapter("m0")["servers"] == "0"
         make_portal(portal_target, OFF.tgt_ip, 3262)
         got = cxgb4_adapter("m0")

@@ -160,6 +160,9 @@ struct cxe_c4model {
 	u32			refused;	/* requests the chip refused */
 	atomic_t		refused_msgs;	/* connection messages refused */
 	atomic_t		bad_releases;	/* TIDs released too early */
+	/* pod writes carried out holding credits, and after the flow ended */
+	atomic_t		pod_writes;
+	atomic_t		pod_writes_late;
 	bool			stopped;	/* no more answers: unloading */
 	struct delayed_work	answer;
 	/* the pod memory; writes and placement under ppm_lock */
@@ -896,8 +899,11 @@ static void cxe_c4model_pods(struct cxe_c4model_conn *c, const u8 *p,
 		return;
 	}
 	if (charged) {
+		atomic_inc(&m->pod_writes);
 		cxe_model_txcred_took(&c->cred, p, 0);
 		cxe_c4model_acks(c);
+	} else {
+		atomic_inc(&m->pod_writes_late);
 	}
 }
 
@@ -1757,9 +1763,12 @@ ssize_t cxe_c4model_show(char *page)
 		len += sysfs_emit_at(page, len, " answer_ms=%u table=%u servers=%u refused=%u",
 				     m->answer_ms, m->table.cap,
 				     m->table.servers, m->refused);
-		len += sysfs_emit_at(page, len, " conns=%u refused_msgs=%d bad_releases=%d\n",
+		len += sysfs_emit_at(page, len, " conns=%u refused_msgs=%d bad_releases=%d",
 				     m->nconns, atomic_read(&m->refused_msgs),
 				     atomic_read(&m->bad_releases));
+		len += sysfs_emit_at(page, len, " pod_writes=%d pod_writes_late=%d\n",
+				     atomic_read(&m->pod_writes),
+				     atomic_read(&m->pod_writes_late));
 		spin_unlock_bh(&m->lock);
 	}
 	mutex_unlock(&cxe_c4models_lock);
