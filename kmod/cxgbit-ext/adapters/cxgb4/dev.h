@@ -2,9 +2,9 @@
 /*
  * cxgb4 backend: a Chelsio adapter as the backend's device glue (dev.c)
  * sees it, and what the glue asks of one. A real adapter (main.c) does
- * it through cxgb4; a modelled one (modeldev.c) through the chip model,
- * so that the glue's own code runs where no Chelsio adapter exists. The
- * glue never calls cxgb4 itself.
+ * it through cxgb4; a modelled one (modeldev.c, modelconn.c) through the
+ * chip model, so that the glue's own code runs where no Chelsio adapter
+ * exists. The glue never calls cxgb4 itself.
  *
  * What the glue does: for each offloaded portal, a listening server on
  * every adapter that serves the portal's address (listen.h keeps each
