@@ -71,16 +71,30 @@ static struct cxe_c4real *to_real(struct cxe_c4dev *d)
 	return container_of(d, struct cxe_c4real, d);
 }
 
+/*
+ * Once cxgb4 has detached the adapter its tables and queues are freed:
+ * a server call after that touches nothing of cxgb4's and fails, which
+ * the glue takes as a request that did not go (the STID stays taken)
+ */
+static bool cxe_c4real_gone(struct cxe_c4dev *d)
+{
+	return READ_ONCE(to_real(d)->detached);
+}
+
 static int cxe_c4real_alloc_stid(struct cxe_c4dev *d, int family)
 {
-	int stid = cxgb4_alloc_stid(to_real(d)->lldi.tids, family, d);
+	int stid;
 
+	if (cxe_c4real_gone(d))
+		return -ENODEV;
+	stid = cxgb4_alloc_stid(to_real(d)->lldi.tids, family, d);
 	return stid < 0 ? -ENOSPC : stid;
 }
 
 static void cxe_c4real_free_stid(struct cxe_c4dev *d, u32 stid, int family)
 {
-	cxgb4_free_stid(to_real(d)->lldi.tids, stid, family);
+	if (!cxe_c4real_gone(d))
+		cxgb4_free_stid(to_real(d)->lldi.tids, stid, family);
 }
 
 /*
@@ -96,6 +110,8 @@ static int cxe_c4real_create_server(struct cxe_c4dev *d, u32 stid,
 
 	if (addr->ss_family != AF_INET)
 		return -EAFNOSUPPORT;
+	if (cxe_c4real_gone(d))
+		return -ENODEV;
 	ret = cxgb4_create_server(r->lldi.ports[0], stid, sin->sin_addr.s_addr,
 				  sin->sin_port, 0, r->lldi.rxq_ids[0]);
 	return ret > 0 ? net_xmit_errno(ret) : ret;
@@ -106,6 +122,8 @@ static int cxe_c4real_remove_server(struct cxe_c4dev *d, u32 stid, bool ipv6)
 	struct cxe_c4real *r = to_real(d);
 	int ret;
 
+	if (cxe_c4real_gone(d))
+		return -ENODEV;
 	ret = cxgb4_remove_server(r->lldi.ports[0], stid, r->lldi.rxq_ids[0],
 				  ipv6);
 	return ret > 0 ? net_xmit_errno(ret) : ret;
@@ -212,7 +230,7 @@ static int cxe_c4real_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 
 	rcu_read_lock();
 	rt = xa_load(&cr->tids, tid);
-	if (rt && READ_ONCE(d->up) && !READ_ONCE(cr->detached)) {
+	if (rt && READ_ONCE(d->up) && !cxe_c4real_gone(d)) {
 		set_wr_txq(skb, CPL_PRIORITY_DATA, rt->txq);
 		if (!rt->replied) {
 			rt->replied = true;
@@ -235,7 +253,7 @@ static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 {
 	struct cxe_c4real *cr = to_real(d);
 	struct cxe_c4real_tid *rt = xa_erase_bh(&cr->tids, tid);
-	bool live = !READ_ONCE(cr->detached);
+	bool live = !cxe_c4real_gone(d);
 
 	if (live)
 		cxgb4_remove_tid(cr->lldi.tids, 0, tid,
