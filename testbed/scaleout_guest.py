@@ -282,11 +282,15 @@ def initiator(plan: dict[str, Any]) -> int:
         # write: longer than the SCSI layer's default 30 s per command
         for sd in sds:
             Path(f"/sys/block/{sd}/device/timeout").write_text("180\n")
+        wwids = set(re.findall(r"^(\S+) dm-\d+", sh("multipath", "-ll"), re.M))
+        assert len(wwids) == 1, f"expected one WWID, got {wwids}"
+        dm = f"/dev/mapper/{wwids.pop()}"
+        # the kernel picks a map's path group at its first I/O: until then
+        # both groups read "enabled", whatever their priorities
+        sh("dd", f"if={dm}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct")
         mp = sh("multipath", "-ll")
         log(mp)
         result["multipath"] = mp
-        wwids = set(re.findall(r"^(\S+) dm-\d+", mp, re.M))
-        assert len(wwids) == 1, f"expected one WWID, got {wwids}"
         groups = re.findall(r"policy='[^']*' prio=(\d+) status=(\w+)", mp)
         assert len(groups) == 2, f"expected two path groups: {groups}"
         result["groups"] = groups
@@ -295,7 +299,6 @@ def initiator(plan: dict[str, Any]) -> int:
         answers = set(rtpg.values())
         log(f"sg_rtpg: {rtpg}")
         assert len(answers) == 1, f"sg_rtpg differs between paths: {rtpg}"
-        dm = f"/dev/mapper/{wwids.pop()}"
         result["failovers"] = []
         for how in plan["failures"]:
             result["failovers"].append(failover_under_fio(plan, rdv, dm, how))
