@@ -78,7 +78,7 @@ int cxe_c4tid_send(struct cxe_c4tid *t, const void *msg, u32 len)
 	return t->dev->ops->send(t->dev, t->tid, skb);
 }
 
-bool cxe_c4tid_may_take(struct cxe_c4tid *t, u32 len16)
+static bool cxe_c4tid_may_take(struct cxe_c4tid *t, u32 len16)
 {
 	bool ok;
 
@@ -87,6 +87,32 @@ bool cxe_c4tid_may_take(struct cxe_c4tid *t, u32 len16)
 	     !cxe_c4conn_may_send(&t->st) || !t->cred_ok;
 	spin_unlock_bh(&t->lock);
 	return ok;
+}
+
+int cxe_c4tid_charge(struct cxe_c4tid *t, u32 len16, bool want_compl,
+		     bool *compl)
+	__acquires(&t->lock)
+{
+	int ret, what;
+
+	spin_lock_bh(&t->lock);
+	for (;;) {
+		if (!cxe_c4conn_may_send(&t->st) || !t->cred_ok)
+			return -EPIPE;
+		/* the connection's FW_FLOWC_WR first, its credits before ours */
+		what = cxe_c4conn_tx_begin(&t->st);
+		if (what > 0)
+			cxe_c4tid_sends(t, what);
+		ret = cxe_c4cred_take(&t->cred, len16, want_compl, compl);
+		if (ret != -EAGAIN)
+			return ret;
+		spin_unlock_bh(&t->lock);
+		ret = wait_event_interruptible(t->wq,
+					       cxe_c4tid_may_take(t, len16));
+		spin_lock_bh(&t->lock);
+		if (ret)
+			return ret;
+	}
 }
 
 /* whether the request that left t's ledger at mark came back, or t is over */
@@ -117,37 +143,22 @@ static bool cxe_c4tid_ulptx_done(struct cxe_c4tid *t, u32 mark)
 #define CXE_C4_ULPTX_WAIT	(10 * HZ)
 int cxe_c4tid_ulptx(struct cxe_c4tid *t, u8 *wr, u32 len)
 {
-	u32 len16 = len / 16, mark;
+	u32 mark;
 	bool compl;
-	int ret, what;
+	int ret;
 
-	for (;;) {
-		spin_lock_bh(&t->lock);
-		if (!cxe_c4conn_may_send(&t->st) || !t->cred_ok) {
-			ret = cxe_c4tid_send(t, wr, len);
-			spin_unlock_bh(&t->lock);
-			return ret;
-		}
-		/* the connection's FW_FLOWC_WR first, its credits before ours */
-		what = cxe_c4conn_tx_begin(&t->st);
-		if (what > 0)
-			cxe_c4tid_sends(t, what);
-		ret = cxe_c4cred_take(&t->cred, len16, true, &compl);
-		if (ret != -EAGAIN)
-			break;
-		spin_unlock_bh(&t->lock);
-		ret = wait_event_interruptible(t->wq,
-					       cxe_c4tid_may_take(t, len16));
-		if (ret)
-			return ret;
-	}
-	if (ret) {
+	ret = cxe_c4tid_charge(t, len / 16, true, &compl);
+	if (ret == -EPIPE) {
+		/* the flow is over: outside the ledger, ahead of the release */
+		ret = cxe_c4tid_send(t, wr, len);
 		spin_unlock_bh(&t->lock);
 		return ret;
 	}
-	mark = t->cred.taken;
-	cxe_wr_ask_compl(wr);
-	ret = cxe_c4tid_send(t, wr, len);
+	if (!ret) {
+		mark = t->cred.taken;
+		cxe_wr_ask_compl(wr);
+		ret = cxe_c4tid_send(t, wr, len);
+	}
 	spin_unlock_bh(&t->lock);
 	if (ret)
 		return ret;

@@ -318,8 +318,16 @@ void cxe_c4tid_do(struct cxe_c4tid *t, int (*step)(struct cxe_c4conn *c));
 void cxe_c4tid_sends(struct cxe_c4tid *t, int what);
 /* cm.c: a message or request for t's TID (GFP_ATOMIC allocations) */
 int cxe_c4tid_send(struct cxe_c4tid *t, const void *msg, u32 len);
-/* cm.c: a request of len16 credits may be taken now, or need not be */
-bool cxe_c4tid_may_take(struct cxe_c4tid *t, u32 len16);
+/*
+ * cm.c: credits for a request of len16 on t's flow, the connection's
+ * FW_FLOWC_WR sent first (its credits before the request's), waiting for
+ * an ack that returns them. Returns with t->lock held, for the caller to
+ * send under and let go: 0, taken (*compl as cxe_c4cred_take() says);
+ * -EPIPE, the connection may send nothing more or is not up; a signal's
+ * error while waiting.
+ */
+int cxe_c4tid_charge(struct cxe_c4tid *t, u32 len16, bool want_compl,
+		     bool *compl) __acquires(&t->lock);
 /*
  * cm.c: a ULP_TX_MEM_WRITE of page pods (wr, len bytes) for t, process
  * context; 0 once the chip has taken it (see cm.c), else an error

@@ -287,25 +287,9 @@ static int cxe_c4_send_skb(struct cxe_c4c *cc, const struct cxe_c4_req *r,
 	struct cxe_c4tid *t = cc->t;
 	u8 head[CXE_C4TX_HEAD_MAX];
 	bool compl = false;
-	int ret, what;
+	int ret;
 
-	for (;;) {
-		spin_lock_bh(&t->lock);
-		if (!cxe_c4conn_may_send(&t->st) || !t->cred_ok) {
-			ret = -EPIPE;
-			break;
-		}
-		ret = cxe_c4cred_take(&t->cred, wr->len16, false, &compl);
-		if (ret != -EAGAIN)
-			break;
-		spin_unlock_bh(&t->lock);
-		ret = wait_event_interruptible(t->wq,
-					       cxe_c4tid_may_take(t, wr->len16));
-		if (ret) {
-			kfree_skb(skb);
-			return ret;
-		}
-	}
+	ret = cxe_c4tid_charge(t, wr->len16, false, &compl);
 	if (ret) {
 		spin_unlock_bh(&t->lock);
 		kfree_skb(skb);
@@ -314,9 +298,6 @@ static int cxe_c4_send_skb(struct cxe_c4c *cc, const struct cxe_c4_req *r,
 	/* the same request asking for an ack: the same length */
 	if (compl && cxe_c4_build(cc, r, true, head, wr) >= 0)
 		memcpy(skb->data, head, wr->head_len);
-	what = cxe_c4conn_tx_begin(&t->st);
-	if (what > 0)
-		cxe_c4tid_sends(t, what);
 	ret = t->dev->ops->send(t->dev, t->tid, skb);
 	spin_unlock_bh(&t->lock);
 	if (!ret)
