@@ -326,6 +326,46 @@ def test_a_data_out_for_a_completed_r2t_places_nothing(c4_target: str) -> None:
     reads_back(48, keep)
 
 
+# the model's ULP_RX_ISCSI_TAGMASK is 1 << 21 (modeldev.h): its top bit
+# says a tag names no pods, as libcxgb reads a chip's mask
+NO_PODS = 1 << 21
+
+
+def test_an_r2t_without_pods_says_so_in_the_chips_tag_format(c4_target: str) -> None:
+    """An R2T for less than the chip places (the rest of a write after
+    its immediate data) carries the no-pods bit of the chip's tag format,
+    since a chip takes any other TTT for a pod index; each such TTT is
+    distinct, its data is copied, not placed, and reads back. A placed
+    R2T's TTT has that bit clear."""
+    c = login(OFF.tgt_ip, Params(immediate_data=True, initial_r2t=True))
+    data = [os.urandom(2 * BLOCK), os.urandom(2 * BLOCK), os.urandom(8 * BLOCK)]
+    ttts = []
+    for i in range(2):
+        itt = c.next_itt()
+        cdb = struct.pack(">BBIBHB", 0x2A, 0, 72 + 2 * i, 0, 2, 0)
+        c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=2 * BLOCK,
+                            data=data[i][:768]))  # fmt: skip
+        r2t = c.recv()
+        assert r2t.opcode == Op.R2T and (r2t.buffer_offset, r2t.desired_length) == (768, 256), r2t
+        ttts.append(r2t.ttt)
+        c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=768, data=data[i][768:],
+                        final=True))  # fmt: skip
+        rsp = c.recv()
+        assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
+    assert all(t & NO_PODS and t != 0xFFFFFFFF for t in ttts) and ttts[0] != ttts[1], [hex(t) for t in ttts]
+    assert conn_line(OFF.ini_ip)["bytes_placed"] == "0"
+    itt, r2t = write_r2t(c, 76, len(data[2]))
+    assert not r2t.ttt & NO_PODS and r2t.ttt >> 30 == 0, f"a placed R2T's TTT {r2t.ttt:#x}"
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=data[2], final=True))
+    rsp = c.recv()
+    assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
+    assert conn_line(OFF.ini_ip)["bytes_placed"] == str(len(data[2]))
+    assert c.logout() == 0
+    c.close()
+    tids_back("the connection's TID was not given back")
+    reads_back(72, b"".join(data))
+
+
 def test_a_segment_past_the_chips_limit_drops_the_connection(c4_target: str) -> None:
     """A NOP-Out claiming a 64 KiB data segment, above what the chip takes
     (and what the target declared): the chip stops the stream and the
@@ -371,3 +411,32 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
     finally:
         iscsiadm.logout(IQN)
     tids_back("a TID was not given back after logout")
+
+
+# Last for each chip: the model stays unplugged until the module goes.
+def test_an_unplugged_adapter_ends_its_sessions_and_spares_the_rest(c4_target: str) -> None:
+    """A surprise removal of the adapter (cxgb4's DETACH on a real one)
+    under a live session with an R2T out (its pods written) and a stock
+    session beside it: the adapter's session ends within seconds, not at a
+    peer's timeout; every TID, pod and server of the adapter goes back; the
+    stock session carries on; and the portal still takes new sessions,
+    which the chip no longer carries."""
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+    write_r2t(c, 96, 16 * BLOCK)
+    assert int(cxgb4_adapter("m0")["pods_used"]) > 0, "the R2T's tag holds no page pods"
+    stock = login(STOCK.tgt_ip)
+    placed = cxgb4_counters("m0").get("bytes_placed", 0)
+    accepted = cxgb4_adapter("m0")["accepted"]
+    models("unplug m0")
+    assert c.closed_by_peer(), "a session on the unplugged adapter went on"
+    c.close()
+    wait_for("the unplugged adapter kept TIDs, pods or servers",
+             lambda: [cxgb4_adapter("m0")[k] for k in ("state", "conns", "pods_used", "servers")]
+             == ["down", "0", "0", "0"], 30)  # fmt: skip
+    write_read_logout(stock, 200, 8)
+    # new sessions on the portal: not the gone chip's
+    write_read_logout(login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True)), 208, 8)
+    assert cxgb4_adapter("m0")["accepted"] == accepted, "the unplugged adapter accepted a connection"
+    assert cxgb4_counters("m0").get("bytes_placed", 0) == placed, "the unplugged adapter placed data"
+    with pytest.raises(OSError):
+        models("unplug m0")

@@ -173,11 +173,13 @@ def test_bad_model_requests_change_nothing(neighbour: None) -> None:
     for why in ("x: 'chip=t7' is not chip=t5|t6, netdev=IF, answer_ms=N or table=N",
                 "x: chip=t5|t6 and netdev=IF are needed", "x: table is at most 16, answer_ms at most 60000",
                 "x: 'answer_ms=nope' is not", "a name of 1 to 15 characters", "x: 'colour=blue' is not",
-                "write 'add NAME chip=t5|t6 netdev=IF [answer_ms=N] [table=N]' or 'del NAME'"):  # fmt: skip
+                "write 'add NAME chip=t5|t6 netdev=IF [answer_ms=N] [table=N]', 'unplug NAME' "
+                "or 'del NAME'"):  # fmt: skip
         assert why in log, f"not said: {why}\n{log}"
-    with pytest.raises(OSError) as e:
-        models("del nosuch")
-    assert e.value.errno == errno.ENOENT
+    for verb in ("del", "unplug"):
+        with pytest.raises(OSError) as e:
+            models(f"{verb} nosuch")
+        assert e.value.errno == errno.ENOENT, verb
     with pytest.raises(OSError) as e:
         models("add x chip=t6 netdev=nosuchdev0")
     assert e.value.errno == errno.ENODEV

@@ -21,13 +21,14 @@ struct life {
 	struct cxe_c4conn c;
 	struct cxe_model_conn m;
 	bool up, ended, tid_released, freed, timer;
+	bool gone;		/* the adapter went away: no message either way */
 	u32 data;		/* data requests the model took */
 	u32 refused;		/* the model's refusals, or the state machine's */
 };
 
 static struct {
 	u32 lives, steps, up, eof, reset, connecting_reset, crossed, advice;
-	u32 timeouts, aborts, dropped, data;
+	u32 timeouts, aborts, dropped, data, gone;
 } st;
 
 static void life_take(struct life *l, const u8 *msg, int len)
@@ -57,6 +58,9 @@ static void life_act(struct life *l, int what)
 		l->refused++;
 		return;
 	}
+	/* a gone adapter's chip is sent nothing */
+	CHECK(!l->gone || !(what & (CXE_C4_SEND_FLOWC | CXE_C4_SEND_ABORT_RPL |
+				    CXE_C4_SEND_CLOSE | CXE_C4_SEND_ABORT)));
 	if (what & CXE_C4_SEND_FLOWC)
 		life_send_flowc(l);
 	if (what & CXE_C4_SEND_ABORT_RPL)
@@ -81,7 +85,7 @@ static void life_act(struct life *l, int what)
 	if (what & CXE_C4_RELEASE_TID) {
 		CHECK(!l->tid_released);
 		l->tid_released = true;
-		if (cxe_model_conn_release(&l->m)) {
+		if (!l->gone && cxe_model_conn_release(&l->m)) {
 			l->refused++;
 			fprintf(stderr, "model refused: %s\n", l->m.why);
 		}
@@ -182,7 +186,7 @@ static void life_start(struct life *l, u32 tid, u32 isn)
 
 static bool life_over(const struct life *l)
 {
-	return l->freed && l->m.released;
+	return l->freed && (l->m.released || l->gone);
 }
 
 /*
@@ -194,6 +198,8 @@ static void life_step(struct life *l, u32 r, u32 x, bool polite, bool late)
 {
 	bool patient = polite || late;
 
+	if (l->gone && r < 63)
+		return;		/* the chip is no more: nothing comes from it */
 	if (r < 30) {
 		life_deliver(l);
 	} else if (r < 40) {
@@ -223,6 +229,12 @@ static void life_step(struct life *l, u32 r, u32 x, bool polite, bool late)
 		/* the PDU layer lets go once it heard of the end, or at will */
 		if (l->up && !l->c.released && (l->ended || patient || x % 4 == 0))
 			life_act(l, cxe_c4conn_release(&l->c));
+	} else if (r == 93 && x % 64 == 0 && !l->gone) {
+		/* the adapter goes away (cxgb4's DETACH), at any point */
+		l->gone = true;
+		st.gone++;
+		life_act(l, cxe_c4conn_gone(&l->c));
+		CHECK(l->c.state == CXE_C4CONN_DONE && !cxe_c4conn_may_send(&l->c));
 	} else if (l->timer && (late || x % (polite ? 20 : 3) == 0)) {
 		l->timer = false;
 		if (l->c.state == CXE_C4CONN_CLOSING)

@@ -20,7 +20,16 @@
 #include "t4_tcb.h"
 #include "t4_hw.h"
 #include "ddp_bits.h"
+/* what libcxgb's tag helpers call of the kernel's */
+#define pr_info(...) do { } while (0)
+static inline int fls(unsigned int x)
+{
+	return x ? 32 - __builtin_clz(x) : 0;
+}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "ppod_bits.h"
+#pragma GCC diagnostic pop
 #include "cpl.h"
 #include "ppod.h"
 #include "ulp_rx.h"
@@ -932,10 +941,36 @@ static void golden_ppod(void)
 		CHECK(cxe_model_ppm_locate(&m, idx, tid, h.tag, 0, &at) == -ENOENT);
 
 	/* the DDP tag: libcxgb's format, the first pod's index above a colour */
-	idx = rnd32() % CXE_PPOD_TAG_MAX_IDX;
 	CHECK(PPOD_IDX_SHIFT == CXE_PPOD_TAG_COLOR_BITS);
 	CHECK(cxe_ppod_tag(idx, first) == cxgbi_ppm_make_ddp_tag(idx, first & 63));
-	CHECK(cxe_ppod_tag_idx(cxgbi_ppm_make_ddp_tag(idx, 63)) == idx);
+}
+
+/*
+ * The tag format of a chip's tag mask, as libcxgb reads the mask
+ * (cxgbi_tagmask_check()): the same index width and no-pods bit, the
+ * same index read from a tag, and tags without pods spread as
+ * cxgbi_ppm_make_non_ddp_tag() spreads a software tag
+ */
+static void golden_tagfmt(void)
+{
+	u32 bits = 8 + random() % 23, mask = (1U << (bits - 1)) | (rnd32() & ((1U << (bits - 1)) - 1));
+	struct cxgbi_ppm ppm = { .base_idx = 0 };
+	struct cxe_ppod_tagfmt f;
+	u32 idx, tag, theirs, n;
+
+	CHECK(cxe_ppod_tagfmt_init(&f, mask) == 0);
+	cxgbi_tagmask_check(mask, &ppm.tformat);
+	CHECK(f.idx_bits == ppm.tformat.idx_bits && f.noddp == ppm.tformat.no_ddp_mask);
+	idx = rnd32() % cxe_ppod_tag_max_idx(&f);
+	tag = cxe_ppod_tag(idx, rnd32());
+	CHECK(cxe_ppod_tag_ddp(&f, tag) && cxgbi_ppm_is_ddp_tag(&ppm, tag));
+	CHECK(cxe_ppod_tag_idx(&f, tag) == idx && cxgbi_ppm_ddp_tag_get_idx(&ppm, tag) == idx);
+	n = rnd32() % CXE_PPOD_NODDP_TAGS;
+	CHECK(cxgbi_ppm_make_non_ddp_tag(&ppm, n, &theirs) == 0);
+	CHECK(cxe_ppod_tag_noddp(&f, n) == theirs);
+	CHECK(!cxe_ppod_tag_ddp(&f, theirs) && !cxgbi_ppm_is_ddp_tag(&ppm, theirs));
+	/* wider than the page size selector leaves: libcxgb's format breaks */
+	CHECK(cxe_ppod_tagfmt_init(&f, 1U << (30 + random() % 2)) == -EINVAL);
 }
 
 /* the transmit model's CPL_FW4_ACK, read with the headers' struct */
@@ -1158,6 +1193,7 @@ int main(int argc, char **argv)
 		golden_model_tx(CXE_CHIP_T6);
 		golden_conn();
 		golden_ppod();
+		golden_tagfmt();
 		golden_fw4_ack();
 		golden_model_conn();
 		golden_accept_opts();

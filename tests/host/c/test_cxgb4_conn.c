@@ -110,6 +110,26 @@ static void test_scripted(void)
 	CHECK(!cxe_model_conn_advice(&l.m, 20) && !cxe_model_conn_reset(&l.m, 36));
 	ALL(&l);
 	CHECK(l.c.state == CXE_C4CONN_UP && !l.ended && !l.refused);
+
+	/*
+	 * The adapter goes (DETACH) under a live connection with our FIN
+	 * out: over at once, the PDU layer told, nothing sent; it lets go
+	 * later and the connection is freed. Under one still connecting:
+	 * freed at once (the PDU layer never had it).
+	 */
+	life_start(&l, 14, rnd(1U << 31));
+	CHECK(cxe_model_conn_ack(&l.m));
+	ALL(&l);
+	life_act(&l, cxe_c4conn_close(&l.c));
+	l.gone = true;
+	CHECK(cxe_c4conn_gone(&l.c) == (CXE_C4_END | CXE_C4_RELEASE_TID));
+	l.ended = l.tid_released = true;
+	CHECK(cxe_c4conn_tx_begin(&l.c) == -EPIPE && cxe_c4conn_gone(&l.c) == 0);
+	CHECK(cxe_c4conn_timeout(&l.c) == 0 && cxe_c4conn_abort(&l.c) == 0);
+	CHECK(cxe_c4conn_established(&l.c) == -EPROTO);
+	CHECK(cxe_c4conn_release(&l.c) == CXE_C4_FREE);
+	cxe_c4conn_init(&l.c, 15);
+	CHECK(cxe_c4conn_gone(&l.c) == (CXE_C4_RELEASE_TID | CXE_C4_FREE));
 }
 
 static void test_conn_refusals(void)
@@ -320,9 +340,9 @@ int main(int argc, char **argv)
 	       "by the peer's close and %u by its reset, %u reset while "
 	       "connecting, %u crossed our abort, %u negative advice, %u close "
 	       "timeouts, %u aborts of ours, %u data requests (%u dropped after a "
-	       "reset); %d checks, %d failures\n", seed, st.lives, st.steps,
-	       st.up, st.eof, st.reset, st.connecting_reset, st.crossed,
-	       st.advice, st.timeouts, st.aborts, st.data, st.dropped, checks,
-	       failures);
+	       "reset), %u adapters gone; %d checks, %d failures\n", seed,
+	       st.lives, st.steps, st.up, st.eof, st.reset, st.connecting_reset,
+	       st.crossed, st.advice, st.timeouts, st.aborts, st.data,
+	       st.dropped, st.gone, checks, failures);
 	return failures ? 1 : 0;
 }

@@ -220,6 +220,31 @@ static void test_scripted(void)
 	CHECK(cxe_c4lsn_errno(0) == 0 && cxe_c4lsn_errno(3) == -ENOSPC &&
 	      cxe_c4lsn_errno(1) == -EIO);
 
+	/*
+	 * The adapter goes: a server opening, one listening, one whose
+	 * removal failed (kept) and one settled. Each STID is settled and
+	 * given back once (a kept one too), a waiter told -ENODEV, no server
+	 * accepts, nothing is asked of the chip; an unlisten then just ends.
+	 */
+	cxe_c4lsn_init(&l, 4);
+	CHECK(cxe_c4lsn_gone(&l) == (CXE_C4L_FREE_STID | CXE_C4L_WAKE));
+	CHECK(l.err == -ENODEV && l.state == CXE_C4LSN_DONE && !cxe_c4lsn_may_accept(&l));
+	CHECK(cxe_c4lsn_gone(&l) == 0);
+	CHECK(cxe_c4lsn_unlisten(&l) == CXE_C4L_WAKE && l.err == 0);
+	cxe_c4lsn_init(&l, 5);
+	CHECK(cxe_c4lsn_open_rpl(&l, 0) == CXE_C4L_WAKE);
+	CHECK(cxe_c4lsn_gone(&l) == CXE_C4L_FREE_STID && !cxe_c4lsn_may_accept(&l));
+	CHECK(cxe_c4lsn_unlisten(&l) == CXE_C4L_WAKE);
+	cxe_c4lsn_init(&l, 6);
+	CHECK(cxe_c4lsn_open_rpl(&l, 0) == CXE_C4L_WAKE);
+	CHECK(cxe_c4lsn_unlisten(&l) == CXE_C4L_REMOVE);
+	CHECK(cxe_c4lsn_close_rpl(&l, 1) == CXE_C4L_WAKE && l.kept);
+	CHECK(cxe_c4lsn_gone(&l) == CXE_C4L_FREE_STID && !l.kept);
+	CHECK(cxe_c4lsn_gone(&l) == 0);
+	cxe_c4lsn_init(&l, 7);
+	CHECK(cxe_c4lsn_open_rpl(&l, 1) == (CXE_C4L_FREE_STID | CXE_C4L_WAKE));
+	CHECK(cxe_c4lsn_gone(&l) == 0);
+
 	/* the model refuses what would leave it and the driver disagreeing */
 	glue_init(&g, 4);
 	CHECK(cxe_model_lsn_open(&g.m, STIDS) == -EPROTO);

@@ -78,17 +78,47 @@ static void test_refusals(void)
 }
 
 /* the model takes what the builder writes, and refuses it changed */
-/* The tag format: libcxgb's default (index above a 6-bit colour) */
+/*
+ * The tag format: the index above a 6-bit colour, as wide as the chip's
+ * tag mask allows, its top bit the one that says a tag names no pods
+ */
 static void test_tags(void)
 {
+	struct cxe_ppod_tagfmt f, g;
 	u8 wr[CXE_ULP_MEM_WRITE_MAX_LEN];
+	u32 n, t, seen[64];
 
 	CHECK(cxe_ppod_tag(5, 3) == (5U << 6 | 3));
 	CHECK(cxe_ppod_tag(5, 67) == (5U << 6 | 3));
-	CHECK(cxe_ppod_tag_idx(cxe_ppod_tag(CXE_PPOD_TAG_MAX_IDX - 1, 63)) == CXE_PPOD_TAG_MAX_IDX - 1);
-	CHECK(cxe_ppod_tag_ddp(cxe_ppod_tag(CXE_PPOD_TAG_MAX_IDX - 1, 63)));
-	CHECK(!cxe_ppod_tag_ddp(CXE_PPOD_TAG_NODDP));
-	CHECK(!cxe_ppod_tag_ddp(1U << 30));
+	/* a mask 22 bits wide: 15 index bits, the no-pods bit 21 */
+	CHECK(cxe_ppod_tagfmt_init(&f, 1U << 21) == 0);
+	CHECK(f.idx_bits == 15 && f.noddp == 1U << 21 && cxe_ppod_tag_max_idx(&f) == 32768);
+	CHECK(cxe_ppod_tagfmt_init(&g, 0x3fffff) == 0 && g.idx_bits == f.idx_bits && g.noddp == f.noddp);
+	CHECK(cxe_ppod_tag_idx(&f, cxe_ppod_tag(32767, 63)) == 32767);
+	CHECK(cxe_ppod_tag_ddp(&f, cxe_ppod_tag(32767, 63)));
+	CHECK(!cxe_ppod_tag_ddp(&f, 1U << 21) && !cxe_ppod_tag_ddp(&f, 1U << 30));
+	CHECK(!cxe_ppod_tag_ddp(&f, 0xffffffff));
+	/* masks no format fits: no index bit, or the page size selector's bits */
+	CHECK(cxe_ppod_tagfmt_init(&g, 0) == -EINVAL);
+	CHECK(cxe_ppod_tagfmt_init(&g, 0x7f) == -EINVAL);
+	CHECK(cxe_ppod_tagfmt_init(&g, 0xff) == 0 && g.idx_bits == 1 && g.noddp == 0x80);
+	CHECK(cxe_ppod_tagfmt_init(&g, 0x3fffffff) == 0 && g.idx_bits == 23 && g.noddp == 1U << 29);
+	CHECK(cxe_ppod_tagfmt_init(&g, 0x40000000) == -EINVAL);
+	CHECK(cxe_ppod_tagfmt_init(&g, 0xffffffff) == -EINVAL);
+	/* tags without pods: the bit set, distinct, never the reserved TTT */
+	for (n = 0; n < 64; n++) {
+		t = cxe_ppod_tag_noddp(&f, n * 0x1234567);
+		CHECK(t & f.noddp && !cxe_ppod_tag_ddp(&f, t) && t != 0xffffffff);
+		seen[n] = t;
+		for (u32 k = 0; k < n; k++)
+			CHECK(seen[k] != t);
+	}
+	CHECK(cxe_ppod_tag_noddp(&f, 0) == f.noddp);
+	CHECK(cxe_ppod_tag_noddp(&f, 1) == (f.noddp | 1));
+	CHECK(cxe_ppod_tag_noddp(&f, 1U << 21) == (1U << 22 | f.noddp));
+	CHECK(cxe_ppod_tag_noddp(&f, CXE_PPOD_NODDP_TAGS) == cxe_ppod_tag_noddp(&f, 0));
+	CHECK(cxe_ppod_tag_noddp(&g, CXE_PPOD_NODDP_TAGS - 1) != 0xffffffff);
+	CHECK(cxe_ppod_tag_noddp(&g, 0xffffffff) != 0xffffffff);
 	/* a clear: 0 or more than three pods, an unaligned address, a bad TID */
 	CHECK(cxe_ulp_ppod_clear(wr, sizeof(wr), BASE, 1, 0) == -EINVAL);
 	CHECK(cxe_ulp_ppod_clear(wr, sizeof(wr), BASE, 1, CXE_PPOD_IMM_MAX + 1) == -EINVAL);

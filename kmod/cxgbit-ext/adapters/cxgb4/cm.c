@@ -385,6 +385,27 @@ void cxe_c4dev_drop_tids(struct cxe_c4dev *d)
 	}
 }
 
+void cxe_c4dev_end_tids(struct cxe_c4dev *d)
+{
+	struct cxe_c4tid *t;
+	unsigned long tid = 0;
+
+	for (;; tid++) {
+		/* the map's reference is dropped only after its erase */
+		spin_lock_bh(&d->lock);
+		t = xa_find(&d->tids, &tid, ULONG_MAX, XA_PRESENT);
+		if (t)
+			kref_get(&t->ref);
+		spin_unlock_bh(&d->lock);
+		if (!t)
+			return;
+		cxe_c4tid_do(t, cxe_c4conn_gone);
+		/* waiters for credits or an ack: none comes */
+		wake_up_all(&t->wq);
+		cxe_c4tid_put(t);
+	}
+}
+
 /* ---- accepting ----------------------------------------------------------- */
 
 static void cxe_c4tid_addr(struct sockaddr_storage *ss, u8 version,

@@ -139,6 +139,19 @@ int cxe_c4conn_abort(struct cxe_c4conn *c)
 }
 
 /*
+ * The adapter went away under the connection (cxgb4's DETACH): its chip
+ * sends nothing more and takes nothing, so the connection is over as if
+ * reset, without a message either way
+ */
+int cxe_c4conn_gone(struct cxe_c4conn *c)
+{
+	if (c->state == CXE_C4CONN_DONE)
+		return 0;
+	c->reset = true;
+	return done(c);
+}
+
+/*
  * The PDU layer lets go: a connection it did not close is aborted (as
  * mainline does without a logout), one the peer closed gets our FIN, and
  * a close or abort under way is waited for.

@@ -29,6 +29,8 @@
  *    TID is released and the PDU layer is done with it (or never had it).
  *  - A close that the peer never completes is aborted when the close
  *    timer (the glue's) fires.
+ *  - An adapter that goes away (cxgb4's DETACH) ends every connection
+ *    at once: nothing more comes from its chip, nothing goes to it.
  * A message that cannot come in the connection's state is a protocol
  * error (-EPROTO): the glue aborts the connection. Mainline cxgbit logs
  * such messages and goes on.
@@ -85,6 +87,8 @@ int cxe_c4conn_close(struct cxe_c4conn *c);	/* after a logout */
 int cxe_c4conn_abort(struct cxe_c4conn *c);
 int cxe_c4conn_release(struct cxe_c4conn *c);	/* the PDU layer is done */
 int cxe_c4conn_timeout(struct cxe_c4conn *c);	/* the close timer fired */
+/* the adapter is gone: over at once, no message goes (conn.c) */
+int cxe_c4conn_gone(struct cxe_c4conn *c);
 
 /*
  * Whether a data work request may go now; the first one is preceded by

@@ -633,6 +633,20 @@ static int mem_write_start(void *buf, size_t size, u32 tid, u32 pod_addr,
 	return len;
 }
 
+int cxe_ppod_tagfmt_init(struct cxe_ppod_tagfmt *f, u32 tagmask)
+{
+	u32 bits = 0;
+
+	/* the mask's width (fls()), its top bit the no-pods one */
+	while (bits < 32 && tagmask >> bits)
+		bits++;
+	if (bits < CXE_PPOD_TAG_COLOR_BITS + 2 || bits > 30)
+		return -EINVAL;
+	f->idx_bits = bits - 1 - CXE_PPOD_TAG_COLOR_BITS;
+	f->noddp = 1U << (bits - 1);
+	return 0;
+}
+
 int cxe_ulp_ppod_clear(void *buf, size_t size, u32 pod_addr, u32 tid,
 		       u32 npods)
 {

@@ -291,28 +291,63 @@ int cxe_ulp_ppod_clear(void *buf, size_t size, u32 pod_addr, u32 tid,
 /*
  * The DDP tag of a Data-Out's TTT, as the chip reads it: the index of
  * the buffer's first pod above a 6-bit colour (libcxgb's
- * cxgbi_ppm_make_ddp_tag() with its default format), bits 30..31 clear.
- * A TTT with either of those bits set names no pods: the chip hands its
- * Data-Outs' data up.
+ * cxgbi_ppm_make_ddp_tag()), bits 30..31 (the page size selector) clear
+ * as the pods are 4 KiB ones. How wide the index is, and which bit says
+ * a tag names no pods, is the adapter's: its ULP_RX_ISCSI_TAGMASK
+ * (cxgb4_lld_info's iscsi_tagmask) read as libcxgb's
+ * cxgbi_tagmask_check() reads it, the no-pods bit at the mask's top. A
+ * TTT with that bit set is never placed: the chip hands its Data-Outs'
+ * data up.
  */
 #define CXE_PPOD_TAG_COLOR_BITS	6
 #define CXE_PPOD_TAG_COLOR_MASK	((1U << CXE_PPOD_TAG_COLOR_BITS) - 1)
-#define CXE_PPOD_TAG_MAX_IDX	(1U << (30 - CXE_PPOD_TAG_COLOR_BITS))
-#define CXE_PPOD_TAG_NODDP	BIT(31)
+
+struct cxe_ppod_tagfmt {
+	u32 idx_bits;		/* pod index bits above the colour */
+	u32 noddp;		/* the bit of a tag that names no pods */
+};
+
+/*
+ * The format of tagmask: 0, or -EINVAL for a mask that leaves no index
+ * bit or reaches into the page size selector
+ */
+int cxe_ppod_tagfmt_init(struct cxe_ppod_tagfmt *f, u32 tagmask);
+
+/* pod indices a tag of f can name: [0, cxe_ppod_tag_max_idx()) */
+static inline u32 cxe_ppod_tag_max_idx(const struct cxe_ppod_tagfmt *f)
+{
+	return 1U << f->idx_bits;
+}
 
 static inline u32 cxe_ppod_tag(u32 idx, u32 color)
 {
 	return idx << CXE_PPOD_TAG_COLOR_BITS | (color & CXE_PPOD_TAG_COLOR_MASK);
 }
 
-static inline bool cxe_ppod_tag_ddp(u32 ttt)
+static inline bool cxe_ppod_tag_ddp(const struct cxe_ppod_tagfmt *f, u32 ttt)
 {
-	return !(ttt >> 30);
+	return !(ttt & f->noddp) && !(ttt >> 30);
 }
 
-static inline u32 cxe_ppod_tag_idx(u32 ttt)
+static inline u32 cxe_ppod_tag_idx(const struct cxe_ppod_tagfmt *f, u32 ttt)
 {
-	return ttt >> CXE_PPOD_TAG_COLOR_BITS;
+	return (ttt >> CXE_PPOD_TAG_COLOR_BITS) & (cxe_ppod_tag_max_idx(f) - 1);
+}
+
+/*
+ * The n-th of CXE_PPOD_NODDP_TAGS distinct TTTs that name no pods (n
+ * taken modulo their number): n's bits below the no-pods bit, that bit
+ * set, n's other bits above it, as libcxgb's
+ * cxgbi_ppm_make_non_ddp_tag() spreads a software tag. Never 0xffffffff.
+ */
+#define CXE_PPOD_NODDP_TAGS	BIT(30)
+
+static inline u32 cxe_ppod_tag_noddp(const struct cxe_ppod_tagfmt *f, u32 n)
+{
+	u32 low = f->noddp - 1;
+
+	n %= CXE_PPOD_NODDP_TAGS;
+	return (n & ~low) << 1 | f->noddp | (n & low);
 }
 
 /* ---- messages the backend receives ---- */

@@ -27,8 +27,8 @@
 #include "../../pdu/cxe_ddp.h"
 #include "dev.h"
 
-/* TTTs of R2Ts without pods: bit 31 set, never the reserved 0xffffffff */
-#define CXE_C4_NODDP_GENS	0x7fffffffU
+/* no tag: the reserved TTT, which no tag format takes for one with pods */
+#define CXE_C4_NOTAG		0xffffffffU
 /* how long a fence waits for the chip to end a connection it aborts */
 #define CXE_C4_FENCE_WAIT	(10 * HZ)
 
@@ -100,9 +100,13 @@ static int cxe_c4_ddp_pods(struct cxe_c4c *cc, u32 idx, u32 n,
  */
 static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 {
-	int len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
+	int len;
 
-	if (!len)
+	/* an adapter that went away reads no pod again (dev.h) */
+	if (READ_ONCE(cc->t->dev->gone))
+		return true;
+	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
+	if (!len || READ_ONCE(cc->t->dev->gone))
 		return true;
 	pr_warn("%pISpc: a page pod clear was not confirmed (%d): aborting the connection\n",
 		&cc->c.peer, len);
@@ -184,7 +188,7 @@ fail:
 
 /*
  * The pods of slot i's tag for the window, written to the chip before
- * its R2T goes out. The tag, or CXE_PPOD_TAG_NODDP when it gets none
+ * its R2T goes out. The tag, or CXE_C4_NOTAG when it gets none
  * (pods or pages the chip cannot take, a device error).
  */
 static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
@@ -198,14 +202,12 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
 
 	addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
 	if (!addrs)
-		return CXE_PPOD_TAG_NODDP;
+		return CXE_C4_NOTAG;
 	s->pods = cxe_ppod_count(page_off, end);
 	idx = cxe_c4dev_pods_get(d, s->pods);
-	if (idx < 0 || idx + s->pods > CXE_PPOD_TAG_MAX_IDX) {
-		if (idx >= 0)
-			cxe_c4dev_pods_put(d, idx, s->pods);
+	if (idx < 0) {
 		cxe_c4_ddp_unmap_pages(d, addrs, npages);
-		return CXE_PPOD_TAG_NODDP;
+		return CXE_C4_NOTAG;
 	}
 	h = (struct cxe_ppod_hdr) {
 		.tid = cc->t->tid,
@@ -219,7 +221,7 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
 	if (cxe_c4_ddp_pods(cc, idx, s->pods, &h, addrs, npages)) {
 		/* what was written goes: a clear that fails aborts */
 		cxe_c4_ddp_end(cc, s);
-		return CXE_PPOD_TAG_NODDP;
+		return CXE_C4_NOTAG;
 	}
 	return h.tag;
 }
@@ -239,7 +241,7 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 		/* the task's from now on: a release waits for it */
 		s->owner = task;
 		s->busy = true;
-		s->ttt = CXE_PPOD_TAG_NODDP;
+		s->ttt = CXE_C4_NOTAG;
 		task->ddp_live++;
 		break;
 	}
@@ -247,7 +249,7 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 	if (s) {
 		tag = cxe_c4_ddp_map(cc, s, i, win);
 		spin_lock_bh(&cc->ddp_lock);
-		if (tag != CXE_PPOD_TAG_NODDP) {
+		if (tag != CXE_C4_NOTAG) {
 			s->itt = itt;
 			s->ttt = tag;
 			s->offset = win->offset;
@@ -260,7 +262,7 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 		s->busy = false;
 		spin_unlock_bh(&cc->ddp_lock);
 		wake_up_all(&cc->ddp_wq);
-		if (tag != CXE_PPOD_TAG_NODDP)
+		if (tag != CXE_C4_NOTAG)
 			return tag;
 	} else if (place && cc->ddp) {
 		pr_warn_ratelimited("%pISpc: all %u DDP tags in use\n",
@@ -268,8 +270,7 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 	}
 	/* no placement for this R2T: a distinct TTT LIO alone checks */
 	spin_lock_bh(&cc->ddp_lock);
-	cc->noddp_gen = (cc->noddp_gen + 1) % CXE_C4_NODDP_GENS;
-	tag = CXE_PPOD_TAG_NODDP | cc->noddp_gen;
+	tag = cxe_ppod_tag_noddp(&cc->t->dev->tagfmt, ++cc->noddp_gen);
 	spin_unlock_bh(&cc->ddp_lock);
 	return tag;
 }
@@ -280,7 +281,7 @@ static struct cxe_c4ddp *cxe_c4_ddp_slot(struct cxe_c4c *cc, u32 ttt, u32 itt)
 	struct cxe_c4ddp *s;
 
 	lockdep_assert_held(&cc->ddp_lock);
-	if (!cc->ddp || !cxe_ppod_tag_ddp(ttt))
+	if (!cc->ddp || !cxe_ppod_tag_ddp(&cc->t->dev->tagfmt, ttt))
 		return NULL;
 	s = &cc->ddp[ttt & CXE_PPOD_TAG_COLOR_MASK];
 	return s->owner && !s->busy && s->ttt == ttt && s->itt == itt ? s : NULL;
@@ -293,7 +294,7 @@ static struct cxe_c4ddp *cxe_c4_ddp_slot(struct cxe_c4c *cc, u32 ttt, u32 itt)
 static void cxe_c4_ddp_ending(struct cxe_c4ddp *s, struct cxe_c4ddp *done)
 {
 	s->busy = true;
-	s->ttt = CXE_PPOD_TAG_NODDP;
+	s->ttt = CXE_C4_NOTAG;
 	*done = *s;
 }
 
@@ -322,7 +323,7 @@ bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
 	struct cxe_c4ddp *s, done;
 	bool ok, end = false;
 
-	if (!cxe_ppod_tag_ddp(ttt))
+	if (!cxe_ppod_tag_ddp(&cc->t->dev->tagfmt, ttt))
 		return true;
 	spin_lock_bh(&cc->ddp_lock);
 	s = cxe_c4_ddp_slot(cc, ttt, itt);

@@ -49,7 +49,6 @@ static void cxe_c4dev_free(struct kref *ref)
 
 	xa_destroy(&d->servers);
 	xa_destroy(&d->tids);
-	bitmap_free(d->pod_map);
 	if (d->adapter)
 		cxe_adapter_put(d->adapter);
 	d->ops->release(d);
@@ -72,38 +71,30 @@ void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
 	atomic64_set(&d->accepted, 0);
 }
 
-int cxe_c4dev_pods_init(struct cxe_c4dev *d, u32 ppod_base, u32 npods)
-{
-	if (!npods)
-		return 0;
-	d->pod_map = bitmap_zalloc(npods, GFP_KERNEL);
-	if (!d->pod_map)
-		return -ENOMEM;
-	d->ppod_base = ppod_base;
-	d->npods = npods;
-	return 0;
-}
-
 int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n)
 {
-	unsigned long idx;
+	int idx;
 
 	if (!n || n > d->npods)
 		return -ENOSPC;
-	spin_lock_bh(&d->lock);
-	idx = bitmap_find_next_zero_area(d->pod_map, d->npods, 0, n, 0);
-	if (idx < d->npods) {
-		bitmap_set(d->pod_map, idx, n);
-		d->pods_used += n;
+	idx = d->ops->pods_get(d, n);
+	if (idx < 0)
+		return idx;
+	if (idx + n > cxe_ppod_tag_max_idx(&d->tagfmt)) {
+		/* a device whose pods its tags cannot all name */
+		d->ops->pods_put(d, idx, n);
+		return -ERANGE;
 	}
+	spin_lock_bh(&d->lock);
+	d->pods_used += n;
 	spin_unlock_bh(&d->lock);
-	return idx < d->npods ? (int)idx : -ENOSPC;
+	return idx;
 }
 
 void cxe_c4dev_pods_put(struct cxe_c4dev *d, u32 idx, u32 n)
 {
+	d->ops->pods_put(d, idx, n);
 	spin_lock_bh(&d->lock);
-	bitmap_clear(d->pod_map, idx, n);
 	d->pods_used -= n;
 	spin_unlock_bh(&d->lock);
 }
@@ -126,7 +117,7 @@ int cxe_c4dev_map_tid(struct cxe_c4dev *d, u32 tid, struct cxe_c4tid *t)
 	int ret = -ENODEV;
 
 	mutex_lock(&cxe_c4devs_lock);
-	if (d->listed)
+	if (d->listed && !d->gone)
 		ret = xa_insert_bh(&d->tids, tid, t, GFP_KERNEL);
 	mutex_unlock(&cxe_c4devs_lock);
 	return ret;
@@ -214,6 +205,39 @@ static void cxe_c4srv_do_remove(struct cxe_c4srv *s)
 			s->dev->name, s->l.stid, ret);
 		cxe_c4srv_unsent(s, ret, false);
 	}
+}
+
+/*
+ * The adapter went away: it serves nothing from here on, its servers are
+ * over (listen.c's gone: their STIDs settled, waiters told), and so is
+ * every connection on it (cm.c). Connections accepted after this are
+ * refused at the TID map. Process context.
+ */
+void cxe_c4dev_gone(struct cxe_c4dev *d)
+{
+	struct cxe_c4srv *s;
+	unsigned long stid = 0;
+	int what;
+
+	mutex_lock(&cxe_c4devs_lock);
+	WRITE_ONCE(d->gone, true);
+	WRITE_ONCE(d->up, false);
+	mutex_unlock(&cxe_c4devs_lock);
+	for (;; stid++) {
+		spin_lock_bh(&d->lock);
+		s = xa_find(&d->servers, &stid, ULONG_MAX, XA_PRESENT);
+		what = 0;
+		if (s) {
+			kref_get(&s->ref);
+			what = cxe_c4lsn_gone(&s->l);
+		}
+		spin_unlock_bh(&d->lock);
+		if (!s)
+			break;
+		cxe_c4srv_act(s, what, false);
+		cxe_c4srv_put(s);
+	}
+	cxe_c4dev_end_tids(d);
 }
 
 static void cxe_c4srv_remove_work(struct work_struct *work)

@@ -12,8 +12,7 @@
  * the accept request to the TID's release (cm.c, conn.h); and their PDUs,
  * through the receive assembler and the work requests (io.c), with write
  * data placed through page pods (ddp.c). A real adapter serves portals
- * only when the admin asks (main.c: its calls have never run on a chip),
- * and places nothing (it has no pods).
+ * only when the admin asks (main.c: its calls have never run on a chip).
  */
 #ifndef CXE_CXGB4_DEV_H
 #define CXE_CXGB4_DEV_H
@@ -87,10 +86,15 @@ struct cxe_c4dev_ops {
 	struct sock *(*syn_listener)(struct cxe_c4dev *d, u32 stid);
 	/*
 	 * Page pods (a device with d->npods of them): the glue writes them
-	 * with requests on the connection's flow (cm.c). map_page: the bus
-	 * address the chip places into page at; unmap_page undoes it once
-	 * no pod names it.
+	 * with requests on the connection's flow (cm.c). pods_get: n free
+	 * pods in a row, taken; the first one's index as a tag names it
+	 * (its address d->ppod_base + (index << CXE_PPOD_SHIFT)), or < 0
+	 * when there are none; any context but hard irq. pods_put gives
+	 * them back. map_page: the bus address the chip places into page
+	 * at; unmap_page undoes it once no pod names it.
 	 */
+	int (*pods_get)(struct cxe_c4dev *d, u32 n);
+	void (*pods_put)(struct cxe_c4dev *d, u32 idx, u32 n);
 	int (*map_page)(struct cxe_c4dev *d, struct page *pg, u64 *addr);
 	void (*unmap_page)(struct cxe_c4dev *d, u64 addr);
 	/* the last reference is gone */
@@ -113,6 +117,7 @@ struct cxe_c4dev {
 						 * RECOVERY or DETACH
 						 */
 	bool			serves;		/* may listen for portals */
+	bool			gone;		/* went away (cxe_c4dev_gone()) */
 	bool			listed;		/* in the glue's list (its lock) */
 	spinlock_t		lock;		/* its servers' states */
 	struct xarray		servers;	/* STID -> struct cxe_c4srv */
@@ -125,12 +130,14 @@ struct cxe_c4dev {
 	/* what its connections count on (cxe_adapter_add()) */
 	struct cxe_adapter	*adapter;
 	/*
-	 * The chip's page pod memory for iSCSI: npods pods from byte address
-	 * ppod_base (0 pods: it places nothing); those in use, under lock
+	 * The chip's page pod memory for iSCSI: npods pods (0: it places
+	 * nothing), the one a tag's index names at byte address ppod_base +
+	 * (index << CXE_PPOD_SHIFT); tags as tagfmt says; pods in use, under
+	 * lock
 	 */
 	u32			ppod_base;
 	u32			npods;
-	unsigned long		*pod_map;
+	struct cxe_ppod_tagfmt	tagfmt;
 	u32			pods_used;
 };
 
@@ -150,12 +157,20 @@ void cxe_c4dev_put(struct cxe_c4dev *d);
  */
 void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops);
 /*
- * The pod memory: npods from ppod_base (0 when it has none; -ENOMEM);
- * n free pods in a row, taken (their index) or -ENOSPC; given back
+ * n free pods in a row from the device, counted: the first one's index
+ * (one a tag of d->tagfmt names, with the n - 1 after it), or < 0; given
+ * back
  */
-int cxe_c4dev_pods_init(struct cxe_c4dev *d, u32 ppod_base, u32 npods);
 int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n);
 void cxe_c4dev_pods_put(struct cxe_c4dev *d, u32 idx, u32 n);
+/*
+ * The adapter went away under its servers and connections (cxgb4's
+ * DETACH, a model unplugged), its chip answering nothing and placing
+ * nothing any more: every server and connection of it is over at once,
+ * with no call to the device but the TIDs' and STIDs' release, which it
+ * takes as forgetting them. Process context.
+ */
+void cxe_c4dev_gone(struct cxe_c4dev *d);
 /* one CPL message from the adapter (the RSS header stripped); any context */
 void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len);
 
@@ -290,6 +305,8 @@ bool cxe_c4tid_rx(struct cxe_c4dev *d, int opcode, const void *cpl,
  */
 void cxe_c4srv_drop_ready(struct cxe_c4srv *s);
 void cxe_c4dev_drop_tids(struct cxe_c4dev *d);
+/* cm.c: every connection of a gone adapter over (conn.c's gone) */
+void cxe_c4dev_end_tids(struct cxe_c4dev *d);
 /* cm.c: the backend's connection ops (adapter.h) */
 int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c);
 void cxe_c4_conn_release(struct cxe_conn *c);

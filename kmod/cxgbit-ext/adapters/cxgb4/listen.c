@@ -115,3 +115,14 @@ int cxe_c4lsn_timeout(struct cxe_c4lsn *l)
 		l->wanted = false;
 	return answer(l, -ETIMEDOUT);
 }
+
+int cxe_c4lsn_gone(struct cxe_c4lsn *l)
+{
+	bool settled = l->state == CXE_C4LSN_DONE && !l->kept;
+
+	l->state = CXE_C4LSN_DONE;
+	l->kept = false;
+	if (settled)
+		return 0;
+	return CXE_C4L_FREE_STID | answer(l, -ENODEV);
+}

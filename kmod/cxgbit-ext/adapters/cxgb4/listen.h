@@ -69,6 +69,14 @@ int cxe_c4lsn_close_rpl(struct cxe_c4lsn *l, u8 status);
  */
 int cxe_c4lsn_unsent(struct cxe_c4lsn *l, int err);
 
+/*
+ * The adapter went away (cxgb4's DETACH): the chip holds no server and
+ * owes no answer, so the STID is settled, a kept one too, and goes back
+ * (the device forgets it); a waiter is told -ENODEV. The portal's
+ * unlisten then finds nothing to wait for.
+ */
+int cxe_c4lsn_gone(struct cxe_c4lsn *l);
+
 /* the portal goes: it waits (unless DONE says it need not) */
 int cxe_c4lsn_unlisten(struct cxe_c4lsn *l);
 /* the waiter gave up: CXE_C4L_WAKE with -ETIMEDOUT, or 0 if it had its answer */

@@ -9,12 +9,14 @@
  * detaches with their state, given to the device glue (dev.h) with what
  * it asks of them done through cxgb4 and libcxgb (servers, the path and
  * L2T entry of an accepted connection, its messages, its TID's release),
- * and the chip's messages handed to it. None of this has run on a Chelsio
- * adapter: a real one serves portals only when the module is loaded with
- * cxgb4_hw=1 (docs/cxgb4.md). It places nothing yet (no page pods).
+ * and the chip's messages handed to it; its page pods through libcxgb's
+ * pod manager, shared with cxgb4i as cxgbit shares it. None of this has
+ * run on a Chelsio adapter: a real one serves portals only when the
+ * module is loaded with cxgb4_hw=1 (docs/cxgb4.md).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/dma-mapping.h>
 #include <linux/if_vlan.h>
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -29,6 +31,7 @@
 #include "cxgb4_uld.h"
 #include "l2t.h"
 #include "libcxgb_cm.h"
+#include "libcxgb_ppm.h"
 /* their layout in the kernel's own cxgb4.ko, asserted (cxgb4-layout) */
 #include "kernel_layout.h"
 
@@ -64,6 +67,12 @@ struct cxe_c4real {
 	char			kind[4];
 	struct xarray		tids;
 	bool			detached;	/* cxgb4 is done with it */
+	/*
+	 * libcxgb's pod manager of the adapter with a reference, NULL when
+	 * it places nothing or since DETACH (under ppm_lock)
+	 */
+	spinlock_t		ppm_lock;
+	struct cxgbi_ppm	*ppm;
 };
 
 static struct cxe_c4real *to_real(struct cxe_c4dev *d)
@@ -171,6 +180,8 @@ static int cxe_c4real_accept_path(struct cxe_c4dev *d,
 
 	if (r->ip_version != 4)
 		return -EAFNOSUPPORT;
+	if (cxe_c4real_gone(d))
+		return -ENODEV;
 	memcpy(&local, r->local_ip, 4);
 	memcpy(&peer, r->peer_ip, 4);
 	dst = cxgb_find_route(&cr->lldi, cxe_c4real_port, local, peer,
@@ -266,6 +277,132 @@ static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 }
 
 /*
+ * Pods from libcxgb's manager, whose index the glue takes is the one a
+ * tag names (the manager's base_idx above its own); its colour is not
+ * used, the glue's is. Once the adapter is detached there are none, and
+ * pods given back then are the manager's no more.
+ */
+static int cxe_c4real_pods_get(struct cxe_c4dev *d, u32 n)
+{
+	struct cxe_c4real *cr = to_real(d);
+	u32 idx, tag;
+	int ret = -ENODEV;
+
+	spin_lock_bh(&cr->ppm_lock);
+	if (cr->ppm) {
+		ret = cxgbi_ppm_ppods_reserve(cr->ppm, n * CXE_PPOD_PAGES, 0,
+					      &idx, &tag, 0);
+		if (ret >= 0 && ret != n) {
+			cxgbi_ppm_ppod_release(cr->ppm, idx);
+			ret = -ERANGE;
+		} else if (ret >= 0) {
+			ret = cr->ppm->base_idx + idx;
+		}
+	}
+	spin_unlock_bh(&cr->ppm_lock);
+	return ret;
+}
+
+static void cxe_c4real_pods_put(struct cxe_c4dev *d, u32 idx, u32 n)
+{
+	struct cxe_c4real *cr = to_real(d);
+
+	spin_lock_bh(&cr->ppm_lock);
+	if (cr->ppm)
+		cxgbi_ppm_ppod_release(cr->ppm, idx - cr->ppm->base_idx);
+	spin_unlock_bh(&cr->ppm_lock);
+}
+
+/* The chip writes placed data into pg: mapped for the device to write */
+static int cxe_c4real_map_page(struct cxe_c4dev *d, struct page *pg,
+			       u64 *addr)
+{
+	struct device *dev = &to_real(d)->lldi.pdev->dev;
+	dma_addr_t a = dma_map_page(dev, pg, 0, PAGE_SIZE, DMA_FROM_DEVICE);
+
+	if (dma_mapping_error(dev, a))
+		return -ENOMEM;
+	*addr = a;
+	return 0;
+}
+
+static void cxe_c4real_unmap_page(struct cxe_c4dev *d, u64 addr)
+{
+	dma_unmap_page(&to_real(d)->lldi.pdev->dev, addr, PAGE_SIZE,
+		       DMA_FROM_DEVICE);
+}
+
+/*
+ * The adapter's pods, as cxgbit sets them up: libcxgb's manager of the
+ * iSCSI pod region cxgb4 reports (shared with cxgb4i through
+ * lldi->iscsi_ppm), the tag format from the chip's tag mask. Placement
+ * needs the chip's first page size to be the 4 KiB pods name (a tag's
+ * page size selector is 0) and, as mainline, at least 1024 pods. 0 pods
+ * otherwise, with the reason.
+ */
+static void cxe_c4real_pods_init(struct cxe_c4real *cr)
+{
+	const struct cxgb4_lld_info *lldi = &cr->lldi;
+	struct cxgbi_tag_format tformat = {};
+	const char *why = NULL;
+	struct cxgbi_ppm *ppm;
+	u64 base;
+	u32 i;
+
+	if (cxe_ppod_tagfmt_init(&cr->d.tagfmt, lldi->iscsi_tagmask))
+		why = "a tag mask libcxgb does not read";
+	else if (!lldi->vr || !lldi->vr->iscsi.size)
+		why = "no iSCSI pod region (firmware configuration)";
+	else if ((lldi->iscsi_pgsz_order & 0xf) != 0)
+		why = "the chip's first DDP page size is not 4 KiB";
+	if (why)
+		goto none;
+	for (i = 0; i < DDP_PGIDX_MAX; i++)
+		tformat.pgsz_order[i] = (lldi->iscsi_pgsz_order >> (i << 3)) & 0xf;
+	cxgbi_tagmask_check(lldi->iscsi_tagmask, &tformat);
+	if (cxgbi_ppm_init(lldi->iscsi_ppm, lldi->ports[0], lldi->pdev,
+			   &cr->lldi, &tformat, lldi->vr->iscsi.size,
+			   lldi->iscsi_llimit, lldi->vr->iscsi.start, 2,
+			   lldi->vr->ppod_edram.start,
+			   lldi->vr->ppod_edram.size) < 0) {
+		why = "libcxgb could not set its pod manager up";
+		goto none;
+	}
+	ppm = *lldi->iscsi_ppm;
+	base = (u64)ppm->llimit - ((u64)ppm->base_idx << CXE_PPOD_SHIFT);
+	if (ppm->ppmax < 1024)
+		why = "fewer than 1024 pods";
+	else if (ppm->base_idx + ppm->ppmax > cxe_ppod_tag_max_idx(&cr->d.tagfmt))
+		why = "more pods than its tags name";
+	else if (ppm->llimit < (u64)ppm->base_idx << CXE_PPOD_SHIFT)
+		why = "a pod region below its lower limit";
+	if (why) {
+		cxgbi_ppm_release(ppm);
+		goto none;
+	}
+	cr->ppm = ppm;
+	cr->d.ppod_base = base;
+	cr->d.npods = ppm->ppmax;
+	return;
+none:
+	pr_info("cxgb4 adapter %s: no page pods, no placement: %s\n",
+		pci_name(lldi->pdev), why);
+}
+
+/* Our reference to the pod manager, dropped while cxgb4's tables live */
+static void cxe_c4real_pods_exit(struct cxe_c4real *cr)
+{
+	struct cxgbi_ppm *ppm;
+
+	spin_lock_bh(&cr->ppm_lock);
+	ppm = cr->ppm;
+	cr->ppm = NULL;
+	spin_unlock_bh(&cr->ppm_lock);
+	if (ppm)
+		cxgbi_ppm_release(ppm);
+}
+
+/*
  * The last reference: the TIDs of connections nobody accepted before the
  * glue let go of them (at unload) go back as every other
  */
@@ -278,6 +415,8 @@ static void cxe_c4real_release(struct cxe_c4dev *d)
 	xa_for_each(&cr->tids, tid, rt)
 		cxe_c4real_release_tid(d, tid, false);
 	xa_destroy(&cr->tids);
+	cxe_c4real_pods_exit(cr);
+	pci_dev_put(cr->lldi.pdev);
 	kfree(cr);
 }
 
@@ -290,6 +429,10 @@ static const struct cxe_c4dev_ops cxe_c4real_ops = {
 	.accept_path	= cxe_c4real_accept_path,
 	.send		= cxe_c4real_send,
 	.release_tid	= cxe_c4real_release_tid,
+	.pods_get	= cxe_c4real_pods_get,
+	.pods_put	= cxe_c4real_pods_put,
+	.map_page	= cxe_c4real_map_page,
+	.unmap_page	= cxe_c4real_unmap_page,
 	.release	= cxe_c4real_release,
 };
 
@@ -301,7 +444,6 @@ static const struct cxe_c4dev_ops cxe_c4real_ops = {
  */
 static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 {
-	/* no page pods are set up yet: nothing is placed */
 	struct cxe_cxgb4_hw hw = {
 		.chip		= CHELSIO_CHIP_VERSION(lldi->adapter_type),
 		.iscsi_iolen	= lldi->iscsi_iolen,
@@ -320,14 +462,20 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return ERR_PTR(-ENOMEM);
+	r->lldi = *lldi;
+	spin_lock_init(&r->ppm_lock);
+	cxe_c4real_pods_init(r);
+	hw.ddp = r->ppm;
 	ret = cxe_cxgb4_limits(&hw, &r->d.limits);
 	if (ret) {
 		pr_warn("cxgb4 adapter %s: T%d with an iSCSI I/O length of %u: no room for a PDU, not used\n",
 			pci_name(lldi->pdev), hw.chip, lldi->iscsi_iolen);
+		cxe_c4real_pods_exit(r);
 		kfree(r);
 		return ERR_PTR(ret);
 	}
-	r->lldi = *lldi;
+	/* the device's DMA mappings may outlive cxgb4's hold on it */
+	pci_dev_get(lldi->pdev);
 	/* released from the receive path too */
 	xa_init_flags(&r->tids, XA_FLAGS_LOCK_BH);
 	cxe_c4dev_init(&r->d, &cxe_c4real_ops);
@@ -340,8 +488,9 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 	/* the admin's choice: this path has never run on a Chelsio adapter */
 	r->d.serves = cxgb4_hw;
 	cxe_c4dev_add(&r->d);
-	pr_info("cxgb4 adapter %s: T%d, %u ports, firmware %#x: attached, %s\n",
+	pr_info("cxgb4 adapter %s: T%d, %u ports, firmware %#x, %u page pods: attached, %s\n",
 		pci_name(lldi->pdev), hw.chip, lldi->nports, lldi->fw_vers,
+		r->d.npods,
 		cxgb4_hw ? "serving offloaded portals (never run on Chelsio hardware before)" :
 			   "serving no portal (cxgb4_hw=0)");
 	return &r->d;
@@ -363,11 +512,18 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 		/* the adapter goes (PCI remove): cxgb4 calls nothing after it */
 		WRITE_ONCE(to_real(d)->detached, true);
 		WRITE_ONCE(d->up, false);
-		pr_info("cxgb4 adapter %s: detached\n", d->name);
-		/* servers left: portals still listen, the adapter stays ours */
+		/* libcxgb's manager points into the adapter cxgb4 frees */
+		cxe_c4real_pods_exit(to_real(d));
+		pr_info("cxgb4 adapter %s: detached: its servers and connections end\n",
+			d->name);
+		cxe_c4dev_gone(d);
+		/*
+		 * connections whose PDU layer has not let go yet keep their
+		 * TIDs: the adapter then stays listed, down, until unload
+		 */
 		if (cxe_c4dev_del(d))
-			pr_err("cxgb4 adapter %s: detached with servers left\n",
-			       d->name);
+			pr_info("cxgb4 adapter %s: listed until unload: connections still being released\n",
+				d->name);
 		else
 			cxe_c4dev_put(d);
 		return 0;

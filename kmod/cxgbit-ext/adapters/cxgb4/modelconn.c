@@ -103,16 +103,16 @@ static bool cxe_c4model_rx_ppod(void *ctx, u32 ttt, u32 itt, u32 off, u32 len)
 {
 	struct cxe_c4model_conn *c = ctx;
 	struct cxe_c4model *m = c->m;
+	u32 idx = cxe_ppod_tag_idx(&m->d.tagfmt, ttt);
 	u64 addr;
 	bool ok;
 
-	if (!cxe_ppod_tag_ddp(ttt) || !len)
+	if (!cxe_ppod_tag_ddp(&m->d.tagfmt, ttt) || !len)
 		return false;
 	spin_lock_bh(&m->ppm_lock);
-	ok = !cxe_model_ppm_locate(&m->ppm, cxe_ppod_tag_idx(ttt), c->tid, ttt,
-				   off, &addr) &&
-	     !cxe_model_ppm_locate(&m->ppm, cxe_ppod_tag_idx(ttt), c->tid, ttt,
-				   off + len - 1, &addr);
+	ok = !cxe_model_ppm_locate(&m->ppm, idx, c->tid, ttt, off, &addr) &&
+	     !cxe_model_ppm_locate(&m->ppm, idx, c->tid, ttt, off + len - 1,
+				   &addr);
 	spin_unlock_bh(&m->ppm_lock);
 	return ok;
 }
@@ -134,7 +134,8 @@ static int cxe_c4model_rx_place(void *ctx, u32 ttt, u32 itt, u32 off,
 		u64 addr;
 		u32 n;
 
-		ret = cxe_model_ppm_locate(&m->ppm, cxe_ppod_tag_idx(ttt),
+		ret = cxe_model_ppm_locate(&m->ppm,
+					   cxe_ppod_tag_idx(&m->d.tagfmt, ttt),
 					   c->tid, ttt, off, &addr);
 		if (ret)
 			break;
@@ -668,6 +669,10 @@ int cxe_c4model_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 	spin_unlock_bh(&m->lock);
 	if (taken)
 		return 0;
+	if (READ_ONCE(m->unplugged)) {
+		kfree_skb(skb);
+		return -ENODEV;	/* a pulled chip takes nothing */
+	}
 	atomic_inc(&m->refused_msgs);
 	pr_warn_ratelimited("cxgb4 model %s: a message for TID %u, which has no connection: dropped\n",
 			    m->name, tid);
@@ -759,6 +764,9 @@ void cxe_c4model_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 	const char *why = NULL;
 	bool found;
 
+	/* halted with the chip: the glue's release forgets the TID */
+	if (READ_ONCE(m->unplugged))
+		return;
 	spin_lock_bh(&m->lock);
 	c = xa_load(&m->conns, tid);
 	found = c;

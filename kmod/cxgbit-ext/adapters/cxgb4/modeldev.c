@@ -43,6 +43,8 @@ static int cxe_c4model_alloc_stid(struct cxe_c4dev *d, int family)
 	struct cxe_c4model *m = to_model(d);
 	int stid;
 
+	if (READ_ONCE(m->unplugged))
+		return -ENODEV;
 	spin_lock_bh(&m->lock);
 	stid = find_first_zero_bit(m->stids, CXE_MODEL_LSN_STIDS);
 	if (stid < CXE_MODEL_LSN_STIDS)
@@ -185,6 +187,9 @@ static int cxe_c4model_request(struct cxe_c4model *m, u32 stid, bool open,
 {
 	int ret;
 
+	/* a pulled chip is not asked: the call fails as cxgb4's would */
+	if (READ_ONCE(m->unplugged))
+		return -ENODEV;
 	spin_lock_bh(&m->lock);
 	if (m->stopped) {
 		ret = -ENODEV;
@@ -340,6 +345,8 @@ static int cxe_c4model_accept_path(struct cxe_c4dev *d,
 	u32 mtu = 0;
 	int ifindex;
 
+	if (READ_ONCE(m->unplugged))
+		return -ENODEV;
 	rcu_read_lock();
 	ifindex = READ_ONCE(m->ifindex);
 	if (ifindex)
@@ -369,6 +376,30 @@ static bool cxe_c4model_has_port(struct cxe_c4dev *d,
 }
 
 /* the page's physical address stands for the bus address it maps to */
+static int cxe_c4model_pods_get(struct cxe_c4dev *d, u32 n)
+{
+	struct cxe_c4model *m = to_model(d);
+	unsigned long idx;
+
+	if (READ_ONCE(m->unplugged))
+		return -ENODEV;
+	spin_lock_bh(&m->ppm_lock);
+	idx = bitmap_find_next_zero_area(m->pod_map, CXE_C4MODEL_PODS, 0, n, 0);
+	if (idx < CXE_C4MODEL_PODS)
+		bitmap_set(m->pod_map, idx, n);
+	spin_unlock_bh(&m->ppm_lock);
+	return idx < CXE_C4MODEL_PODS ? (int)idx : -ENOSPC;
+}
+
+static void cxe_c4model_pods_put(struct cxe_c4dev *d, u32 idx, u32 n)
+{
+	struct cxe_c4model *m = to_model(d);
+
+	spin_lock_bh(&m->ppm_lock);
+	bitmap_clear(m->pod_map, idx, n);
+	spin_unlock_bh(&m->ppm_lock);
+}
+
 static int cxe_c4model_map_page(struct cxe_c4dev *d, struct page *pg,
 				u64 *addr)
 {
@@ -385,6 +416,7 @@ static void cxe_c4model_release(struct cxe_c4dev *d)
 	struct cxe_c4model *m = to_model(d);
 
 	xa_destroy(&m->conns);
+	bitmap_free(m->pod_map);
 	kvfree(m->ppm.mem);
 	kfree(m);
 }
@@ -399,6 +431,8 @@ static const struct cxe_c4dev_ops cxe_c4model_ops = {
 	.send		= cxe_c4model_send,
 	.release_tid	= cxe_c4model_release_tid,
 	.syn_listener	= cxe_c4model_syn_listener,
+	.pods_get	= cxe_c4model_pods_get,
+	.pods_put	= cxe_c4model_pods_put,
 	.map_page	= cxe_c4model_map_page,
 	.unmap_page	= cxe_c4model_unmap_page,
 	.release	= cxe_c4model_release,
@@ -434,7 +468,7 @@ static int cxe_c4model_port(struct cxe_c4model *m, const char *name)
 /* a model that never was listed */
 static void cxe_c4model_unmade(struct cxe_c4model *m)
 {
-	bitmap_free(m->d.pod_map);
+	bitmap_free(m->pod_map);
 	kvfree(m->ppm.mem);
 	kfree(m);
 }
@@ -495,8 +529,9 @@ static int cxe_c4model_add(char *args)
 	if (!m)
 		return -ENOMEM;
 	m->ppm.mem = kvzalloc(CXE_C4MODEL_PODS << CXE_PPOD_SHIFT, GFP_KERNEL);
-	if (!m->ppm.mem) {
-		kfree(m);
+	m->pod_map = bitmap_zalloc(CXE_C4MODEL_PODS, GFP_KERNEL);
+	if (!m->ppm.mem || !m->pod_map) {
+		cxe_c4model_unmade(m);
 		return -ENOMEM;
 	}
 	m->ppm.base = CXE_C4MODEL_POD_BASE;
@@ -531,10 +566,10 @@ static int cxe_c4model_add(char *args)
 	m->d.nports = 1;
 	m->d.serves = true;
 	m->d.up = true;
-	if (cxe_c4dev_pods_init(&m->d, CXE_C4MODEL_POD_BASE, CXE_C4MODEL_PODS)) {
-		cxe_c4model_unmade(m);
-		return -ENOMEM;
-	}
+	m->d.ppod_base = CXE_C4MODEL_POD_BASE;
+	m->d.npods = CXE_C4MODEL_PODS;
+	/* the register as the glue reads it; cannot fail for this mask */
+	cxe_ppod_tagfmt_init(&m->d.tagfmt, CXE_C4MODEL_TAGMASK);
 
 	mutex_lock(&cxe_c4models_lock);
 	if (cxe_c4model_find(name)) {
@@ -618,6 +653,30 @@ static void cxe_c4model_halt(struct cxe_c4model *m)
 	wait_event(m->gone, cxe_c4model_no_conns(m));
 }
 
+/*
+ * A surprise removal (modeldev.h): the chip stops (halt), then the glue
+ * hears the adapter is gone, as cxgb4's DETACH tells it of a real one
+ */
+static int cxe_c4model_unplug(const char *name)
+{
+	struct cxe_c4model *m;
+
+	mutex_lock(&cxe_c4models_lock);
+	m = cxe_c4model_find(name);
+	if (!m || m->unplugged) {
+		mutex_unlock(&cxe_c4models_lock);
+		pr_err("cxgb4_models: %s %s\n", name,
+		       m ? "is unplugged already" : "is no model");
+		return m ? -EALREADY : -ENOENT;
+	}
+	WRITE_ONCE(m->unplugged, true);
+	cxe_c4model_halt(m);
+	cxe_c4dev_gone(&m->d);
+	mutex_unlock(&cxe_c4models_lock);
+	pr_info("cxgb4 model %s: unplugged\n", name);
+	return 0;
+}
+
 static int cxe_c4model_del(const char *name)
 {
 	struct cxe_c4model *m;
@@ -675,10 +734,12 @@ ssize_t cxe_c4model_store(const char *page, size_t count)
 		ret = cxe_c4model_add(args);
 	else if (!strcmp(verb, "del") && args)
 		ret = cxe_c4model_del(strim(args));
+	else if (!strcmp(verb, "unplug") && args)
+		ret = cxe_c4model_unplug(strim(args));
 	else
 		ret = -EINVAL;
 	if (ret == -EINVAL && strcmp(verb, "add"))
-		pr_err("cxgb4_models: write 'add NAME chip=t5|t6 netdev=IF [answer_ms=N] [table=N]' or 'del NAME'\n");
+		pr_err("cxgb4_models: write 'add NAME chip=t5|t6 netdev=IF [answer_ms=N] [table=N]', 'unplug NAME' or 'del NAME'\n");
 	kfree(buf);
 	return ret ? ret : count;
 }

@@ -6,9 +6,15 @@
  *
  * Made and removed by writing the control interface's cxgb4_models file:
  *   add NAME chip=t5|t6 netdev=IF [answer_ms=N] [table=N]
+ *   unplug NAME
  *   del NAME
  * and read back from it, one model a line. A model with servers or
- * connections is not removed (-EBUSY). Its port is a netdev by name, as a
+ * connections is not removed (-EBUSY). Unplugging is a surprise removal,
+ * as a PCI removal under cxgb4 takes a live adapter (cxgb4's DETACH):
+ * the model stops answering and placing at once, resets its host
+ * connections (a pulled chip would send nothing; the host's TCP here
+ * resets), and the glue hears that the adapter is gone; the model is
+ * then removed with del once the glue let go of it. Its port is a netdev by name, as a
  * software adapter's (the writer's namespace first); when that netdev
  * goes the model has no port left and serves nothing new.
  *
@@ -70,6 +76,12 @@
 /* its page pod memory: 16384 pods (1 MiB) name 256 MiB of buffers */
 #define CXE_C4MODEL_PODS	16384
 #define CXE_C4MODEL_POD_BASE	0x100000	/* its address in adapter memory */
+/*
+ * its ULP_RX_ISCSI_TAGMASK: as wide as its pod indices need, as libcxgb's
+ * cxgbi_tagmask_set() sizes it (fls(16384) = 15 index bits, the colour,
+ * the no-pods bit)
+ */
+#define CXE_C4MODEL_TAGMASK	(1U << (15 + CXE_PPOD_TAG_COLOR_BITS))
 
 struct cxe_c4model;
 
@@ -153,10 +165,15 @@ struct cxe_c4model {
 	atomic_t		pod_writes;
 	atomic_t		pod_writes_late;
 	bool			stopped;	/* no more answers: unloading */
+	bool			unplugged;	/* gone by surprise: calls fail */
 	struct delayed_work	answer;
-	/* the pod memory; writes and placement under ppm_lock */
+	/*
+	 * the pod memory; writes and placement under ppm_lock, as the
+	 * pods the glue holds (its allocator, as libcxgb's is a real one's)
+	 */
 	spinlock_t		ppm_lock;
 	struct cxe_model_ppm	ppm;
+	unsigned long		*pod_map;
 };
 
 /* the models' connection and listener works (made with the first model) */
