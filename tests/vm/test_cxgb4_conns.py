@@ -366,6 +366,29 @@ def test_an_r2t_without_pods_says_so_in_the_chips_tag_format(c4_target: str) -> 
     reads_back(72, b"".join(data))
 
 
+def test_pods_taken_again_get_a_new_colour(c4_target: str) -> None:
+    """A tag's colour is its first pod's generation, as libcxgb's: two
+    R2Ts one after the other get the same pods under different TTTs, so
+    a Data-Out carrying the first, finished R2T's TTT for the second
+    command names no pods: nothing is placed, the connection is dropped,
+    and the second command's blocks keep what they held."""
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+    first, keep = os.urandom(8 * BLOCK), os.urandom(8 * BLOCK)
+    c.scsi_write(16392, keep)
+    itt, r2t1 = write_r2t(c, 16384, len(first))
+    c.send(data_out(itt=itt, ttt=r2t1.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=first, final=True))
+    rsp = c.recv()
+    assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
+    itt, r2t2 = write_r2t(c, 16392, len(keep))
+    assert r2t2.ttt >> 6 == r2t1.ttt >> 6, f"other pods: {r2t1.ttt:#x}, {r2t2.ttt:#x}"
+    assert r2t2.ttt != r2t1.ttt, f"pods taken again kept their tag {r2t1.ttt:#x}"
+    c.send(data_out(itt=itt, ttt=r2t1.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
+                    data=os.urandom(len(keep)), final=True))  # fmt: skip
+    dropped_and_healthy(c)
+    assert cxgb4_adapter("m0")["pods_used"] == "0", "a released task kept its page pods"
+    reads_back(16384, first + keep)
+
+
 def test_a_segment_past_the_chips_limit_drops_the_connection(c4_target: str) -> None:
     """A NOP-Out claiming a 64 KiB data segment, above what the chip takes
     (and what the target declared): the chip stops the stream and the

@@ -2,8 +2,9 @@
 /*
  * cxgb4 backend: direct data placement through page pods. A DDP tag (an
  * R2T's TTT) names the pods of its task's buffer in the adapter's pod
- * memory (cpl.h's tag format: the first pod's index above a colour, which
- * here is the tag's slot in the connection's table). The pods describe the
+ * memory (cpl.h's tag format: the first pod's index above a colour, the
+ * generation the device gave that pod when it was taken, so that a TTT of
+ * an earlier tag never names pods written for a later one). The pods describe the
  * buffer from its first byte to the end of the R2T's window, so that the
  * chip places a Data-Out's byte at its Buffer Offset as it reads it; the
  * glue still checks each Data-Out against the R2T's own window
@@ -187,15 +188,15 @@ fail:
 }
 
 /*
- * The pods of slot i's tag for the window, written to the chip before
+ * The pods of slot s's tag for the window, written to the chip before
  * its R2T goes out. The tag, or CXE_C4_NOTAG when it gets none
  * (pods or pages the chip cannot take, a device error).
  */
-static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
+static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s,
 			  const struct cxe_data *win)
 {
 	struct cxe_c4dev *d = cc->t->dev;
-	u32 end = win->offset + win->len, npages, page_off;
+	u32 end = win->offset + win->len, npages, page_off, color;
 	struct cxe_ppod_hdr h;
 	u64 *addrs;
 	int idx;
@@ -204,14 +205,14 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s, u32 i,
 	if (!addrs)
 		return CXE_C4_NOTAG;
 	s->pods = cxe_ppod_count(page_off, end);
-	idx = cxe_c4dev_pods_get(d, s->pods);
+	idx = cxe_c4dev_pods_get(d, s->pods, &color);
 	if (idx < 0) {
 		cxe_c4_ddp_unmap_pages(d, addrs, npages);
 		return CXE_C4_NOTAG;
 	}
 	h = (struct cxe_ppod_hdr) {
 		.tid = cc->t->tid,
-		.tag = cxe_ppod_tag(idx, i),
+		.tag = cxe_ppod_tag(idx, color),
 		.max_offset = end,
 		.page_offset = page_off,
 	};
@@ -247,7 +248,7 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 	}
 	spin_unlock_bh(&cc->ddp_lock);
 	if (s) {
-		tag = cxe_c4_ddp_map(cc, s, i, win);
+		tag = cxe_c4_ddp_map(cc, s, win);
 		spin_lock_bh(&cc->ddp_lock);
 		if (tag != CXE_C4_NOTAG) {
 			s->itt = itt;
@@ -279,12 +280,17 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 static struct cxe_c4ddp *cxe_c4_ddp_slot(struct cxe_c4c *cc, u32 ttt, u32 itt)
 {
 	struct cxe_c4ddp *s;
+	u32 i;
 
 	lockdep_assert_held(&cc->ddp_lock);
 	if (!cc->ddp || !cxe_ppod_tag_ddp(&cc->t->dev->tagfmt, ttt))
 		return NULL;
-	s = &cc->ddp[ttt & CXE_PPOD_TAG_COLOR_MASK];
-	return s->owner && !s->busy && s->ttt == ttt && s->itt == itt ? s : NULL;
+	for (i = 0; i < CXE_C4_DDP_SLOTS; i++) {
+		s = &cc->ddp[i];
+		if (s->owner && !s->busy && s->ttt == ttt)
+			return s->itt == itt ? s : NULL;
+	}
+	return NULL;
 }
 
 /*

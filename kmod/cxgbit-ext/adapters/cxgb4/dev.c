@@ -71,13 +71,13 @@ void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
 	atomic64_set(&d->accepted, 0);
 }
 
-int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n)
+int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n, u32 *color)
 {
 	int idx;
 
 	if (!n || n > d->npods)
 		return -ENOSPC;
-	idx = d->ops->pods_get(d, n);
+	idx = d->ops->pods_get(d, n, color);
 	if (idx < 0)
 		return idx;
 	if (idx + n > cxe_ppod_tag_max_idx(&d->tagfmt)) {

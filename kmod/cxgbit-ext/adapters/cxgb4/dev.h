@@ -89,11 +89,14 @@ struct cxe_c4dev_ops {
 	 * with requests on the connection's flow (cm.c). pods_get: n free
 	 * pods in a row, taken; the first one's index as a tag names it
 	 * (its address d->ppod_base + (index << CXE_PPOD_SHIFT)), or < 0
-	 * when there are none; any context but hard irq. pods_put gives
-	 * them back. map_page: the bus address the chip places into page
-	 * at; unmap_page undoes it once no pod names it.
+	 * when there are none; in *color the first pod's colour, one more
+	 * (modulo the tag's colours) each time it is taken, so that a tag
+	 * of an earlier taking never matches a later one (libcxgb's rule);
+	 * any context but hard irq. pods_put gives them back. map_page: the
+	 * bus address the chip places into page at; unmap_page undoes it
+	 * once no pod names it.
 	 */
-	int (*pods_get)(struct cxe_c4dev *d, u32 n);
+	int (*pods_get)(struct cxe_c4dev *d, u32 n, u32 *color);
 	void (*pods_put)(struct cxe_c4dev *d, u32 idx, u32 n);
 	int (*map_page)(struct cxe_c4dev *d, struct page *pg, u64 *addr);
 	void (*unmap_page)(struct cxe_c4dev *d, u64 addr);
@@ -158,10 +161,10 @@ void cxe_c4dev_put(struct cxe_c4dev *d);
 void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops);
 /*
  * n free pods in a row from the device, counted: the first one's index
- * (one a tag of d->tagfmt names, with the n - 1 after it), or < 0; given
- * back
+ * (one a tag of d->tagfmt names, with the n - 1 after it) and its colour
+ * this time, or < 0; given back
  */
-int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n);
+int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n, u32 *color);
 void cxe_c4dev_pods_put(struct cxe_c4dev *d, u32 idx, u32 n);
 /*
  * The adapter went away under its servers and connections (cxgb4's
@@ -263,8 +266,8 @@ struct cxe_c4ddp {
 	u32			npages;
 };
 
-/* a connection's DDP tags: the colours of the tag format (cpl.h) */
-#define CXE_C4_DDP_SLOTS	(CXE_PPOD_TAG_COLOR_MASK + 1)
+/* a connection's live DDP tags, at most */
+#define CXE_C4_DDP_SLOTS	64
 
 /* The PDU layer's connection on a TID (the backend's conn_size) */
 struct cxe_c4c {

@@ -278,11 +278,11 @@ static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 
 /*
  * Pods from libcxgb's manager, whose index the glue takes is the one a
- * tag names (the manager's base_idx above its own); its colour is not
- * used, the glue's is. Once the adapter is detached there are none, and
+ * tag names (the manager's base_idx above its own), with the colour the
+ * manager keeps for it. Once the adapter is detached there are none, and
  * pods given back then are the manager's no more.
  */
-static int cxe_c4real_pods_get(struct cxe_c4dev *d, u32 n)
+static int cxe_c4real_pods_get(struct cxe_c4dev *d, u32 n, u32 *color)
 {
 	struct cxe_c4real *cr = to_real(d);
 	u32 idx, tag;
@@ -297,6 +297,7 @@ static int cxe_c4real_pods_get(struct cxe_c4dev *d, u32 n)
 			ret = -ERANGE;
 		} else if (ret >= 0) {
 			ret = cr->ppm->base_idx + idx;
+			*color = tag & CXE_PPOD_TAG_COLOR_MASK;
 		}
 	}
 	spin_unlock_bh(&cr->ppm_lock);

@@ -376,7 +376,7 @@ static bool cxe_c4model_has_port(struct cxe_c4dev *d,
 }
 
 /* the page's physical address stands for the bus address it maps to */
-static int cxe_c4model_pods_get(struct cxe_c4dev *d, u32 n)
+static int cxe_c4model_pods_get(struct cxe_c4dev *d, u32 n, u32 *color)
 {
 	struct cxe_c4model *m = to_model(d);
 	unsigned long idx;
@@ -385,8 +385,12 @@ static int cxe_c4model_pods_get(struct cxe_c4dev *d, u32 n)
 		return -ENODEV;
 	spin_lock_bh(&m->ppm_lock);
 	idx = bitmap_find_next_zero_area(m->pod_map, CXE_C4MODEL_PODS, 0, n, 0);
-	if (idx < CXE_C4MODEL_PODS)
+	if (idx < CXE_C4MODEL_PODS) {
 		bitmap_set(m->pod_map, idx, n);
+		m->pod_color[idx] = (m->pod_color[idx] + 1) &
+				    CXE_PPOD_TAG_COLOR_MASK;
+		*color = m->pod_color[idx];
+	}
 	spin_unlock_bh(&m->ppm_lock);
 	return idx < CXE_C4MODEL_PODS ? (int)idx : -ENOSPC;
 }
@@ -417,6 +421,7 @@ static void cxe_c4model_release(struct cxe_c4dev *d)
 
 	xa_destroy(&m->conns);
 	bitmap_free(m->pod_map);
+	kfree(m->pod_color);
 	kvfree(m->ppm.mem);
 	kfree(m);
 }
@@ -469,6 +474,7 @@ static int cxe_c4model_port(struct cxe_c4model *m, const char *name)
 static void cxe_c4model_unmade(struct cxe_c4model *m)
 {
 	bitmap_free(m->pod_map);
+	kfree(m->pod_color);
 	kvfree(m->ppm.mem);
 	kfree(m);
 }
@@ -530,7 +536,8 @@ static int cxe_c4model_add(char *args)
 		return -ENOMEM;
 	m->ppm.mem = kvzalloc(CXE_C4MODEL_PODS << CXE_PPOD_SHIFT, GFP_KERNEL);
 	m->pod_map = bitmap_zalloc(CXE_C4MODEL_PODS, GFP_KERNEL);
-	if (!m->ppm.mem || !m->pod_map) {
+	m->pod_color = kzalloc(CXE_C4MODEL_PODS, GFP_KERNEL);
+	if (!m->ppm.mem || !m->pod_map || !m->pod_color) {
 		cxe_c4model_unmade(m);
 		return -ENOMEM;
 	}

@@ -174,6 +174,7 @@ struct cxe_c4model {
 	spinlock_t		ppm_lock;
 	struct cxe_model_ppm	ppm;
 	unsigned long		*pod_map;
+	u8			*pod_color;	/* each pod's, as libcxgb keeps */
 };
 
 /* the models' connection and listener works (made with the first model) */
