@@ -25,10 +25,12 @@
 #include <linux/sysfs.h>
 #include <linux/xarray.h>
 #include <net/dst.h>
+#include <net/ipv6.h>
 #include <net/neighbour.h>
 
 #include "cxgb4.h"
 #include "cxgb4_uld.h"
+#include "clip_tbl.h"	/* after cxgb4.h: it takes struct adapter */
 #include "l2t.h"
 #include "libcxgb_cm.h"
 #include "libcxgb_ppm.h"
@@ -47,12 +49,15 @@ MODULE_PARM_DESC(cxgb4_hw,
 /*
  * What a connection the device accepted holds of cxgb4's, from
  * accept_path to release_tid: the L2T entry toward its peer (the accept
- * reply goes out through it, then nothing else does) and its queues
+ * reply goes out through it, then nothing else does), its queues, and
+ * for IPv6 its local address's entry in the CLIP table
  */
 struct cxe_c4real_tid {
 	struct l2t_entry	*l2t;
 	u16			txq;
 	bool			replied;
+	bool			ipv6;
+	struct in6_addr		local6;
 	struct rcu_head		rcu;
 };
 
@@ -66,6 +71,8 @@ struct cxe_c4real {
 	struct cxgb4_lld_info	lldi;
 	char			kind[4];
 	struct xarray		tids;
+	/* STID -> the address of an IPv6 server in the CLIP table */
+	struct xarray		stid6;
 	bool			detached;	/* cxgb4 is done with it */
 	/*
 	 * libcxgb's pod manager of the adapter with a reference, NULL when
@@ -100,16 +107,60 @@ static int cxe_c4real_alloc_stid(struct cxe_c4dev *d, int family)
 	return stid < 0 ? -ENOSPC : stid;
 }
 
+/*
+ * The STID settled (no server on it, no answer owed): an IPv6 server's
+ * address leaves the CLIP table then, as mainline lets it go after the
+ * removal's answer. Any context.
+ */
 static void cxe_c4real_free_stid(struct cxe_c4dev *d, u32 stid, int family)
 {
-	if (!cxe_c4real_gone(d))
-		cxgb4_free_stid(to_real(d)->lldi.tids, stid, family);
+	struct cxe_c4real *r = to_real(d);
+	struct in6_addr *a = NULL;
+
+	if (family == AF_INET6)
+		a = xa_erase_bh(&r->stid6, stid);
+	if (!cxe_c4real_gone(d)) {
+		if (a)
+			cxgb4_clip_release(r->lldi.ports[0],
+					   (const u32 *)a->s6_addr, 1);
+		cxgb4_free_stid(r->lldi.tids, stid, family);
+	}
+	kfree(a);
 }
 
 /*
- * The server's answer comes on our first receive queue. IPv6 servers need
- * an entry in the adapter's CLIP table first, which is not done yet.
+ * An IPv6 server's address (not a wildcard's) goes into the adapter's
+ * CLIP table first, as mainline puts it, and stays there until the
+ * STID settles (free_stid), whatever becomes of the request.
  */
+static int cxe_c4real_create_server6(struct cxe_c4real *r, u32 stid,
+				     const struct sockaddr_in6 *sin6)
+{
+	struct in6_addr *a;
+	int ret;
+
+	if (!ipv6_addr_any(&sin6->sin6_addr)) {
+		a = kmemdup(&sin6->sin6_addr, sizeof(*a), GFP_KERNEL);
+		if (!a)
+			return -ENOMEM;
+		if (cxgb4_clip_get(r->lldi.ports[0], (const u32 *)a->s6_addr,
+				   1)) {
+			kfree(a);
+			return -ENOSPC;
+		}
+		ret = xa_insert_bh(&r->stid6, stid, a, GFP_KERNEL);
+		if (ret) {
+			cxgb4_clip_release(r->lldi.ports[0],
+					   (const u32 *)a->s6_addr, 1);
+			kfree(a);
+			return ret;
+		}
+	}
+	return cxgb4_create_server6(r->lldi.ports[0], stid, &sin6->sin6_addr,
+				    sin6->sin6_port, r->lldi.rxq_ids[0]);
+}
+
+/* The server's answer comes on our first receive queue */
 static int cxe_c4real_create_server(struct cxe_c4dev *d, u32 stid,
 				    const struct sockaddr_storage *addr)
 {
@@ -117,12 +168,16 @@ static int cxe_c4real_create_server(struct cxe_c4dev *d, u32 stid,
 	struct cxe_c4real *r = to_real(d);
 	int ret;
 
-	if (addr->ss_family != AF_INET)
+	if (addr->ss_family != AF_INET && addr->ss_family != AF_INET6)
 		return -EAFNOSUPPORT;
 	if (cxe_c4real_gone(d))
 		return -ENODEV;
-	ret = cxgb4_create_server(r->lldi.ports[0], stid, sin->sin_addr.s_addr,
-				  sin->sin_port, 0, r->lldi.rxq_ids[0]);
+	if (addr->ss_family == AF_INET6)
+		ret = cxe_c4real_create_server6(r, stid, (const void *)addr);
+	else
+		ret = cxgb4_create_server(r->lldi.ports[0], stid,
+					  sin->sin_addr.s_addr, sin->sin_port,
+					  0, r->lldi.rxq_ids[0]);
 	return ret > 0 ? net_xmit_errno(ret) : ret;
 }
 
@@ -161,9 +216,10 @@ static struct net_device *cxe_c4real_port(struct net_device *nd)
 /*
  * The route toward the peer through one of the adapter's ports (libcxgb's
  * lookup, which only answers for the adapter's own ports), the L2T entry
- * of its next hop, and the queues of that port, as mainline takes them.
- * IPv4 only, as the servers; a peer on this host (a loopback route) is
- * not offloaded. The TID is the device's from here to release_tid.
+ * of its next hop, and the queues of that port, as mainline takes them;
+ * for IPv6 the local address into the CLIP table. A peer on this host (a
+ * loopback route) is not offloaded, nor one whose route needs a scope (a
+ * link-local address). The TID is the device's from here to release_tid.
  */
 static int cxe_c4real_accept_path(struct cxe_c4dev *d,
 				  const struct cxe_cpl_accept_req *r,
@@ -174,22 +230,31 @@ static int cxe_c4real_accept_path(struct cxe_c4dev *d,
 	struct net_device *port;
 	struct dst_entry *dst;
 	struct neighbour *n;
+	bool v6 = r->ip_version == 6;
 	__be32 local, peer;
+	u8 ip6[2][16];
 	u32 idx, step;
 	int ret;
 
-	if (r->ip_version != 4)
-		return -EAFNOSUPPORT;
 	if (cxe_c4real_gone(d))
 		return -ENODEV;
-	memcpy(&local, r->local_ip, 4);
-	memcpy(&peer, r->peer_ip, 4);
-	dst = cxgb_find_route(&cr->lldi, cxe_c4real_port, local, peer,
-			      htons(r->local_port), htons(r->peer_port), r->tos);
+	if (v6) {
+		memcpy(ip6[0], r->local_ip, 16);
+		memcpy(ip6[1], r->peer_ip, 16);
+		dst = cxgb_find_route6(&cr->lldi, cxe_c4real_port, ip6[0],
+				       ip6[1], htons(r->local_port),
+				       htons(r->peer_port), r->tos, 0);
+	} else {
+		memcpy(&local, r->local_ip, 4);
+		memcpy(&peer, r->peer_ip, 4);
+		dst = cxgb_find_route(&cr->lldi, cxe_c4real_port, local, peer,
+				      htons(r->local_port),
+				      htons(r->peer_port), r->tos);
+	}
 	if (!dst)
 		return -ENETUNREACH;
 	rt = kzalloc(sizeof(*rt), GFP_KERNEL);
-	n = dst_neigh_lookup(dst, &peer);
+	n = dst_neigh_lookup(dst, v6 ? (const void *)ip6[1] : &peer);
 	ret = -ENETUNREACH;
 	if (!rt || !n || n->dev->flags & IFF_LOOPBACK)
 		goto out;
@@ -213,12 +278,25 @@ static int cxe_c4real_accept_path(struct cxe_c4dev *d,
 	p->mtus = cr->lldi.mtus;
 	p->mtu = dst_mtu(dst);
 	p->speed_mbps = ((struct port_info *)netdev_priv(port))->link_cfg.speed;
+	if (v6) {
+		memcpy(rt->local6.s6_addr, ip6[0], 16);
+		if (cxgb4_clip_get(cr->lldi.ports[0],
+				   (const u32 *)rt->local6.s6_addr, 1)) {
+			cxgb4_l2t_release(rt->l2t);
+			ret = -ENOSPC;
+			goto out;
+		}
+		rt->ipv6 = true;
+	}
 	ret = xa_insert_bh(&cr->tids, r->tid, rt, GFP_KERNEL);
 	if (ret) {
+		if (v6)
+			cxgb4_clip_release(cr->lldi.ports[0],
+					   (const u32 *)rt->local6.s6_addr, 1);
 		cxgb4_l2t_release(rt->l2t);
 		goto out;
 	}
-	cxgb4_insert_tid(cr->lldi.tids, cr, r->tid, AF_INET);
+	cxgb4_insert_tid(cr->lldi.tids, cr, r->tid, v6 ? AF_INET6 : AF_INET);
 	rt = NULL;
 out:
 	if (n)
@@ -270,6 +348,9 @@ static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 		cxgb4_remove_tid(cr->lldi.tids, 0, tid,
 				 ipv6 ? AF_INET6 : AF_INET);
 	if (rt) {
+		if (live && rt->ipv6)
+			cxgb4_clip_release(cr->lldi.ports[0],
+					   (const u32 *)rt->local6.s6_addr, 1);
 		if (live)
 			cxgb4_l2t_release(rt->l2t);
 		kfree_rcu(rt, rcu);
@@ -411,11 +492,16 @@ static void cxe_c4real_release(struct cxe_c4dev *d)
 {
 	struct cxe_c4real *cr = to_real(d);
 	struct cxe_c4real_tid *rt;
+	struct in6_addr *a;
 	unsigned long tid;
 
 	xa_for_each(&cr->tids, tid, rt)
-		cxe_c4real_release_tid(d, tid, false);
+		cxe_c4real_release_tid(d, tid, rt->ipv6);
 	xa_destroy(&cr->tids);
+	/* STIDs the glue never settled are not given back: nor their CLIP entries */
+	xa_for_each(&cr->stid6, tid, a)
+		kfree(a);
+	xa_destroy(&cr->stid6);
 	cxe_c4real_pods_exit(cr);
 	pci_dev_put(cr->lldi.pdev);
 	kfree(cr);
@@ -479,6 +565,7 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 	pci_dev_get(lldi->pdev);
 	/* released from the receive path too */
 	xa_init_flags(&r->tids, XA_FLAGS_LOCK_BH);
+	xa_init_flags(&r->stid6, XA_FLAGS_LOCK_BH);
 	cxe_c4dev_init(&r->d, &cxe_c4real_ops);
 	snprintf(r->kind, sizeof(r->kind), "T%d", hw.chip);
 	r->d.name = pci_name(lldi->pdev);
