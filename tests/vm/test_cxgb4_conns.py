@@ -439,26 +439,44 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
 # Last for each chip: the model stays unplugged until the module goes.
 def test_an_unplugged_adapter_ends_its_sessions_and_spares_the_rest(c4_target: str) -> None:
     """A surprise removal of the adapter (cxgb4's DETACH on a real one)
-    under a live session with an R2T out (its pods written) and a stock
-    session beside it: the adapter's session ends within seconds, not at a
-    peer's timeout; every TID, pod and server of the adapter goes back; the
-    stock session carries on; and the portal still takes new sessions,
-    which the chip no longer carries."""
-    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
-    write_r2t(c, 96, 16 * BLOCK)
-    assert int(cxgb4_adapter("m0")["pods_used"]) > 0, "the R2T's tag holds no page pods"
-    stock = login(STOCK.tgt_ip)
+    under open-iscsi writing and verifying with fio, a session with an R2T
+    out (its pods written) and a stock session beside them: the adapter's
+    connections end within seconds, not at a peer's timeout; every TID,
+    pod and server of the adapter goes back; open-iscsi reconnects to the
+    same portal, now carried by the software adapter, and fio verifies
+    every block; the stock session carries on; the gone chip accepts and
+    places nothing more."""
+    portal = f"{OFF.tgt_ip}:3260"
     placed = cxgb4_counters("m0").get("bytes_placed", 0)
-    accepted = cxgb4_adapter("m0")["accepted"]
-    models("unplug m0")
-    assert c.closed_by_peer(), "a session on the unplugged adapter went on"
-    c.close()
-    wait_for("the unplugged adapter kept TIDs, pods or servers",
-             lambda: [cxgb4_adapter("m0")[k] for k in ("state", "conns", "pods_used", "servers")]
-             == ["down", "0", "0", "0"], 30)  # fmt: skip
-    write_read_logout(stock, 200, 8)
-    # new sessions on the portal: not the gone chip's
-    write_read_logout(login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True)), 208, 8)
+    iscsiadm.discover(portal)
+    iscsiadm.login(IQN, portal)
+    try:
+        disk = lun_disk(IQN, OFF.tgt_ip, 0)
+        with ThreadPoolExecutor(1) as pool:
+            job = pool.submit(fio.write_verify, disk, "32M", "64k", 16)
+            wait_for("fio's writes were not placed through the chip",
+                     lambda: job.done() or cxgb4_counters("m0").get("bytes_placed", 0) > placed, 60)  # fmt: skip
+            assert not job.done(), "fio ended before the adapter went"
+            c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+            write_r2t(c, 96, 16 * BLOCK)
+            assert int(cxgb4_adapter("m0")["pods_used"]) > 0, "the R2T's tag holds no page pods"
+            stock = login(STOCK.tgt_ip)
+            models("unplug m0")
+            assert c.closed_by_peer(), "a session on the unplugged adapter went on"
+            c.close()
+            wait_for("the unplugged adapter kept TIDs, pods or servers",
+                     lambda: [cxgb4_adapter("m0")[k] for k in ("state", "conns", "pods_used", "servers")]
+                     == ["down", "0", "0", "0"], 30)  # fmt: skip
+            placed, accepted = cxgb4_counters("m0").get("bytes_placed", 0), cxgb4_adapter("m0")["accepted"]
+            write_read_logout(stock, 100000, 8)
+            (res,) = job.result(timeout=300)
+        assert res.write_bytes == 32 * topology.MiB
+        adapters = {w.split("=", 1)[1] for ln in connection_lines() for w in ln.split() if w.startswith("adapter=")}
+        assert adapters == {"soft0"}, f"open-iscsi's connection after the unplug: {connection_lines()}"
+    finally:
+        iscsiadm.logout(IQN)
+    # a new session on the portal: not the gone chip's
+    write_read_logout(login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True)), 100008, 8)
     assert cxgb4_adapter("m0")["accepted"] == accepted, "the unplugged adapter accepted a connection"
     assert cxgb4_counters("m0").get("bytes_placed", 0) == placed, "the unplugged adapter placed data"
     with pytest.raises(OSError):
