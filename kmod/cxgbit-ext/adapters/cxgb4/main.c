@@ -74,6 +74,7 @@ struct cxe_c4real {
 	/* STID -> the address of an IPv6 server in the CLIP table */
 	struct xarray		stid6;
 	bool			detached;	/* cxgb4 is done with it */
+	atomic_t		calls;		/* calls into cxgb4 under way */
 	/*
 	 * libcxgb's pod manager of the adapter with a reference, NULL when
 	 * it places nothing or since DETACH (under ppm_lock)
@@ -88,22 +89,50 @@ static struct cxe_c4real *to_real(struct cxe_c4dev *d)
 }
 
 /*
- * Once cxgb4 has detached the adapter its tables and queues are freed:
- * a server call after that touches nothing of cxgb4's and fails, which
- * the glue takes as a request that did not go (the STID stays taken)
+ * Once cxgb4 has detached the adapter its tables and queues are freed.
+ * Every call into cxgb4 for it is made between cxe_c4real_enter() and
+ * cxe_c4real_leave(), from any context: none starts once DETACH began,
+ * and DETACH returns to cxgb4 only when those under way have ended. A
+ * call refused so fails (or, for a release, forgets), which the glue
+ * takes as a request that did not go.
  */
-static bool cxe_c4real_gone(struct cxe_c4dev *d)
+static bool cxe_c4real_enter(struct cxe_c4dev *d)
 {
-	return READ_ONCE(to_real(d)->detached);
+	struct cxe_c4real *r = to_real(d);
+
+	atomic_inc(&r->calls);
+	smp_mb__after_atomic();	/* against DETACH's store, then read */
+	if (!READ_ONCE(r->detached))
+		return true;
+	if (atomic_dec_and_test(&r->calls))
+		wake_up_var(&r->calls);
+	return false;
+}
+
+static void cxe_c4real_leave(struct cxe_c4dev *d)
+{
+	struct cxe_c4real *r = to_real(d);
+
+	if (atomic_dec_and_test(&r->calls))
+		wake_up_var(&r->calls);
+}
+
+/* DETACH: no call into cxgb4 starts from now on, those under way end */
+static void cxe_c4real_quiesce(struct cxe_c4real *r)
+{
+	WRITE_ONCE(r->detached, true);
+	smp_mb();	/* against cxe_c4real_enter()'s count, then read */
+	wait_var_event(&r->calls, !atomic_read(&r->calls));
 }
 
 static int cxe_c4real_alloc_stid(struct cxe_c4dev *d, int family)
 {
 	int stid;
 
-	if (cxe_c4real_gone(d))
+	if (!cxe_c4real_enter(d))
 		return -ENODEV;
 	stid = cxgb4_alloc_stid(to_real(d)->lldi.tids, family, d);
+	cxe_c4real_leave(d);
 	return stid < 0 ? -ENOSPC : stid;
 }
 
@@ -119,11 +148,12 @@ static void cxe_c4real_free_stid(struct cxe_c4dev *d, u32 stid, int family)
 
 	if (family == AF_INET6)
 		a = xa_erase_bh(&r->stid6, stid);
-	if (!cxe_c4real_gone(d)) {
+	if (cxe_c4real_enter(d)) {
 		if (a)
 			cxgb4_clip_release(r->lldi.ports[0],
 					   (const u32 *)a->s6_addr, 1);
 		cxgb4_free_stid(r->lldi.tids, stid, family);
+		cxe_c4real_leave(d);
 	}
 	kfree(a);
 }
@@ -170,7 +200,7 @@ static int cxe_c4real_create_server(struct cxe_c4dev *d, u32 stid,
 
 	if (addr->ss_family != AF_INET && addr->ss_family != AF_INET6)
 		return -EAFNOSUPPORT;
-	if (cxe_c4real_gone(d))
+	if (!cxe_c4real_enter(d))
 		return -ENODEV;
 	if (addr->ss_family == AF_INET6)
 		ret = cxe_c4real_create_server6(r, stid, (const void *)addr);
@@ -178,6 +208,7 @@ static int cxe_c4real_create_server(struct cxe_c4dev *d, u32 stid,
 		ret = cxgb4_create_server(r->lldi.ports[0], stid,
 					  sin->sin_addr.s_addr, sin->sin_port,
 					  0, r->lldi.rxq_ids[0]);
+	cxe_c4real_leave(d);
 	return ret > 0 ? net_xmit_errno(ret) : ret;
 }
 
@@ -186,10 +217,11 @@ static int cxe_c4real_remove_server(struct cxe_c4dev *d, u32 stid, bool ipv6)
 	struct cxe_c4real *r = to_real(d);
 	int ret;
 
-	if (cxe_c4real_gone(d))
+	if (!cxe_c4real_enter(d))
 		return -ENODEV;
 	ret = cxgb4_remove_server(r->lldi.ports[0], stid, r->lldi.rxq_ids[0],
 				  ipv6);
+	cxe_c4real_leave(d);
 	return ret > 0 ? net_xmit_errno(ret) : ret;
 }
 
@@ -221,9 +253,9 @@ static struct net_device *cxe_c4real_port(struct net_device *nd)
  * loopback route) is not offloaded, nor one whose route needs a scope (a
  * link-local address). The TID is the device's from here to release_tid.
  */
-static int cxe_c4real_accept_path(struct cxe_c4dev *d,
-				  const struct cxe_cpl_accept_req *r,
-				  struct cxe_c4_path *p, struct cxe_cpl_accept *a)
+static int cxe_c4real_path(struct cxe_c4dev *d,
+			   const struct cxe_cpl_accept_req *r,
+			   struct cxe_c4_path *p, struct cxe_cpl_accept *a)
 {
 	struct cxe_c4real *cr = to_real(d);
 	struct cxe_c4real_tid *rt;
@@ -236,8 +268,6 @@ static int cxe_c4real_accept_path(struct cxe_c4dev *d,
 	u32 idx, step;
 	int ret;
 
-	if (cxe_c4real_gone(d))
-		return -ENODEV;
 	if (v6) {
 		memcpy(ip6[0], r->local_ip, 16);
 		memcpy(ip6[1], r->peer_ip, 16);
@@ -306,6 +336,19 @@ out:
 	return ret;
 }
 
+static int cxe_c4real_accept_path(struct cxe_c4dev *d,
+				  const struct cxe_cpl_accept_req *r,
+				  struct cxe_c4_path *p, struct cxe_cpl_accept *a)
+{
+	int ret;
+
+	if (!cxe_c4real_enter(d))
+		return -ENODEV;
+	ret = cxe_c4real_path(d, r, p, a);
+	cxe_c4real_leave(d);
+	return ret;
+}
+
 /*
  * A message of an accepted connection, on its port's queue: the accept
  * reply through its L2T entry (which resolves the next hop first), every
@@ -317,9 +360,11 @@ static int cxe_c4real_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 	struct cxe_c4real_tid *rt;
 	int ret = -ENOENT;
 
+	if (!cxe_c4real_enter(d))
+		goto out;
 	rcu_read_lock();
 	rt = xa_load(&cr->tids, tid);
-	if (rt && READ_ONCE(d->up) && !cxe_c4real_gone(d)) {
+	if (rt && READ_ONCE(d->up)) {
 		set_wr_txq(skb, CPL_PRIORITY_DATA, rt->txq);
 		if (!rt->replied) {
 			rt->replied = true;
@@ -330,6 +375,8 @@ static int cxe_c4real_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 		skb = NULL;
 	}
 	rcu_read_unlock();
+	cxe_c4real_leave(d);
+out:
 	kfree_skb(skb);
 	return ret < 0 ? ret : net_xmit_errno(ret);
 }
@@ -342,19 +389,21 @@ static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 {
 	struct cxe_c4real *cr = to_real(d);
 	struct cxe_c4real_tid *rt = xa_erase_bh(&cr->tids, tid);
-	bool live = !cxe_c4real_gone(d);
+	bool live = cxe_c4real_enter(d);
 
 	if (live)
 		cxgb4_remove_tid(cr->lldi.tids, 0, tid,
 				 ipv6 ? AF_INET6 : AF_INET);
-	if (rt) {
-		if (live && rt->ipv6)
+	if (rt && live) {
+		if (rt->ipv6)
 			cxgb4_clip_release(cr->lldi.ports[0],
 					   (const u32 *)rt->local6.s6_addr, 1);
-		if (live)
-			cxgb4_l2t_release(rt->l2t);
-		kfree_rcu(rt, rcu);
+		cxgb4_l2t_release(rt->l2t);
 	}
+	if (live)
+		cxe_c4real_leave(d);
+	if (rt)
+		kfree_rcu(rt, rcu);
 }
 
 /*
@@ -598,8 +647,8 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 		break;
 	case CXGB4_STATE_DETACH:
 		/* the adapter goes (PCI remove): cxgb4 calls nothing after it */
-		WRITE_ONCE(to_real(d)->detached, true);
 		WRITE_ONCE(d->up, false);
+		cxe_c4real_quiesce(to_real(d));
 		/* libcxgb's manager points into the adapter cxgb4 frees */
 		cxe_c4real_pods_exit(to_real(d));
 		pr_info("cxgb4 adapter %s: detached: its servers and connections end\n",
