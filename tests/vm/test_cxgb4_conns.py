@@ -389,6 +389,37 @@ def test_pods_taken_again_get_a_new_colour(c4_target: str) -> None:
     reads_back(16384, first + keep)
 
 
+def test_a_tasks_r2ts_share_one_tag_and_its_pods(c4_target: str) -> None:
+    """A WRITE of 256 KiB in 64 KiB bursts: its four R2Ts carry one TTT,
+    whose pods over the whole buffer are written once and cleared once
+    (16 pods, three to a write: at most 12 pod writes, where a tag per
+    R2T over the buffer up to its window wrote 30), every byte is placed
+    and reads back, and the pods go back with the task."""
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True, max_burst=65536))
+    data, lba = os.urandom(256 * 1024), 20480
+    writes, placed = int(model_m0()["pod_writes"]), int(conn_line(OFF.ini_ip)["bytes_placed"])
+    itt = c.next_itt()
+    cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, len(data) // BLOCK, 0)
+    c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=len(data)))
+    step, ttts = c.params.max_xmit_dlen, []
+    pdu = c.recv()
+    while pdu.opcode == Op.R2T:
+        ttts.append(pdu.ttt)
+        start, end = pdu.buffer_offset, pdu.buffer_offset + pdu.desired_length
+        c.send_raw(b"".join(data_out(itt=itt, ttt=pdu.ttt, expstatsn=c.expstatsn, datasn=n, offset=off,
+                                     data=data[off : min(off + step, end)], final=off + step >= end).encode()
+                            for n, off in enumerate(range(start, end, step))))  # fmt: skip
+        pdu = c.recv()
+    assert pdu.opcode == Op.SCSI_RSP and pdu.itt == itt and pdu.u8(3) == 0, pdu
+    assert len(ttts) == 4 and len(set(ttts)) == 1, [hex(t) for t in ttts]
+    assert c.scsi_read(lba, len(data) // BLOCK) == data
+    wait_for("the task's pods did not go back", lambda: cxgb4_adapter("m0")["pods_used"] == "0", 10)
+    assert int(conn_line(OFF.ini_ip)["bytes_placed"]) - placed == len(data)
+    assert 0 < int(model_m0()["pod_writes"]) - writes <= 12, model_m0()
+    assert c.logout() == 0
+    c.close()
+
+
 def test_a_segment_past_the_chips_limit_drops_the_connection(c4_target: str) -> None:
     """A NOP-Out claiming a 64 KiB data segment, above what the chip takes
     (and what the target declared): the chip stops the stream and the

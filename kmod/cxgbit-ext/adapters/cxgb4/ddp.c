@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * cxgb4 backend: direct data placement through page pods. A DDP tag (an
- * R2T's TTT) names the pods of its task's buffer in the adapter's pod
- * memory (cpl.h's tag format: the first pod's index above a colour, the
- * generation the device gave that pod when it was taken, so that a TTT of
- * an earlier tag never names pods written for a later one). The pods describe the
- * buffer from its first byte to the end of the R2T's window, so that the
- * chip places a Data-Out's byte at its Buffer Offset as it reads it; the
- * glue still checks each Data-Out against the R2T's own window
- * (ddp_check) before the PDU layer takes it.
+ * cxgb4 backend: direct data placement through page pods. A DDP tag (the
+ * TTT of a task's R2Ts: one tag per task, as mainline keeps one) names
+ * the pods of its task's buffer in the adapter's pod memory (cpl.h's tag
+ * format: the first pod's index above a colour, the generation the device
+ * gave that pod when it was taken, so that a TTT of an earlier tag never
+ * names pods written for a later one). The pods describe the whole
+ * buffer, written once at the task's first R2T and named again by each
+ * later one, so that the chip places a Data-Out's byte at its Buffer
+ * Offset as it reads it; a buffer whose pages the chip cannot all take
+ * gets pods to its first R2T's end only, and each R2T beyond them a tag
+ * of its own. The glue still checks each Data-Out against the windows of
+ * the R2Ts the tag went out with (ddp_check) before the PDU layer takes
+ * it.
  *
  * Fencing (adapter.h): a tag's pods are cleared, through a write on the
  * connection's flow whose ack says the chip carried it out (cm.c), when
- * the window's last byte arrived, when the task is released and when the
- * connection is; only then do the pods and the pages' mappings go back.
- * A clear that is not confirmed aborts the connection first
- * (cxe_c4_ddp_clear()).
+ * the last byte of its only R2T arrived and its pods name nothing after
+ * it, when the task is released and when the connection is; only then do
+ * the pods and the pages' mappings go back. A clear that is not confirmed
+ * aborts the connection first (cxe_c4_ddp_clear()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -187,23 +191,43 @@ fail:
 	return NULL;
 }
 
+/* The buffer's bytes: its scatterlist's */
+static u32 cxe_c4_ddp_buf_len(const struct cxe_data *win)
+{
+	struct scatterlist *sg;
+	u64 len = 0;
+	u32 i;
+
+	for_each_sg(win->sgl, sg, win->nents, i)
+		len += sg->length;
+	return min_t(u64, len, U32_MAX);
+}
+
 /*
- * The pods of slot s's tag for the window, written to the chip before
- * its R2T goes out. The tag, or CXE_C4_NOTAG when it gets none
- * (pods or pages the chip cannot take, a device error).
+ * The pods of slot s's tag, written to the chip before its first R2T goes
+ * out: over the whole buffer, or to the window's end when the chip cannot
+ * take all of its pages (s->cover_end says which). The tag, or
+ * CXE_C4_NOTAG when it gets none (pods or pages the chip cannot take, a
+ * device error).
  */
 static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s,
 			  const struct cxe_data *win)
 {
 	struct cxe_c4dev *d = cc->t->dev;
-	u32 end = win->offset + win->len, npages, page_off, color;
+	u32 end = cxe_c4_ddp_buf_len(win), npages, page_off, color;
 	struct cxe_ppod_hdr h;
-	u64 *addrs;
+	u64 *addrs = NULL;
 	int idx;
 
-	addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
+	if (end > win->offset + win->len)
+		addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
+	if (!addrs) {
+		end = win->offset + win->len;
+		addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
+	}
 	if (!addrs)
 		return CXE_C4_NOTAG;
+	s->cover_end = end;
 	s->pods = cxe_ppod_count(page_off, end);
 	idx = cxe_c4dev_pods_get(d, s->pods, &color);
 	if (idx < 0) {
@@ -227,6 +251,32 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s,
 	return h.tag;
 }
 
+/*
+ * The task's live tag whose pods name the window, its windows widened to
+ * take this one in (ddp_lock held); NULL when it has none
+ */
+static struct cxe_c4ddp *cxe_c4_ddp_again(struct cxe_c4c *cc,
+					  struct cxe_task *task, u32 itt,
+					  const struct cxe_data *win)
+{
+	u32 end = win->offset + win->len, i;
+	struct cxe_c4ddp *s;
+
+	lockdep_assert_held(&cc->ddp_lock);
+	for (i = 0; i < CXE_C4_DDP_SLOTS; i++) {
+		s = &cc->ddp[i];
+		if (s->owner != task || s->busy || s->itt != itt ||
+		    end > s->cover_end)
+			continue;
+		end = max(end, s->offset + s->len);
+		s->offset = min(s->offset, win->offset);
+		s->len = end - s->offset;
+		s->r2ts++;
+		return s;
+	}
+	return NULL;
+}
+
 u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 		       const struct cxe_data *win, bool place)
 {
@@ -235,6 +285,13 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 	u32 i, tag;
 
 	spin_lock_bh(&cc->ddp_lock);
+	s = place && cc->ddp ? cxe_c4_ddp_again(cc, task, itt, win) : NULL;
+	if (s) {
+		/* a later R2T of the task: the pods name its window already */
+		tag = s->ttt;
+		spin_unlock_bh(&cc->ddp_lock);
+		return tag;
+	}
 	for (i = 0; place && cc->ddp && i < CXE_C4_DDP_SLOTS; i++) {
 		if (cc->ddp[i].owner)
 			continue;
@@ -255,6 +312,7 @@ u32 cxe_c4_ddp_reserve(struct cxe_conn *c, struct cxe_task *task, u32 itt,
 			s->ttt = tag;
 			s->offset = win->offset;
 			s->len = win->len;
+			s->r2ts = 1;
 			s->done_to = win->offset;
 		} else {
 			s->owner = NULL;
@@ -319,8 +377,11 @@ static void cxe_c4_ddp_ended(struct cxe_c4c *cc, struct cxe_c4ddp *s,
 
 /*
  * May a Data-Out be taken by its TTT? A TTT without pods, always (LIO
- * checks it); one with pods, only as a live tag of this ITT, inside its
- * R2T's window. The window's last byte ends the tag.
+ * checks it); one with pods, only as a live tag of this ITT, inside the
+ * windows of the R2Ts it went out with. The last byte of a tag's only R2T
+ * ends it when its pods name nothing after that byte; a tag later R2Ts
+ * may still carry, or did carry (their sequences need not come in
+ * order), lives until its task is released.
  */
 bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
 		      bool final)
@@ -334,7 +395,8 @@ bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
 	spin_lock_bh(&cc->ddp_lock);
 	s = cxe_c4_ddp_slot(cc, ttt, itt);
 	ok = s && cxe_ddp_in_window(s->offset, s->len, off, len);
-	if (ok && final && off + len == s->offset + s->len) {
+	if (ok && final && s->r2ts == 1 && off + len == s->cover_end &&
+	    off + len == s->offset + s->len) {
 		cxe_c4_ddp_ending(s, &done);
 		end = true;
 	}

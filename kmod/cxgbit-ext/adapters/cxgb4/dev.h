@@ -245,8 +245,9 @@ struct cxe_c4tid {
 void cxe_c4tid_put(struct cxe_c4tid *t);
 
 /*
- * A DDP tag of a connection (ddp.c): its task, the R2T's window and how
- * far its placed data was handed up, its pods and the pages they name
+ * A DDP tag of a connection (ddp.c): its task, the windows of the R2Ts
+ * that carry it and how far its placed data was handed up, its pods and
+ * the pages they name
  */
 struct cxe_c4ddp {
 	struct cxe_task		*owner;		/* NULL: the slot is free */
@@ -257,8 +258,11 @@ struct cxe_c4ddp {
 	bool			busy;
 	u32			itt;
 	u32			ttt;
+	/* the R2Ts' windows so far, from the first's start to the last's end */
 	u32			offset;
 	u32			len;
+	u32			cover_end;	/* buffer bytes its pods name */
+	u32			r2ts;		/* R2Ts it went out with */
 	u32			done_to;
 	u32			pod_idx;
 	u32			pods;
