@@ -675,17 +675,42 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 /*
  * A message on the backend's queues, to the glue: in the response itself
  * (after the RSS header, up to the control word at the entry's end), or
- * in a gather list.
+ * in a gather list, whose fragments (free list buffers: one message may
+ * span several) are copied into one piece first. The glue copies what it
+ * keeps before it returns, so the buffers are cxgb4's again. Without
+ * memory for the copy the message is left to cxgb4, which hands it again
+ * later (its "nomem" path), rather than dropped from a TID's stream.
  */
 static int cxe_cxgb4_rx(void *handle, const __be64 *rsp,
 			const struct pkt_gl *gl)
 {
 	struct cxe_c4dev *d = handle;
+	u32 i, at;
+	u8 *buf;
 
-	if (gl)
-		cxe_c4dev_rx(d, gl->va, gl->tot_len);
-	else
+	if (!gl) {
 		cxe_c4dev_rx(d, rsp + 1, 64 - sizeof(struct rsp_ctrl) - 8);
+		return 0;
+	}
+	/* an event of a queue (no message): we ask for none */
+	if (gl == CXGB4_MSG_AN)
+		return 0;
+	if (gl->nfrags == 1) {
+		cxe_c4dev_rx(d, gl->va, gl->tot_len);
+		return 0;
+	}
+	buf = kmalloc(gl->tot_len, GFP_ATOMIC);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0, at = 0; i < gl->nfrags && at < gl->tot_len; i++) {
+		u32 n = min_t(u32, gl->frags[i].size, gl->tot_len - at);
+
+		memcpy(buf + at, i ? page_address(gl->frags[i].page) +
+				     gl->frags[i].offset : gl->va, n);
+		at += n;
+	}
+	cxe_c4dev_rx(d, buf, at);
+	kfree(buf);
 	return 0;
 }
 
