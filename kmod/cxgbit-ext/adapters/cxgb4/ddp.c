@@ -101,17 +101,20 @@ static int cxe_c4_ddp_pods(struct cxe_c4c *cc, u32 idx, u32 n,
  * reset meanwhile) aborts the connection; once the chip is done with it
  * (it places nothing more for it) the clear goes again, ahead of the
  * TID's release (cm.c's cxe_c4tid_ulptx()). If the chip never ends the
- * connection, the pods stay taken for good.
+ * connection, the pods stay taken for good. An adapter that went away
+ * (dev.h) reads no pod again: its pods are cleared whatever became of the
+ * writes, which fail from the moment its device stops taking calls, a
+ * little before the glue hears it is gone.
  */
 static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 {
+	struct cxe_c4dev *d = cc->t->dev;
 	int len;
 
-	/* an adapter that went away reads no pod again (dev.h) */
-	if (READ_ONCE(cc->t->dev->gone))
+	if (READ_ONCE(d->gone))
 		return true;
 	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
-	if (!len || READ_ONCE(cc->t->dev->gone))
+	if (!len || READ_ONCE(d->gone))
 		return true;
 	pr_warn("%pISpc: a page pod clear was not confirmed (%d): aborting the connection\n",
 		&cc->c.peer, len);
@@ -120,15 +123,21 @@ static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 	if (!wait_event_timeout(cc->t->wq,
 				READ_ONCE(cc->t->st.state) == CXE_C4CONN_DONE,
 				CXE_C4_FENCE_WAIT)) {
+		if (READ_ONCE(d->gone))
+			return true;
 		pr_err("%pISpc: the chip did not end the connection: it may still place into a released task's pages, %u pods lost\n",
 		       &cc->c.peer, n);
 		return false;
 	}
+	if (READ_ONCE(d->gone))
+		return true;
 	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
-	if (len)
+	if (len && !READ_ONCE(d->gone)) {
 		pr_err("%pISpc: the page pod clear did not go (%d): %u pods lost\n",
 		       &cc->c.peer, len, n);
-	return !len;
+		return false;
+	}
+	return true;
 }
 
 /* A tag out of the table (its copy): pods cleared, then everything back */
