@@ -96,6 +96,21 @@ static int cxe_c4_ddp_pods(struct cxe_c4c *cc, u32 idx, u32 n,
 }
 
 /*
+ * One clear of n pods from idx: 0, or the write's error while the adapter
+ * is still there (a gone one reads no pod again, so its clear holds)
+ */
+static int cxe_c4_ddp_clear_once(struct cxe_c4c *cc, u32 idx, u32 n)
+{
+	struct cxe_c4dev *d = cc->t->dev;
+	int len;
+
+	if (READ_ONCE(d->gone))
+		return 0;
+	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
+	return len && !READ_ONCE(d->gone) ? len : 0;
+}
+
+/*
  * n pods from idx made invalid on the chip. True when the chip reads them
  * cleared: they may go back. A clear the chip did not confirm (no ack, a
  * reset meanwhile) aborts the connection; once the chip is done with it
@@ -108,13 +123,9 @@ static int cxe_c4_ddp_pods(struct cxe_c4c *cc, u32 idx, u32 n,
  */
 static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 {
-	struct cxe_c4dev *d = cc->t->dev;
-	int len;
+	int len = cxe_c4_ddp_clear_once(cc, idx, n);
 
-	if (READ_ONCE(d->gone))
-		return true;
-	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
-	if (!len || READ_ONCE(d->gone))
+	if (!len)
 		return true;
 	pr_warn("%pISpc: a page pod clear was not confirmed (%d): aborting the connection\n",
 		&cc->c.peer, len);
@@ -123,21 +134,17 @@ static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 	if (!wait_event_timeout(cc->t->wq,
 				READ_ONCE(cc->t->st.state) == CXE_C4CONN_DONE,
 				CXE_C4_FENCE_WAIT)) {
-		if (READ_ONCE(d->gone))
+		if (READ_ONCE(cc->t->dev->gone))
 			return true;
 		pr_err("%pISpc: the chip did not end the connection: it may still place into a released task's pages, %u pods lost\n",
 		       &cc->c.peer, n);
 		return false;
 	}
-	if (READ_ONCE(d->gone))
-		return true;
-	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
-	if (len && !READ_ONCE(d->gone)) {
+	len = cxe_c4_ddp_clear_once(cc, idx, n);
+	if (len)
 		pr_err("%pISpc: the page pod clear did not go (%d): %u pods lost\n",
 		       &cc->c.peer, len, n);
-		return false;
-	}
-	return true;
+	return !len;
 }
 
 /* A tag out of the table (its copy): pods cleared, then everything back */
