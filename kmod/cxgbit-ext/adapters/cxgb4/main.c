@@ -125,6 +125,17 @@ static void cxe_c4real_quiesce(struct cxe_c4real *r)
 	wait_var_event(&r->calls, !atomic_read(&r->calls));
 }
 
+/* An IPv6 address of ours into the adapter's CLIP table (0), and out */
+static int cxe_c4real_clip_get(struct cxe_c4real *r, const struct in6_addr *a)
+{
+	return cxgb4_clip_get(r->lldi.ports[0], (const u32 *)a->s6_addr, 1);
+}
+
+static void cxe_c4real_clip_put(struct cxe_c4real *r, const struct in6_addr *a)
+{
+	cxgb4_clip_release(r->lldi.ports[0], (const u32 *)a->s6_addr, 1);
+}
+
 static int cxe_c4real_alloc_stid(struct cxe_c4dev *d, int family)
 {
 	int stid;
@@ -150,8 +161,7 @@ static void cxe_c4real_free_stid(struct cxe_c4dev *d, u32 stid, int family)
 		a = xa_erase_bh(&r->stid6, stid);
 	if (cxe_c4real_enter(d)) {
 		if (a)
-			cxgb4_clip_release(r->lldi.ports[0],
-					   (const u32 *)a->s6_addr, 1);
+			cxe_c4real_clip_put(r, a);
 		cxgb4_free_stid(r->lldi.tids, stid, family);
 		cxe_c4real_leave(d);
 	}
@@ -173,15 +183,13 @@ static int cxe_c4real_create_server6(struct cxe_c4real *r, u32 stid,
 		a = kmemdup(&sin6->sin6_addr, sizeof(*a), GFP_KERNEL);
 		if (!a)
 			return -ENOMEM;
-		if (cxgb4_clip_get(r->lldi.ports[0], (const u32 *)a->s6_addr,
-				   1)) {
+		if (cxe_c4real_clip_get(r, a)) {
 			kfree(a);
 			return -ENOSPC;
 		}
 		ret = xa_insert_bh(&r->stid6, stid, a, GFP_KERNEL);
 		if (ret) {
-			cxgb4_clip_release(r->lldi.ports[0],
-					   (const u32 *)a->s6_addr, 1);
+			cxe_c4real_clip_put(r, a);
 			kfree(a);
 			return ret;
 		}
@@ -310,8 +318,7 @@ static int cxe_c4real_path(struct cxe_c4dev *d,
 	p->speed_mbps = ((struct port_info *)netdev_priv(port))->link_cfg.speed;
 	if (v6) {
 		memcpy(rt->local6.s6_addr, ip6[0], 16);
-		if (cxgb4_clip_get(cr->lldi.ports[0],
-				   (const u32 *)rt->local6.s6_addr, 1)) {
+		if (cxe_c4real_clip_get(cr, &rt->local6)) {
 			cxgb4_l2t_release(rt->l2t);
 			ret = -ENOSPC;
 			goto out;
@@ -321,8 +328,7 @@ static int cxe_c4real_path(struct cxe_c4dev *d,
 	ret = xa_insert_bh(&cr->tids, r->tid, rt, GFP_KERNEL);
 	if (ret) {
 		if (v6)
-			cxgb4_clip_release(cr->lldi.ports[0],
-					   (const u32 *)rt->local6.s6_addr, 1);
+			cxe_c4real_clip_put(cr, &rt->local6);
 		cxgb4_l2t_release(rt->l2t);
 		goto out;
 	}
@@ -389,19 +395,16 @@ static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 {
 	struct cxe_c4real *cr = to_real(d);
 	struct cxe_c4real_tid *rt = xa_erase_bh(&cr->tids, tid);
-	bool live = cxe_c4real_enter(d);
 
-	if (live)
+	if (cxe_c4real_enter(d)) {
 		cxgb4_remove_tid(cr->lldi.tids, 0, tid,
 				 ipv6 ? AF_INET6 : AF_INET);
-	if (rt && live) {
-		if (rt->ipv6)
-			cxgb4_clip_release(cr->lldi.ports[0],
-					   (const u32 *)rt->local6.s6_addr, 1);
-		cxgb4_l2t_release(rt->l2t);
-	}
-	if (live)
+		if (rt && rt->ipv6)
+			cxe_c4real_clip_put(cr, &rt->local6);
+		if (rt)
+			cxgb4_l2t_release(rt->l2t);
 		cxe_c4real_leave(d);
+	}
 	if (rt)
 		kfree_rcu(rt, rcu);
 }
