@@ -135,6 +135,13 @@ struct cxe_adapter_ops {
 	int (*send_pdu)(struct cxe_conn *c, const u8 *bhs,
 			const struct cxe_data *src);
 	int (*send_burst)(struct cxe_conn *c, const struct cxe_burst *b);
+	/*
+	 * Sending bytes more now would not wait for the peer (room in the
+	 * send buffer, credits in hand), so that the thread that completed a
+	 * command may send its response itself. Called under c->tx_lock.
+	 * Optional: without it, LIO's TX thread sends every response.
+	 */
+	bool (*tx_room)(struct cxe_conn *c, u32 bytes);
 
 	/*
 	 * DDP: a tag (the R2T's TTT) for the window [win->offset,

@@ -15,6 +15,7 @@
 #include <linux/stddef.h>
 #include <linux/list.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
@@ -53,6 +54,7 @@ enum cxe_stat {
 	CXE_STAT_MODEL_CPLS,	/* messages a Chelsio chip (or model) handed up */
 	CXE_STAT_MODEL_WRS,	/* work requests sent to a chip (or model) */
 	CXE_STAT_RANGE_BYTES,	/* placed bytes a later Data-Out completed */
+	CXE_STAT_TX_INLINE,	/* responses sent by the thread that completed them */
 	CXE_STAT_MAX,
 };
 
@@ -115,6 +117,13 @@ struct cxe_conn {
 	u32			rx_range_start;	/* with CXE_RX_RANGE: set by recv_hdr */
 	bool			answered;	/* a Login response went out */
 	bool			logged_in;	/* the last Login response went out */
+	/*
+	 * Every send after login: LIO's TX thread and a response sent inline
+	 * (transport.c, "Responses sent inline") take it, so PDUs do not
+	 * interleave and StatSN goes out in the order LIO hands it out.
+	 */
+	struct mutex		tx_lock;
+	bool			no_inline;	/* under tx_lock: the TX thread only */
 	atomic64_t		stats[CXE_STAT_MAX];
 };
 

@@ -27,6 +27,7 @@
 #include <target/iscsi/iscsi_target_core.h>
 #include <target/iscsi/iscsi_transport.h>
 
+#include "iscsi_target_erl0.h"
 #include "iscsi_target_parameters.h"
 #include "iscsi_target_login.h"
 
@@ -58,6 +59,7 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_MODEL_CPLS]	= "model_cpls",
 	[CXE_STAT_MODEL_WRS]	= "model_wrs",
 	[CXE_STAT_RANGE_BYTES]	= "range_bytes",
+	[CXE_STAT_TX_INLINE]	= "tx_inline",
 };
 
 /* ---- portals ------------------------------------------------------------ */
@@ -170,6 +172,7 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	}
 	if (ret)
 		return ret;
+	mutex_init(&c->tx_lock);
 	conn->context = c;
 	conn->login_family = c->peer.ss_family;
 	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));
@@ -230,14 +233,15 @@ ssize_t cxe_np_show_all(char *page, bool state)
 static int cxe_conn_line(const struct cxe_conn *c, char *line)
 {
 	return scnprintf(line, CXE_CONN_LINE,
-			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld\n",
+			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld tx_inline=%lld\n",
 			 &c->peer, &c->local, c->adapter->name,
 			 !READ_ONCE(c->logged_in), c->hdigest, c->ddigest,
 			 c->ddp, c->iso,
 			 atomic64_read(&c->stats[CXE_STAT_PDUS_RX]),
 			 atomic64_read(&c->stats[CXE_STAT_PDUS_TX]),
 			 atomic64_read(&c->stats[CXE_STAT_BYTES_PLACED]),
-			 atomic64_read(&c->stats[CXE_STAT_BYTES_COPIED]));
+			 atomic64_read(&c->stats[CXE_STAT_BYTES_COPIED]),
+			 atomic64_read(&c->stats[CXE_STAT_TX_INLINE]));
 }
 
 /*
@@ -281,6 +285,7 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	conn->context = NULL;
 	cxe_ops(c)->conn_release(c);
 	cxe_adapter_put(c->adapter);
+	mutex_destroy(&c->tx_lock);
 	kfree(c);
 }
 
@@ -662,6 +667,113 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 	if (ret)
 		pr_debug("xmit to %pISpc failed: %d\n", &c->peer, ret);
 	return ret;
+}
+
+/* ---- responses sent inline ---------------------------------------------- */
+
+/*
+ * A command's Data-In and status go out from the thread that completed it
+ * (LIO's completion work, or the RX thread) instead of waking LIO's TX
+ * thread, when that thread has nothing waiting and the send will not wait
+ * for the peer. LIO builds and sends them the same way in both
+ * (iscsit_response_queue()); c->tx_lock around every send keeps PDUs
+ * whole and StatSN in wire order.
+ *
+ * Not inline:
+ * - where sleeping is not allowed, or the kernel cannot say (preemptible()
+ *   is 0 without a preempt count): a send may sleep;
+ * - at ERL > 0: connection recovery moves commands to another connection
+ *   and LIO's close does not wait for them; at ERL 0 it waits for every
+ *   command (iscsit_release_commands_from_conn()), so no send is under
+ *   way once the connection is freed;
+ * - with anything queued for the TX thread, which keeps its order;
+ * - once a Logout response is on its way (cxe_response_queue());
+ * - on an adapter without tx_room (a chip's credit wait may be long).
+ */
+
+/* The bytes a command's response puts on the wire, at most */
+static u32 cxe_rsp_bytes(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
+{
+	u32 data = cmd->i_state == ISTATE_SEND_DATAIN ?
+		   cmd->se_cmd.data_length : 0;
+	u32 pdus = data / conn->conn_ops->MaxRecvDataSegmentLength + 2;
+
+	return data + TRANSPORT_SENSE_BUFFER + 2 +
+	       pdus * (ISCSI_HDR_LEN + 2 * ISCSI_CRC_LEN + 3);
+}
+
+static bool cxe_inline_allowed(struct cxe_conn *c, struct iscsit_conn *conn)
+{
+	return preemptible() && cxe_ops(c)->tx_room &&
+	       READ_ONCE(c->logged_in) && !READ_ONCE(c->no_inline) &&
+	       conn->conn_state == TARG_CONN_STATE_LOGGED_IN &&
+	       !conn->sess->sess_ops->ErrorRecoveryLevel &&
+	       list_empty_careful(&conn->immed_queue_list) &&
+	       list_empty_careful(&conn->response_queue_list);
+}
+
+/* iscsit_queue_data_in and iscsit_queue_status (good status only) */
+static int cxe_queue_rsp(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
+{
+	struct cxe_conn *c = conn->context;
+	int ret;
+
+	if (!c || !cxe_inline_allowed(c, conn) || !mutex_trylock(&c->tx_lock))
+		return iscsit_queue_rsp(conn, cmd);
+	/* room is checked under the lock: no other send fills it meanwhile */
+	if (c->no_inline || !cxe_ops(c)->tx_room(c, cxe_rsp_bytes(conn, cmd))) {
+		mutex_unlock(&c->tx_lock);
+		return iscsit_queue_rsp(conn, cmd);
+	}
+	ret = iscsit_response_queue(conn, cmd, cmd->i_state);
+	if (ret < 0)
+		c->no_inline = true;
+	mutex_unlock(&c->tx_lock);
+	if (ret < 0) {
+		/* what the TX thread does when a send fails: the connection goes */
+		pr_debug("inline send to %pISpc failed: dropping the connection\n",
+			 &c->peer);
+		iscsit_cause_connection_reinstatement(conn, 0);
+		return 0;
+	}
+	/* 1: the immediate queue has work; its producer woke the TX thread */
+	cxe_cstat(c, CXE_STAT_TX_INLINE, 1);
+	return 0;
+}
+
+static int cxe_immediate_queue(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
+			       int state)
+{
+	struct cxe_conn *c = conn->context;
+	int ret;
+
+	mutex_lock(&c->tx_lock);
+	ret = iscsit_immediate_queue(conn, cmd, state);
+	mutex_unlock(&c->tx_lock);
+	return ret;
+}
+
+static int cxe_response_queue(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
+			      int state)
+{
+	struct cxe_conn *c = conn->context;
+	int ret;
+
+	mutex_lock(&c->tx_lock);
+	if (state != ISTATE_SEND_LOGOUTRSP) {
+		ret = iscsit_response_queue(conn, cmd, state);
+		mutex_unlock(&c->tx_lock);
+		return ret;
+	}
+	/*
+	 * After a Logout response LIO ends the connection or the session from
+	 * this thread (iscsit_logout_post_handler()) and may wait there for
+	 * the close: the lock is not held across that, and from here on the
+	 * TX thread is the only sender.
+	 */
+	c->no_inline = true;
+	mutex_unlock(&c->tx_lock);
+	return iscsit_response_queue(conn, cmd, state);
 }
 
 /* ---- DDP tags -------------------------------------------------------------- */
@@ -1209,11 +1321,11 @@ struct iscsit_transport cxe_transport = {
 	.iscsit_free_conn	= cxe_free_conn,
 	.iscsit_get_login_rx	= cxe_get_login_rx,
 	.iscsit_put_login_tx	= cxe_put_login_tx,
-	.iscsit_immediate_queue	= iscsit_immediate_queue,
-	.iscsit_response_queue	= iscsit_response_queue,
+	.iscsit_immediate_queue	= cxe_immediate_queue,
+	.iscsit_response_queue	= cxe_response_queue,
 	.iscsit_get_dataout	= iscsit_build_r2ts_for_cmd,
-	.iscsit_queue_data_in	= iscsit_queue_rsp,
-	.iscsit_queue_status	= iscsit_queue_rsp,
+	.iscsit_queue_data_in	= cxe_queue_rsp,
+	.iscsit_queue_status	= cxe_queue_rsp,
 	.iscsit_xmit_pdu	= cxe_xmit_pdu,
 	.iscsit_get_r2t_ttt	= cxe_get_r2t_ttt,
 	.iscsit_get_rx_pdu	= cxe_get_rx_pdu,

@@ -10,6 +10,7 @@ show the PDUs and the bytes placed straight into command pages.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import struct
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
+from iscsi_initiator.pdu import F_DATAIN_STATUS, RSVD_TAG, Op, nop_out, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
@@ -108,12 +110,75 @@ def test_open_iscsi_fio_verify_offloaded(offload_target: None) -> None:
         assert res.write_bytes == 16 * topology.MiB
     after = soft0_counters()
     assert after["bytes_placed"] - before["bytes_placed"] >= 2 * 16 * topology.MiB
+    # responses went out from the completing thread, not only LIO's TX thread
+    assert after["tx_inline"] > before["tx_inline"]
     # at iodepth 32 the receive side handles several queued PDUs per wake-up
     pdus = after["pdus_rx"] - before["pdus_rx"]
     waits = after["rx_waits"] - before["rx_waits"]
     print(f"receive: {pdus} PDUs in {waits} wake-ups ({pdus / waits:.2f} per wake-up)")
     assert pdus > waits
     iscsiadm.logout(IQN, portal)
+
+
+def connection_counter(peer: str, name: str) -> int:
+    """One counter of one offloaded connection, from the connections file."""
+    (line,) = [ln for ln in (CFS / "connections").read_text().splitlines() if ln.startswith(f"{peer} ")]
+    return int(dict(f.partition("=")[::2] for f in line.split()[2:])[name])
+
+
+@pytest.mark.parametrize("ip", [OFF.tgt_ip, STOCK.tgt_ip], ids=["offload", "stock"])
+def test_statsn_follows_the_wire_when_responses_go_inline(offload_target: None, ip: str) -> None:
+    """Responses sent by the thread that completed the command (tx_inline)
+    and those LIO's TX thread sends (NOP-In replies) share one connection:
+    pipelined READs, WRITEs with immediate data and pings all answered,
+    every status-carrying PDU's StatSN one above the one before it, in the
+    order they arrive, and every read returns what was written."""
+    c = login(ip, Params(max_recv_dlen=8192))
+    peer = "{}:{}".format(*c.sock.getsockname())
+    offloaded = peer in offloaded_peers()
+    assert offloaded == (ip == OFF.tgt_ip)
+    inline0 = connection_counter(peer, "tx_inline") if offloaded else 0
+    blocks = 16  # 8 KiB: one Data-In each
+    data = {i: os.urandom(blocks * BLOCK) for i in range(12)}
+    for i, d in data.items():
+        c.scsi_write(8192 + i * blocks, d)
+    want: dict[int, int] = {}  # ITT -> index into data, or -1 for a ping
+    for round_ in range(4):
+        for i in data:
+            itt = c.next_itt()
+            cdb = struct.pack(">BBIBHB", 0x28, 0, 8192 + i * blocks, 0, blocks, 0)
+            c.send(scsi_command(cdb, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, read_len=blocks * BLOCK))
+            c.cmdsn += 1
+            want[itt] = i
+            if i % 4 == round_:
+                itt = c.next_itt()
+                c.send(nop_out(itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, data=b"ping"))
+                want[itt] = -1
+    statsns: list[int] = []
+    got: dict[int, bytes] = {}
+    while len(got) < len(want):
+        p = c.recv()
+        if p.opcode == Op.NOOP_IN and p.itt == RSVD_TAG:
+            continue  # the target's own ping carries no new StatSN
+        assert p.itt in want and p.itt not in got, f"unexpected {p!r}"
+        if p.opcode == Op.DATA_IN:
+            assert p.flags & F_DATAIN_STATUS and p.u8(3) == 0, f"{p!r} without good status"
+        elif p.opcode == Op.NOOP_IN:
+            assert want[p.itt] == -1 and p.data == b"ping"
+        else:
+            raise AssertionError(f"unexpected {p!r}")
+        statsns.append(p.statsn)
+        got[p.itt] = p.data
+    steps = [b - a for a, b in itertools.pairwise(statsns)]
+    assert steps == [1] * len(steps), f"StatSN out of wire order: {statsns}"
+    for itt, i in want.items():
+        if i >= 0:
+            assert got[itt] == data[i]
+    if offloaded:
+        moved = connection_counter(peer, "tx_inline") - inline0
+        print(f"{moved} of {len(want) + len(data)} responses sent inline")
+        assert moved > 0
+    assert c.logout() == 0
 
 
 SG_SCSI_RESET = 0x2284  # <scsi/sg.h>

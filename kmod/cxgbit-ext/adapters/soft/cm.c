@@ -833,6 +833,7 @@ static const struct cxe_adapter_ops cxe_soft_ops = {
 	.data_taken	= cxe_soft_data_taken,
 	.send_pdu	= cxe_soft_send_pdu,
 	.send_burst	= cxe_soft_send_burst,
+	.tx_room	= cxe_soft_tx_room,
 	.ddp_reserve	= cxe_soft_ddp_reserve,
 	.ddp_check	= cxe_soft_ddp_check,
 	.ddp_release	= cxe_soft_ddp_release,

@@ -779,6 +779,22 @@ static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 	return cxe_tx_copy(sc, tail, tlen, more);
 }
 
+/*
+ * TCP takes bytes more without waiting for the peer: room for twice them
+ * in the send buffer (what is queued is counted at skb truesize, more than
+ * its data) and the stream still open. Read without the socket lock: the
+ * caller holds the connection's only right to send.
+ */
+bool cxe_soft_tx_room(struct cxe_conn *c, u32 bytes)
+{
+	struct sock *sk = cxe_soft(c)->sock->sk;
+
+	return !READ_ONCE(sk->sk_err) &&
+	       !(READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN) &&
+	       sk_stream_memory_free(sk) &&
+	       sk_stream_wspace(sk) >= 2 * (int)bytes;
+}
+
 /* The first send: the held Login request is consumed first */
 static int cxe_tx_start(struct cxe_soft_conn *sc)
 {

@@ -171,6 +171,7 @@ int cxe_soft_data_taken(struct cxe_conn *c);
 int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 		      const struct cxe_data *src);
 int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b);
+bool cxe_soft_tx_room(struct cxe_conn *c, u32 bytes);
 void cxe_soft_tx_release(struct cxe_soft_conn *sc);
 
 /* ddp.c */
