@@ -129,7 +129,20 @@ def test_ratio_outside_the_copy_routines() -> None:
     # offload copies the same bytes with a routine TCG counts lower, and does more elsewhere
     points = [point("offload", copy=200, cxgbit_ext=120), point("stock", copy=400, iscsi_target_mod=100)]
     assert profile.outside_copy(points) == {("off", "randwrite", 524288): (320 / 500, 120 / 100)}
-    assert "| off | randwrite | 512K | 0.64 | 1.20 |" in profile.markdown(points)
+    assert "| off | randwrite | 512K | 0.64 | 1.20 | 0.12 / 0.10 = 1.20 |" in profile.markdown(points)
+
+
+def test_transport_layer_counts_both_modules_and_the_crc() -> None:
+    def point(transport: str, **b: float) -> dict[str, object]:
+        return {"digest": "on", "rw": "randread", "bs_bytes": 4096, "transport": transport,
+                "target_buckets_per_io": {**dict.fromkeys(profile.BUCKETS, 0.0), **b}}  # fmt: skip
+
+    points = [
+        point("offload", cxgbit_ext=1300, iscsi_target_mod=1300, crc32c=1100, copy=25000),
+        point("stock", cxgbit_ext=100, iscsi_target_mod=2300, crc32c=800, copy=26000, **{"other kernel": 500}),
+    ]
+    assert profile.transport_layer(points) == {("on", "randread", 4096): (3700, 3200)}
+    assert "| 3.70 / 3.20 = 1.16 |" in profile.markdown(points)
 
 
 def test_kernel_functions_outside_transport_and_copy_are_differenced(tmp_path) -> None:
