@@ -683,9 +683,10 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
  * - where sleeping is not allowed, or the kernel cannot say (preemptible()
  *   is 0 without a preempt count): a send may sleep;
  * - at ERL > 0: connection recovery moves commands to another connection
- *   and LIO's close does not wait for them; at ERL 0 it waits for every
- *   command (iscsit_release_commands_from_conn()), so no send is under
- *   way once the connection is freed;
+ *   and LIO's close does not wait for them; at ERL 0 the close waits until
+ *   every command of the connection is released (target_wait_for_cmds()
+ *   in iscsit_release_commands_from_conn()), which a command being sent
+ *   inline is not, so no such send outlives the connection;
  * - with anything queued for the TX thread, which keeps its order;
  * - once a Logout response is on its way (cxe_response_queue());
  * - on an adapter without tx_room (a chip's credit wait may be long).
@@ -727,7 +728,7 @@ static int cxe_queue_rsp(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 	}
 	ret = iscsit_response_queue(conn, cmd, cmd->i_state);
 	if (ret < 0)
-		c->no_inline = true;
+		WRITE_ONCE(c->no_inline, true);
 	mutex_unlock(&c->tx_lock);
 	if (ret < 0) {
 		/* what the TX thread does when a send fails: the connection goes */
@@ -771,7 +772,7 @@ static int cxe_response_queue(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 	 * the close: the lock is not held across that, and from here on the
 	 * TX thread is the only sender.
 	 */
-	c->no_inline = true;
+	WRITE_ONCE(c->no_inline, true);
 	mutex_unlock(&c->tx_lock);
 	return iscsit_response_queue(conn, cmd, state);
 }
