@@ -84,22 +84,26 @@ def read_insn(path: Path) -> int:
     return int(path.read_text().strip() or 0)
 
 
-def iperf(plan: Plan, tc: TargetControl) -> list[dict[str, float]]:
+def iperf(plan: Plan, tc: TargetControl, reverse: bool = False) -> list[dict[str, float]]:
+    """The link, initiator -> target (writes' direction) or, reversed,
+    target -> initiator (reads'), with both VMs' CPU over each run."""
     out = []
+    way = "target -> initiator" if reverse else "initiator -> target"
     for i in range(plan.iperf_repeats):
-        a = tc.snap()
+        a, ia = tc.snap(), own_snap()
         p = subprocess.run(
-            ["iperf3", "-c", plan.target_ip, "-t", str(plan.iperf_seconds), "-J"],
+            ["iperf3", "-c", plan.target_ip, "-t", str(plan.iperf_seconds), "-J", *(["-R"] if reverse else [])],
             capture_output=True, text=True, timeout=plan.iperf_seconds + 60,
         )  # fmt: skip
-        b = tc.snap()
+        b, ib = tc.snap(), own_snap()
         if p.returncode:
             raise SystemExit(f"perf: iperf3: exit {p.returncode}: {p.stdout[-500:]} {p.stderr[-500:]}")
         rep = json.loads(p.stdout)
         gbps = rep["end"]["sum_received"]["bits_per_second"] / 1e9
-        c = cost(a, b)
-        out.append({"gbps": gbps, "target_cpu_pct": c.cpu_pct, "target": c.dump()})
-        print(f"perf: link {i + 1}/{plan.iperf_repeats}: {gbps:.3f} Gbit/s, target {c.cpu_pct:.0f}% CPU", flush=True)
+        c, ic = cost(a, b), own_cost(ia, ib, (0, 0))
+        out.append({"gbps": gbps, "target_cpu_pct": c.cpu_pct, "target": c.dump(), "initiator_cpu_pct": ic.cpu_pct})
+        print(f"perf: link {way} {i + 1}/{plan.iperf_repeats}: {gbps:.3f} Gbit/s, target {c.cpu_pct:.0f}% CPU, "
+              f"initiator {ic.cpu_pct:.0f}% CPU", flush=True)  # fmt: skip
     return out
 
 
@@ -129,7 +133,7 @@ def main() -> int:
     for p in portals.values():
         iscsiadm.discover(p)
 
-    link = {"iperf": iperf(plan, tc)}
+    link = {"iperf": iperf(plan, tc), "iperf_reverse": iperf(plan, tc, reverse=True)}
     a0 = tc.snap()
     time.sleep(plan.idle_seconds)
     b0 = tc.snap()
@@ -169,7 +173,7 @@ def main() -> int:
                     f"perf: [{n}/{total}] rep {s.rep + 1} {s.transport:<7} digest {s.digest:<3} {rw:<9} {bs:>4}: "
                     f"{m['iops']:7.0f} IOPS {m['mbps']:7.2f} MB/s p99 {m['lat_p99_us']:8.0f} us | target "
                     f"{rec['target_cpu_pct']:3.0f}% CPU {rec['target_insn_per_io'] / 1e3:7.0f}k insn/IO "
-                    f"| eta {eta / 60:.1f} min",
+                    f"| initiator {rec['initiator_cpu_pct']:3.0f}% CPU | eta {eta / 60:.1f} min",
                     flush=True,
                 )
         finally:

@@ -88,12 +88,12 @@ def test_fio_metrics_from_a_real_fio_run(tmp_path: Path) -> None:
     assert 0 < m["lat_p50_us"] <= m["lat_p99_us"] <= m["lat_p99.9_us"]
 
 
-def _point(transport: str, bs: str, rep: int, mbps: float, insn: float) -> dict[str, object]:
+def _point(transport: str, bs: str, rep: int, mbps: float, insn: float, ini: float = 40.0) -> dict[str, object]:
     return {
         "transport": transport, "digest": "off", "rw": "randread", "bs": bs, "rep": rep,
         "iops": mbps * 1e6 / perflib.bs_bytes(bs), "mbps": mbps, "lat_p50_us": 100.0, "lat_p99_us": 200.0,
         "lat_p99.9_us": 300.0, "lat_stddev_us": 20.0, "target_cpu_pct": 50.0,
-        "target_busy_us_per_io": 10.0, "target_insn_per_io": insn,
+        "target_busy_us_per_io": 10.0, "target_insn_per_io": insn, "initiator_cpu_pct": ini,
     }  # fmt: skip
 
 
@@ -128,3 +128,29 @@ def test_markdown_and_plots_from_a_result(tmp_path: Path) -> None:
     made = perflib.plot(result, tmp_path)
     assert [p.name for p in made] == ["throughput.png", "cpu.png", "insn_per_io.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in made)
+
+
+def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> None:
+    pts = [_point(t, "4k", rep, 12.0 if t == "offload" else 10.0, 1e5, ini=95.0 if t == "offload" else 60.0)
+           for rep in range(2) for t in ("stock", "offload")]  # fmt: skip
+    pts += [_point(t, "8k", rep, 24.0 if t == "offload" else 20.0, 1e5)
+            for rep in range(2) for t in ("stock", "offload")]  # fmt: skip
+    # a run from before the field: initiator CPU from the point's own cost
+    legacy = {k: v for k, v in _point("stock", "16k", 0, 30.0, 1e5).items() if k != "initiator_cpu_pct"}
+    pts += [{**legacy, "runtime_s": 4.0, "initiator": {"busy_s": 2.0}}, _point("offload", "16k", 0, 36.0, 1e5)]
+    result = {
+        "kernel": "6.1.0-test", "date": "2026-11-27T00:00:00+00:00", "commit": "abc", "command": "perf/run",
+        "wall_s": 60.0, "plan": perflib.load_plan(MATRIX).dump(), "points": pts,
+        "link": {"iperf": [{"gbps": 0.4, "target_cpu_pct": 60.0, "initiator_cpu_pct": 70.0}],
+                 "iperf_reverse": [{"gbps": 0.2, "target_cpu_pct": 80.0, "initiator_cpu_pct": 50.0}],
+                 "idle": {"insn_per_s": 2e7, "cpu_pct": 1.0}},
+    }  # fmt: skip
+    md = perflib.markdown(result)
+    assert "- initiator → target (writes): 0.400 Gbit/s" in md and "initiator 70% CPU" in md
+    assert "- target → initiator (reads): 0.200 Gbit/s" in md
+    assert "| off | randread | 4k | 1.20 (1.20 to 1.20) ⓘ |" in md
+    assert "| 60 / 95 |" in md
+    assert "| off | randread | 8k | 1.20 (1.20 to 1.20) |" in md
+    assert "| off | randread | 16k | 1.20 (1.20 to 1.20) |" in md and "| 50 / 40 |" in md
+    # reads' share of the link is of the reverse direction: 10 MB/s of 25 MB/s
+    assert "| stock | off | randread | 4k | 2441 ± 0 | 10.00 ± 0.00 | 40% |" in md
