@@ -470,12 +470,13 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             f"{micro['note']}.",
             "",
-            "| what | ns per op | GB/s |",
+            "| what | ns per op (min / median) | GB/s (median) |",
             "|---|---|---|",
         ]
         for r in micro["results"]:
             gbs = f"{r['gb_per_s']:.2f}" if r["gb_per_s"] else "-"
-            lines.append(f"| {r['name']} | {r['ns_per_op']:.1f} / {r['unit']} | {gbs} |")
+            ns = f"{r['ns_min']:.1f} / {r['ns_per_op']:.1f}" if "ns_min" in r else f"{r['ns_per_op']:.1f}"
+            lines.append(f"| {r['name']} | {ns} / {r['unit']} | {gbs} |")
     return "\n".join(lines) + "\n"
 
 
