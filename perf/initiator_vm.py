@@ -13,10 +13,12 @@ line per point ("perf: ...").
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,24 @@ def own_cost(a: tuple[float, int, int], b: tuple[float, int, int], insn: tuple[i
     sa = Snap(a[0], a[1], a[2], insn[0], 0, {})
     sb = Snap(b[0], b[1], b[2], insn[1], 0, {})
     return cost(sa, sb)
+
+
+class MidRunCpu(threading.Thread):
+    """The initiator VM's CPU over the middle half of a fio run (its start,
+    about half a second, and its end left out): whether the initiator was
+    the bottleneck while I/O ran, which its share over the whole window
+    (fio starting and exiting included) cannot say."""
+
+    def __init__(self, runtime: float) -> None:
+        super().__init__(daemon=True)
+        self.start_at, self.span = 0.5 + runtime / 4, runtime / 2
+        self.cpu_pct = math.nan
+
+    def run(self) -> None:
+        time.sleep(self.start_at)
+        a = own_snap()
+        time.sleep(self.span)
+        self.cpu_pct = own_cost(a, own_snap(), (0, 0)).cpu_pct
 
 
 def read_insn(path: Path) -> int:
@@ -158,14 +178,18 @@ def main() -> int:
             for rw, bs in s.points:
                 ia, ii = own_snap(), read_insn(insn_file)
                 ta = tc.snap()
+                mid = MidRunCpu(plan.runtime)
+                mid.start()
                 report = fio.run(fio_args(plan, dev, rw, bs), timeout=plan.runtime + 120)
                 tb = tc.snap()
+                mid.join()
                 ib, ij = own_snap(), read_insn(insn_file)
                 m = fio_metrics(report, rw, plan.percentiles)
                 rec = point_record(
                     s, rw, bs, m, cost(ta, tb, idle_rate), own_cost(ia, ib, (ii, ij)), counter_delta(ta, tb)
                 )
                 rec["target_prof"] = tb.prof  # the dump made at tb: ta..tb
+                rec["initiator_cpu_pct"] = mid.cpu_pct
                 points.append(rec)
                 n = len(points)
                 eta = (time.monotonic() - t_start) / n * (total - n)

@@ -293,7 +293,7 @@ def point_record(
         "target_busy_us_per_io": 1e6 * tgt.busy_s / ios,
         "target_insn_per_io": tgt.insn_net / ios,
         "initiator": ini.dump(),
-        "initiator_cpu_pct": 100.0 * ini.busy_s / fio["runtime_s"],
+        "initiator_cpu_pct": ini.cpu_pct,  # over the window; the initiator VM replaces it with mid-run's
         "counters": counters,
     }  # fmt: skip
 
@@ -311,9 +311,10 @@ INITIATOR_BOUND_PCT = 90.0
 
 
 def _metric(p: dict[str, Any], m: str) -> float:
-    """A point's metric; initiator CPU from its cost for runs that predate the field."""
+    """A point's metric; for runs that predate initiator_cpu_pct, the
+    initiator's CPU over the point's whole window."""
     if m == "initiator_cpu_pct" and m not in p:
-        return 100.0 * float(p["initiator"]["busy_s"]) / float(p["runtime_s"])
+        return float(p["initiator"]["cpu_pct"])
     return float(p[m])
 
 
@@ -424,9 +425,11 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "## Ratios offload ÷ stock (mean, and the widest range over repeats; ⚠ = range crosses 1)",
         "",
-        "Throughput above 1 is better; CPU per I/O below 1 is better. Initiator CPU is the initiator VM's, "
-        f"stock / offload; ⓘ: at least {INITIATOR_BOUND_PCT:.0f}% on a path, so the initiator bound that "
-        "point and its throughput ratio measures the initiator, not the target.",
+        "Throughput above 1 is better; CPU per I/O below 1 is better. Initiator CPU is the initiator VM's "
+        "over the middle half of each fio run (in runs before that was sampled: over the point's whole "
+        f"window, fio's start and exit included), stock / offload; ⓘ: at least {INITIATOR_BOUND_PCT:.0f}% "
+        "on a path, so the initiator bound that point and its throughput ratio measures the initiator, "
+        "not the target.",
         "",
         "| digest | rw | bs | throughput | target insn/IO | target busy/IO | initiator %CPU |",
         "|---|---|---|---|---|---|---|",

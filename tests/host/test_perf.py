@@ -137,7 +137,7 @@ def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> Non
             for rep in range(2) for t in ("stock", "offload")]  # fmt: skip
     # a run from before the field: initiator CPU from the point's own cost
     legacy = {k: v for k, v in _point("stock", "16k", 0, 30.0, 1e5).items() if k != "initiator_cpu_pct"}
-    pts += [{**legacy, "runtime_s": 4.0, "initiator": {"busy_s": 2.0}}, _point("offload", "16k", 0, 36.0, 1e5)]
+    pts += [{**legacy, "initiator": {"cpu_pct": 50.0}}, _point("offload", "16k", 0, 36.0, 1e5)]
     result = {
         "kernel": "6.1.0-test", "date": "2026-11-27T00:00:00+00:00", "commit": "abc", "command": "perf/run",
         "wall_s": 60.0, "plan": perflib.load_plan(MATRIX).dump(), "points": pts,
