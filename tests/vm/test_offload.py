@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import itertools
 import os
+import socket
 import struct
 import subprocess
 import time
@@ -179,6 +180,41 @@ def test_statsn_follows_the_wire_when_responses_go_inline(offload_target: None, 
         print(f"{moved} of {len(want) + len(data)} responses sent inline")
         assert moved > 0
     assert c.logout() == 0
+
+
+def test_an_initiator_that_stops_reading_holds_up_no_one(offload_target: None) -> None:
+    """An initiator sends 32 MiB of READs and reads none of it: the
+    target's socket fills, and what does not fit waits for LIO's TX thread
+    instead of being sent from the completion work (tx_room says no). A neighbour
+    session on the same portal reads and writes meanwhile; when the stalled
+    initiator resets its connection, the connection is gone within
+    seconds, nothing left sending on it."""
+    stalled = login(OFF.tgt_ip)
+    peer = "{}:{}".format(*stalled.sock.getsockname())
+    assert peer in offloaded_peers()
+    inline0 = connection_counter(peer, "tx_inline")
+    blocks = 2048  # 1 MiB
+    for i in range(32):
+        cdb = struct.pack(">BBIBHB", 0x28, 0, i * blocks, 0, blocks, 0)
+        stalled.send(scsi_command(cdb, itt=stalled.next_itt(), cmdsn=stalled.cmdsn, expstatsn=stalled.expstatsn,
+                                  read_len=blocks * BLOCK))  # fmt: skip
+        stalled.cmdsn += 1
+    time.sleep(2)
+    neighbour = login(OFF.tgt_ip)
+    data = os.urandom(64 * BLOCK)
+    neighbour.scsi_write(100000, data)
+    assert neighbour.scsi_read(100000, 64) == data
+    assert neighbour.logout() == 0
+    assert peer in offloaded_peers(), "the stalled connection went before its initiator did"
+    inline = connection_counter(peer, "tx_inline") - inline0
+    print(f"{inline} of 32 reads sent inline before the socket filled")
+    assert inline < 32
+    stalled.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    stalled.close()  # a reset, with most of 32 MiB unread
+    deadline = time.monotonic() + 20
+    while peer in offloaded_peers():
+        assert time.monotonic() < deadline, "the reset connection was never released"
+        time.sleep(0.2)
 
 
 SG_SCSI_RESET = 0x2284  # <scsi/sg.h>
