@@ -1236,7 +1236,7 @@ static int cxe_rx_pdu(struct cxe_conn *c, u8 *hdr)
  * initiator closes, when LIO stops the thread, or on a protocol error,
  * after which LIO tears the connection down (ERL 0).
  */
-static void cxe_get_rx_pdu(struct iscsit_conn *conn)
+static void cxe_rx_loop(struct iscsit_conn *conn)
 {
 	struct cxe_conn *c = conn->context;
 	u8 hdr[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN];
@@ -1303,6 +1303,26 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 	return;
 drop:
 	cxe_cstat(c, CXE_STAT_DROPS, 1);
+}
+
+/*
+ * Once the receive loop is over LIO tears the connection down and waits
+ * for every command of it, a command being sent inline too. A send that
+ * waits for room the peer never makes (the room tx_room saw gone to
+ * memory pressure) would hold that up for good: LIO's signal wakes its TX
+ * thread, not the completing thread. So no response goes inline any more,
+ * and a socket-based connection's stream is shut, which fails such a
+ * send at once. A Logout response is on the wire by then: the loop ends
+ * after LIO's wait for it.
+ */
+static void cxe_get_rx_pdu(struct iscsit_conn *conn)
+{
+	struct cxe_conn *c = conn->context;
+
+	cxe_rx_loop(conn);
+	WRITE_ONCE(c->no_inline, true);
+	if (cxe_ops(c)->tx_room && conn->sock)
+		kernel_sock_shutdown(conn->sock, SHUT_RDWR);
 }
 
 static enum target_prot_op cxe_get_sup_prot_ops(struct iscsit_conn *conn)

@@ -182,10 +182,26 @@ def test_statsn_follows_the_wire_when_responses_go_inline(offload_target: None, 
     assert c.logout() == 0
 
 
+def workers_waiting_on_a_socket() -> list[str]:
+    """Kernel workers (kworker/*) sleeping for room in a socket's send buffer."""
+    out = []
+    for task in Path("/proc").glob("[0-9]*"):
+        try:
+            if (
+                task.joinpath("comm").read_text().startswith("kworker")
+                and "sk_stream_wait_memory" in (task / "stack").read_text()
+            ):
+                out.append(task.name)
+        except OSError:
+            continue  # gone meanwhile
+    return out
+
+
 def test_an_initiator_that_stops_reading_holds_up_no_one(offload_target: None) -> None:
     """An initiator sends 32 MiB of READs and reads none of it: the
     target's socket fills, and what does not fit waits for LIO's TX thread
-    instead of being sent from the completion work (tx_room says no). A neighbour
+    instead of being sent from the completion work (tx_room says no): no
+    kernel worker sleeps waiting for room in a send buffer. A neighbour
     session on the same portal reads and writes meanwhile; when the stalled
     initiator resets its connection, the connection is gone within
     seconds, nothing left sending on it."""
@@ -200,6 +216,7 @@ def test_an_initiator_that_stops_reading_holds_up_no_one(offload_target: None) -
                                   read_len=blocks * BLOCK))  # fmt: skip
         stalled.cmdsn += 1
     time.sleep(2)
+    assert not workers_waiting_on_a_socket(), "completion work sleeps in a send to a peer that reads nothing"
     neighbour = login(OFF.tgt_ip)
     data = os.urandom(64 * BLOCK)
     neighbour.scsi_write(100000, data)
