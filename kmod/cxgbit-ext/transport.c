@@ -228,7 +228,7 @@ ssize_t cxe_np_show_all(char *page, bool state)
 	return len;
 }
 
-#define CXE_CONN_LINE	320	/* two addresses, offloads and counters */
+#define CXE_CONN_LINE	384	/* two addresses, offloads and counters */
 
 static int cxe_conn_line(const struct cxe_conn *c, char *line)
 {
