@@ -123,7 +123,12 @@ struct cxe_conn {
 	 * interleave and StatSN goes out in the order LIO hands it out.
 	 */
 	struct mutex		tx_lock;
-	bool			no_inline;	/* under tx_lock: the TX thread only */
+	/*
+	 * No more inline sends: set, never cleared, after a Logout response
+	 * or a failed inline send (under tx_lock) and when the receive loop
+	 * ends (without it); read again under tx_lock before a send.
+	 */
+	bool			no_inline;
 	atomic64_t		stats[CXE_STAT_MAX];
 };
 
