@@ -186,10 +186,10 @@ def main() -> int:
                 ib, ij = own_snap(), read_insn(insn_file)
                 m = fio_metrics(report, rw, plan.percentiles)
                 rec = point_record(
-                    s, rw, bs, m, cost(ta, tb, idle_rate), own_cost(ia, ib, (ii, ij)), counter_delta(ta, tb)
-                )
+                    s, rw, bs, m, cost(ta, tb, idle_rate), own_cost(ia, ib, (ii, ij)), mid.cpu_pct,
+                    counter_delta(ta, tb)
+                )  # fmt: skip
                 rec["target_prof"] = tb.prof  # the dump made at tb: ta..tb
-                rec["initiator_cpu_pct"] = mid.cpu_pct
                 points.append(rec)
                 n = len(points)
                 eta = (time.monotonic() - t_start) / n * (total - n)

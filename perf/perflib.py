@@ -281,8 +281,11 @@ def fio_metrics(report: dict[str, Any], rw: str, percentiles: Iterable[float]) -
 
 
 def point_record(
-    session: Session, rw: str, bs: str, fio: dict[str, float], tgt: Cost, ini: Cost, counters: dict[str, int]
-) -> dict[str, Any]:
+    session: Session, rw: str, bs: str, fio: dict[str, float], tgt: Cost, ini: Cost, ini_mid_cpu_pct: float,
+    counters: dict[str, int]
+) -> dict[str, Any]:  # fmt: skip
+    """One point; ini_mid_cpu_pct: the initiator VM's CPU over the middle of
+    the fio run (ini is over the whole window)."""
     ios = fio["ios"] or math.nan
     return {
         "rep": session.rep, "digest": session.digest, "transport": session.transport,
@@ -293,7 +296,7 @@ def point_record(
         "target_busy_us_per_io": 1e6 * tgt.busy_s / ios,
         "target_insn_per_io": tgt.insn_net / ios,
         "initiator": ini.dump(),
-        "initiator_cpu_pct": ini.cpu_pct,  # over the window; the initiator VM replaces it with mid-run's
+        "initiator_cpu_pct": ini_mid_cpu_pct,
         "counters": counters,
     }  # fmt: skip
 
@@ -404,12 +407,12 @@ def markdown(result: dict[str, Any]) -> str:
         "",
     ]
     link = result["link"]
-    gbps = Stat.of([x["gbps"] for x in link["iperf"]])
+    gbps = {key: Stat.of([x["gbps"] for x in link[key]]) for key in ("iperf", "iperf_reverse") if key in link}
     for title, key in (("initiator → target (writes)", "iperf"), ("target → initiator (reads)", "iperf_reverse")):
-        if key not in link:
+        if key not in gbps:
             lines.append(f"- {title}: not measured in this run.")
             continue
-        g = Stat.of([x["gbps"] for x in link[key]])
+        g = gbps[key]
         cpu = [
             f"{who} {statistics.fmean(xs):.0f}% CPU"
             for who in ("target", "initiator")
@@ -452,8 +455,8 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     # a read's data flows target -> initiator: its share is of the reverse link when measured
-    fwd = gbps.mean * 1000 / 8  # MB/s
-    rev = Stat.of([x["gbps"] for x in link["iperf_reverse"]]).mean * 1000 / 8 if "iperf_reverse" in link else fwd
+    fwd = gbps["iperf"].mean * 1000 / 8  # MB/s
+    rev = gbps["iperf_reverse"].mean * 1000 / 8 if "iperf_reverse" in gbps else fwd
     for k in sorted(summary, key=lambda k: (k[1], k[2], bs_order.get(k[3], 0), k[0])):
         s = summary[k]
         share = 100 * s["mbps"].mean / (rev if "read" in k[2] else fwd)

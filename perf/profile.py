@@ -252,10 +252,10 @@ def outside_copy(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], tup
     return out
 
 
-# The iSCSI transport layer's own cost by bucket: the transport modules (stock
-# runs only iscsi_target_mod's code, offload also LIO's command handling
-# there) and the CRC routines both paths call.
-TRANSPORT_BUCKETS = ("cxgbit_ext", "iscsi_target_mod", "crc32c")
+# The iSCSI transport layer's own cost by bucket: the buckets of the
+# TRANSPORT modules (stock runs only iscsi_target_mod's code, offload also
+# LIO's command handling there) and the CRC routines both paths call.
+TRANSPORT_BUCKETS = (*sorted(TRANSPORT), "crc32c")
 
 
 def transport_layer(points: list[dict[str, Any]]) -> dict[tuple[str, str, int], tuple[float, float]]:
