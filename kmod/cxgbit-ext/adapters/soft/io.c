@@ -490,11 +490,12 @@ int cxe_soft_data_taken(struct cxe_conn *c)
 /* ---- transmit ---------------------------------------------------------------- */
 
 /*
- * A PDU, or a whole Data-In burst, goes to TCP as one batch of pieces: each
- * PDU's header (with its digest), its data, then its pad and data digest
- * as one piece. The command's pages go without a copy, as stock LIO sends
- * them; the small pieces and the PDU layer's buffers are copied once, as
- * TCP would copy them. A batch costs one socket lock and one call into TCP,
+ * A PDU that lends pages, or a whole Data-In burst, goes to TCP as one
+ * batch of pieces (any other PDU: cxe_tx_pdu_copied()): each PDU's header
+ * (with its digest), its data, then its pad and data digest as one piece.
+ * The command's pages go without a copy, as stock LIO sends them; the
+ * small pieces and the PDU layer's buffers are copied once, as TCP would
+ * copy them. A batch costs one socket lock and one call into TCP,
  * not one of each per piece. How, the kernel's exports tell (the Makefile):
  * - tcp_sendpage_locked() exported (before 6.5): the socket is locked once;
  *   buffers go through tcp_sendmsg_locked(), which copies them, pages
@@ -740,6 +741,29 @@ static int cxe_tx_sg(struct cxe_soft_conn *sc, const struct cxe_data *src,
 	return len ? -EINVAL : 0;
 }
 
+/* The header with its digest, if on: the length */
+static u32 cxe_tx_hdr(const struct cxe_conn *c, const u8 *bhs, u8 *hdr)
+{
+	memcpy(hdr, bhs, CXE_BHS_LEN);
+	if (!c->hdigest)
+		return CXE_BHS_LEN;
+	cxe_put_le32(hdr + CXE_BHS_LEN, cxe_digest(hdr, CXE_BHS_LEN));
+	return CXE_BHS_LEN + CXE_DIGEST_LEN;
+}
+
+/* The pad and data digest after dlen bytes whose CRC so far is crc */
+static u32 cxe_tx_tail(const struct cxe_conn *c, u32 dlen, u32 crc, u8 *tail)
+{
+	u32 pad = cxe_pad_len(dlen);
+
+	memset(tail, 0, pad);
+	if (!c->ddigest)
+		return pad;
+	crc = cxe_crc32c(crc, tail, pad);
+	cxe_put_le32(tail + pad, ~crc);
+	return pad + CXE_DIGEST_LEN;
+}
+
 /* One PDU into the batch; more: the batch goes on after it */
 static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 		      const struct cxe_data *src, bool more)
@@ -747,20 +771,14 @@ static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 	struct cxe_conn *c = &sc->c;
 	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN];
 	u8 tail[4 + CXE_DIGEST_LEN];	/* pad (up to 3 bytes), data digest */
-	u32 hlen = CXE_BHS_LEN, crc = ~0u, dlen = src ? src->len : 0;
-	u32 tlen = cxe_pad_len(dlen);
+	u32 hlen, crc = ~0u, dlen = src ? src->len : 0;
+	u32 tlen = cxe_pad_len(dlen) + (c->ddigest ? CXE_DIGEST_LEN : 0);
 	int ret;
 
-	memcpy(hdr, bhs, CXE_BHS_LEN);
-	if (c->hdigest) {
-		cxe_put_le32(hdr + CXE_BHS_LEN, cxe_digest(hdr, CXE_BHS_LEN));
-		hlen += CXE_DIGEST_LEN;
-	}
+	hlen = cxe_tx_hdr(c, bhs, hdr);
 	ret = cxe_tx_copy(sc, hdr, hlen, dlen || more);
 	if (ret || !dlen)
 		return ret;
-	if (c->ddigest)
-		tlen += CXE_DIGEST_LEN;
 	if (src->sgl) {
 		ret = cxe_tx_sg(sc, src, c->ddigest ? &crc : NULL, tlen || more);
 	} else {
@@ -771,12 +789,47 @@ static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 	}
 	if (ret || !tlen)
 		return ret;
-	memset(tail, 0, sizeof(tail));
-	if (c->ddigest) {
-		crc = cxe_crc32c(crc, tail, cxe_pad_len(dlen));
-		cxe_put_le32(tail + cxe_pad_len(dlen), ~crc);
-	}
+	tlen = cxe_tx_tail(c, dlen, crc, tail);
 	return cxe_tx_copy(sc, tail, tlen, more);
+}
+
+/*
+ * A PDU with no pages to lend (a SCSI Response, an R2T, a NOP-In, text)
+ * is all small pieces TCP copies anyway: they go from the stack in one
+ * sendmsg() of kvecs, as stock LIO sends them, with no page fragments and
+ * no batch.
+ */
+static int cxe_tx_pdu_copied(struct cxe_soft_conn *sc, const u8 *bhs,
+			     const struct cxe_data *src)
+{
+	struct cxe_conn *c = &sc->c;
+	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN];
+	u8 tail[4 + CXE_DIGEST_LEN];
+	u32 crc = ~0u, dlen = src ? src->len : 0;
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	struct kvec iov[3];
+	size_t len;
+	int n = 0, ret;
+
+	len = cxe_tx_hdr(c, bhs, hdr);
+	iov[n++] = (struct kvec) { .iov_base = hdr, .iov_len = len };
+	if (dlen) {
+		if (c->ddigest)
+			crc = cxe_crc32c(crc, src->buf, dlen);
+		iov[n++] = (struct kvec) { .iov_base = src->buf, .iov_len = dlen };
+		iov[n].iov_base = tail;
+		iov[n].iov_len = cxe_tx_tail(c, dlen, crc, tail);
+		len += dlen + iov[n].iov_len;
+		if (iov[n].iov_len)
+			n++;
+	}
+	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, iov, n, len);
+	while (msg_data_left(&msg)) {
+		ret = sock_sendmsg(sc->sock, &msg);
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+	}
+	return 0;
 }
 
 /*
@@ -798,15 +851,7 @@ bool cxe_soft_tx_room(struct cxe_conn *c, u32 bytes)
 /* The first send: the held Login request is consumed first */
 static int cxe_tx_start(struct cxe_soft_conn *sc)
 {
-	int ret;
-
-	if (sc->held) {
-		ret = cxe_held_release(&sc->c);
-		if (ret)
-			return ret;
-	}
-	cxe_tx_begin(sc);
-	return 0;
+	return sc->held ? cxe_held_release(&sc->c) : 0;
 }
 
 int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
@@ -818,7 +863,12 @@ int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	ret = cxe_tx_start(sc);
 	if (ret)
 		return ret;
-	ret = cxe_tx_end(sc, cxe_tx_pdu(sc, bhs, src, false));
+	if (!src || !src->sgl) {
+		ret = cxe_tx_pdu_copied(sc, bhs, src);
+	} else {
+		cxe_tx_begin(sc);
+		ret = cxe_tx_end(sc, cxe_tx_pdu(sc, bhs, src, false));
+	}
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
 	return ret;
@@ -842,6 +892,7 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	ret = cxe_tx_start(sc);
 	if (ret)
 		return ret;
+	cxe_tx_begin(sc);
 	for (i = 0; !ret && cxe_seg_pdu(&plan, i, &pdu); i++) {
 		struct cxe_data src = {
 			.sgl = b->sgl,
