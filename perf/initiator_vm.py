@@ -153,7 +153,7 @@ def main() -> int:
     for p in portals.values():
         iscsiadm.discover(p)
 
-    link = {"iperf": iperf(plan, tc), "iperf_reverse": iperf(plan, tc, reverse=True)}
+    link: dict[str, Any] = {"iperf": iperf(plan, tc), "iperf_reverse": iperf(plan, tc, reverse=True)}
     a0 = tc.snap()
     time.sleep(plan.idle_seconds)
     b0 = tc.snap()
