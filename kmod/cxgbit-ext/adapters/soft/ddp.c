@@ -61,7 +61,7 @@ static u32 cxe_place_bvecs(struct cxe_soft_conn *sc, u32 pos, u32 len,
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len)
 {
-	struct bio_vec bv[CXE_PLACE_BVECS];
+	struct bio_vec bv[CXE_PLACE_BVECS] __uninitialized;	/* [0, nbv) set */
 	struct iov_iter iter;
 	u32 nbv, chunk;
 
@@ -91,7 +91,7 @@ int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		       u32 pos, const struct sk_buff *skb, u32 off, u32 len,
 		       u32 *crc)
 {
-	struct bio_vec bv[CXE_PLACE_BVECS];
+	struct bio_vec bv[CXE_PLACE_BVECS] __uninitialized;	/* [0, nbv) set */
 	struct iov_iter iter;
 	u32 nbv, chunk, i;
 

@@ -141,6 +141,38 @@ struct cxe_stream_pull {
 };
 
 /*
+ * The bytes of [offset + used, offset + len) of skb that take_skb() did
+ * not take, to the reader's take() a piece at a time; returns used.
+ */
+static noinline int cxe_stream_feed(read_descriptor_t *desc,
+				    struct cxe_stream_pull *pl,
+				    struct sk_buff *skb, unsigned int offset,
+				    unsigned int used, unsigned int len)
+{
+	struct skb_seq_state st __uninitialized;	/* set by prepare */
+	unsigned int start = used, n;
+	const u8 *p;
+	long took;
+
+	skb_prepare_seq_read(skb, offset + used, offset + len, &st);
+	while ((n = skb_seq_read(used - start, &p, &st))) {
+		took = INDIRECT_CALL_1(pl->r->take, cxe_rx_take, pl->c, p, n);
+		if (took < 0) {
+			desc->error = took;
+			desc->count = 0;
+			break;
+		}
+		used += took;
+		if (INDIRECT_CALL_1(pl->r->done, cxe_rx_paused, pl->c)) {
+			desc->count = 0;
+			break;
+		}
+	}
+	skb_abort_seq_read(&st);
+	return used;
+}
+
+/*
  * tcp_read_sock() actor: hand the bytes to the reader until it is done.
  * Called per skb piece; the parser's hooks are called directly, as the
  * kernel's protocol handlers are.
@@ -149,12 +181,13 @@ static int cxe_stream_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			    unsigned int offset, size_t len)
 {
 	struct cxe_stream_pull *pl = desc->arg.data;
-	struct skb_seq_state st;
-	unsigned int used = 0, start, n;
-	const u8 *p;
+	unsigned int used = 0;
 	long took;
 
-	/* tcp_read_sock() calls again for the rest of an skb: stopped is stopped */
+	/*
+	 * tcp_read_sock() calls again for the rest of an skb the reader
+	 * stopped in: stopped is stopped, and this is the common return.
+	 */
 	if (!desc->count)
 		return 0;
 	if (pl->r->take_skb) {
@@ -174,23 +207,7 @@ static int cxe_stream_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		if (used == len)
 			return used;
 	}
-	start = used;
-	skb_prepare_seq_read(skb, offset + used, offset + len, &st);
-	while ((n = skb_seq_read(used - start, &p, &st))) {
-		took = INDIRECT_CALL_1(pl->r->take, cxe_rx_take, pl->c, p, n);
-		if (took < 0) {
-			desc->error = took;
-			desc->count = 0;
-			break;
-		}
-		used += took;
-		if (INDIRECT_CALL_1(pl->r->done, cxe_rx_paused, pl->c)) {
-			desc->count = 0;
-			break;
-		}
-	}
-	skb_abort_seq_read(&st);
-	return used;
+	return cxe_stream_feed(desc, pl, skb, offset, used, len);
 }
 
 /*
@@ -513,8 +530,13 @@ int cxe_soft_data_taken(struct cxe_conn *c)
  * it was held are processed then, and a long burst does not keep the
  * socket to itself. MSG_MORE is on all but the batch's last piece (part),
  * as it always was between the PDUs of a burst. A connection has one
- * sender at a time (the login thread, then LIO's TX thread), as its byte
- * stream needs: the batch state takes no lock.
+ * sender at a time (the login thread, then the holder of the PDU layer's
+ * tx_lock), as its byte stream needs: the batch state takes no lock.
+ *
+ * The stack buffers of the per-PDU paths (headers, tails, kvecs, bio_vecs,
+ * here, in the receive feed and in ddp.c) are __uninitialized: each is
+ * read only where it was written first, and the kernel's automatic zeroing
+ * of stack variables would otherwise clear them for every PDU.
  */
 #ifdef CXE_HAVE_TCP_SENDPAGE_LOCKED	/* see the Makefile */
 
@@ -769,8 +791,9 @@ static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 		      const struct cxe_data *src, bool more)
 {
 	struct cxe_conn *c = &sc->c;
-	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN];
-	u8 tail[4 + CXE_DIGEST_LEN];	/* pad (up to 3 bytes), data digest */
+	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN] __uninitialized;	/* [0, hlen) set */
+	/* pad (up to 3 bytes) and data digest: [0, tlen) set */
+	u8 tail[4 + CXE_DIGEST_LEN] __uninitialized;
 	u32 hlen, crc = ~0u, dlen = src ? src->len : 0;
 	u32 tlen = cxe_pad_len(dlen) + (c->ddigest ? CXE_DIGEST_LEN : 0);
 	int ret;
@@ -795,21 +818,22 @@ static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 
 /*
  * A PDU with no pages to lend (a SCSI Response, an R2T, a NOP-In, text)
- * is all small pieces TCP copies anyway: they go from the stack in one
- * sendmsg() of kvecs, as stock LIO sends them, with no page fragments and
- * no batch.
+ * is all small pieces TCP copies anyway: they go from the stack as kvecs
+ * in one tcp_sendmsg_locked() under the socket lock, with no page
+ * fragments and no batch (as the batch sends its copies before 6.5).
  */
 static int cxe_tx_pdu_copied(struct cxe_soft_conn *sc, const u8 *bhs,
 			     const struct cxe_data *src)
 {
 	struct cxe_conn *c = &sc->c;
-	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN];
-	u8 tail[4 + CXE_DIGEST_LEN];
+	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN] __uninitialized;	/* [0, hlen) set */
+	u8 tail[4 + CXE_DIGEST_LEN] __uninitialized;
 	u32 crc = ~0u, dlen = src ? src->len : 0;
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
-	struct kvec iov[3];
+	struct sock *sk = sc->sock->sk;
+	struct kvec iov[3] __uninitialized;	/* [0, n) set */
 	size_t len;
-	int n = 0, ret;
+	int n = 0, ret = 0;
 
 	len = cxe_tx_hdr(c, bhs, hdr);
 	iov[n++] = (struct kvec) { .iov_base = hdr, .iov_len = len };
@@ -824,12 +848,17 @@ static int cxe_tx_pdu_copied(struct cxe_soft_conn *sc, const u8 *bhs,
 			n++;
 	}
 	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, iov, n, len);
+	lock_sock(sk);
 	while (msg_data_left(&msg)) {
-		ret = sock_sendmsg(sc->sock, &msg);
-		if (ret <= 0)
-			return ret ? ret : -ECONNRESET;
+		ret = tcp_sendmsg_locked(sk, &msg, msg_data_left(&msg));
+		if (ret <= 0) {
+			ret = ret ? ret : -ECONNRESET;
+			break;
+		}
+		ret = 0;
 	}
-	return 0;
+	release_sock(sk);
+	return ret;
 }
 
 /*
