@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+import subprocess
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -71,6 +72,24 @@ class Plan:
 
     def dump(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# what runs write: a change there does not change what is measured
+RESULTS_DIR = "perf/results"
+
+
+def measured_commit(top: Path) -> str:
+    """The commit the VMs run, "-dirty" when a tracked file outside perf/results/ differs from it.
+
+    make perf writes perf/results/micro.json before the VMs boot: that alone is not a change
+    to what is measured.
+    """
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=top, capture_output=True, text=True, check=True).stdout.strip()
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){RESULTS_DIR}")
+    return git("rev-parse", "HEAD") + ("-dirty" if changed else "")
 
 
 def bs_bytes(bs: str) -> int:

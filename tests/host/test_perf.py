@@ -154,3 +154,24 @@ def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> Non
     assert "| off | randread | 16k | 1.20 (1.20 to 1.20) |" in md and "| 50 / 40 |" in md
     # reads' share of the link is of the reverse direction: 10 MB/s of 25 MB/s
     assert "| stock | off | randread | 4k | 2441 ± 0 | 10.00 ± 0.00 | 40% |" in md
+
+
+def test_a_run_is_dirty_only_for_changes_outside_its_results(tmp_path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)  # fmt: skip
+
+    (tmp_path / "perf/results").mkdir(parents=True)
+    (tmp_path / "perf/results/micro.json").write_text("{}\n")
+    (tmp_path / "io.c").write_text("int x;\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+    assert perflib.measured_commit(tmp_path) == head
+    # make perf rewrites its micro-benchmark figures before the VMs boot
+    (tmp_path / "perf/results/micro.json").write_text('{"ns": 1}\n')
+    assert perflib.measured_commit(tmp_path) == head
+    (tmp_path / "io.c").write_text("int y;\n")
+    assert perflib.measured_commit(tmp_path) == head + "-dirty"
