@@ -51,6 +51,7 @@ class Plan:
     iodepth: int
     numjobs: int
     runtime: int
+    warmup: int  # seconds of the session's first point run unmeasured after login
     percentiles: tuple[float, ...]
     lun: str
     lun_size_mib: int
@@ -148,6 +149,7 @@ def load_plan(path: Path) -> Plan:
         iodepth=_pick(fio, "iodepth", int, "fio"),
         numjobs=_pick(fio, "numjobs", int, "fio"),
         runtime=_pick(fio, "runtime", int, "fio"),
+        warmup=_pick(fio, "warmup", int, "fio"),
         percentiles=tuple(float(p) for p in _pick(fio, "percentiles", list, "fio")),
         lun=_pick(tgt, "lun", str, "target"),
         lun_size_mib=_pick(tgt, "lun_size_mib", int, "target"),
@@ -162,6 +164,8 @@ def load_plan(path: Path) -> Plan:
     for name in ("repeats", "iodepth", "numjobs", "runtime", "lun_size_mib", "iperf_seconds", "iperf_repeats"):
         if getattr(plan, name) < 1:
             raise PlanError(f"{name} = {getattr(plan, name)}: must be at least 1")
+    if plan.warmup < 0:
+        raise PlanError(f"warmup = {plan.warmup}: must be 0 or more")
     if plan.lun != "ramdisk":
         raise PlanError(f"[target] lun = {plan.lun!r}: only 'ramdisk' is supported")
     return plan
@@ -263,13 +267,14 @@ def counter_delta(a: Snap, b: Snap) -> dict[str, int]:
 # ---- fio -------------------------------------------------------------------
 
 
-def fio_args(plan: Plan, dev: str, rw: str, bs: str) -> list[str]:
+def fio_args(plan: Plan, dev: str, rw: str, bs: str, runtime: int | None = None) -> list[str]:
+    """fio's command line for one point; runtime: other than the plan's (the warm-up)."""
     pct = ":".join(f"{p:g}" for p in plan.percentiles)
     return [
         "--name=perf", f"--filename={dev}", f"--rw={rw}", f"--bs={bs}",
         f"--ioengine={plan.ioengine}", "--direct=1", f"--iodepth={plan.iodepth}",
         f"--numjobs={plan.numjobs}", "--group_reporting=1", "--time_based",
-        f"--runtime={plan.runtime}", "--norandommap", "--randrepeat=0",
+        f"--runtime={plan.runtime if runtime is None else runtime}", "--norandommap", "--randrepeat=0",
         f"--percentile_list={pct}",
     ]  # fmt: skip
 

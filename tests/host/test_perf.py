@@ -43,6 +43,7 @@ def test_sessions_interleave_transports_within_each_repeat() -> None:
         (lambda s: s.replace('"stock", "offload"', '"stock", "rdma"'), "unknown ['rdma']"),
         (lambda s: s.replace('"4k", "8k"', '"4k", "8q"'), "block size '8q'"),
         (lambda s: s.replace("repeats = 3", "repeats = 0"), "repeats = 0"),
+        (lambda s: s.replace("warmup = 2 ", "warmup = -1 "), "warmup = -1"),
         (lambda s: s.replace("iodepth = 32", 'iodepth = "32"'), "expected int"),
         (lambda s: s.replace("[link]", "[links]"), "section [link] is missing"),
         (lambda s: s.replace('"4k", "8k"', '"4k", "4k"'), "duplicates"),
@@ -54,6 +55,15 @@ def test_bad_plans_are_refused_with_the_reason(tmp_path: Path, edit: object, mes
     bad.write_text(edit(MATRIX.read_text()))  # type: ignore[operator]
     with pytest.raises(PlanError, match=message.replace("[", r"\[").replace("]", r"\]")):
         perflib.load_plan(bad)
+
+
+def test_each_login_warms_up_unmeasured_on_its_first_point() -> None:
+    plan = perflib.load_plan(MATRIX)
+    assert plan.warmup > 0
+    assert f"--runtime={plan.runtime}" in perflib.fio_args(plan, "/dev/sdx", "randread", "4k")
+    warm = perflib.fio_args(plan, "/dev/sdx", "randread", "4k", runtime=plan.warmup)
+    assert f"--runtime={plan.warmup}" in warm
+    assert f"--runtime={plan.runtime}" not in warm
 
 
 def test_cpu_jiffies_counts_softirq_and_irq_as_busy_not_iowait() -> None:
