@@ -538,6 +538,22 @@ int cxe_soft_data_taken(struct cxe_conn *c)
  * read only where it was written first, and the kernel's automatic zeroing
  * of stack variables would otherwise clear them for every PDU.
  */
+/*
+ * All of msg to TCP, the socket locked by the caller; a partial send (a
+ * signal, the send timeout) is followed by a call that says why.
+ */
+static int cxe_tcp_send_locked(struct sock *sk, struct msghdr *msg)
+{
+	int ret;
+
+	while (msg_data_left(msg)) {
+		ret = tcp_sendmsg_locked(sk, msg, msg_data_left(msg));
+		if (ret <= 0)
+			return ret ? ret : -ECONNRESET;
+	}
+	return 0;
+}
+
 #ifdef CXE_HAVE_TCP_SENDPAGE_LOCKED	/* see the Makefile */
 
 static void cxe_tx_begin(struct cxe_soft_conn *sc)
@@ -565,11 +581,9 @@ static int cxe_tx_copy(struct cxe_soft_conn *sc, const void *buf, u32 len,
 	int ret;
 
 	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, &iov, 1, len);
-	while (msg_data_left(&msg)) {
-		ret = tcp_sendmsg_locked(sc->sock->sk, &msg, msg_data_left(&msg));
-		if (ret <= 0)
-			return ret ? ret : -ECONNRESET;
-	}
+	ret = cxe_tcp_send_locked(sc->sock->sk, &msg);
+	if (ret)
+		return ret;
 	cxe_tx_sent(sc, more);
 	return 0;
 }
@@ -833,7 +847,7 @@ static int cxe_tx_pdu_copied(struct cxe_soft_conn *sc, const u8 *bhs,
 	struct sock *sk = sc->sock->sk;
 	struct kvec iov[3] __uninitialized;	/* [0, n) set */
 	size_t len;
-	int n = 0, ret = 0;
+	int n = 0, ret;
 
 	len = cxe_tx_hdr(c, bhs, hdr);
 	iov[n++] = (struct kvec) { .iov_base = hdr, .iov_len = len };
@@ -849,14 +863,7 @@ static int cxe_tx_pdu_copied(struct cxe_soft_conn *sc, const u8 *bhs,
 	}
 	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, iov, n, len);
 	lock_sock(sk);
-	while (msg_data_left(&msg)) {
-		ret = tcp_sendmsg_locked(sk, &msg, msg_data_left(&msg));
-		if (ret <= 0) {
-			ret = ret ? ret : -ECONNRESET;
-			break;
-		}
-		ret = 0;
-	}
+	ret = cxe_tcp_send_locked(sk, &msg);
 	release_sock(sk);
 	return ret;
 }
