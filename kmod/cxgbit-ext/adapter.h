@@ -67,8 +67,11 @@ static inline struct cxe_seg_burst cxe_burst_plan(const struct cxe_burst *b)
  * What the PDU layer keeps per task for the adapter, in LIO's per-command
  * area (.priv_size): zeroed when LIO hands the command out.
  */
+struct cxe_dbuf;
 struct cxe_task {
-	u32	ddp_live;	/* DDP tags of this task not yet completed */
+	u32		ddp_live;	/* DDP tags of this task not yet completed */
+	/* the PDU layer's own: the data buffer lent from its cache (dcache.c) */
+	struct cxe_dbuf	*dbuf;
 };
 
 struct cxe_adapter_ops {

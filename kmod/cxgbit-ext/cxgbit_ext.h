@@ -20,6 +20,7 @@
 #include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/atomic.h>
+#include <linux/sizes.h>
 #include <linux/netdevice.h>
 #include <net/net_namespace.h>
 
@@ -55,6 +56,8 @@ enum cxe_stat {
 	CXE_STAT_MODEL_WRS,	/* work requests sent to a chip (or model) */
 	CXE_STAT_RANGE_BYTES,	/* placed bytes a later Data-Out completed */
 	CXE_STAT_TX_INLINE,	/* responses sent by the thread that completed them */
+	CXE_STAT_DCACHE_HITS,	/* data buffers lent from the connection's cache */
+	CXE_STAT_DCACHE_MISSES,	/* data buffers the cache had to allocate */
 	CXE_STAT_MAX,
 };
 
@@ -97,6 +100,18 @@ static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
 	this_cpu_add(a->stats->v[s], v);
 }
 
+/* A connection's data buffer cache (dcache.c). */
+#define CXE_DCACHE_MAX_PAGES	(SZ_512K / PAGE_SIZE)	/* larger: LIO's own */
+struct cxe_dcache {
+	spinlock_t		lock;
+	struct list_head	lent;		/* buffers commands hold */
+	struct list_head	lru;		/* cached, returned longest ago first */
+	struct list_head	free[CXE_DCACHE_MAX_PAGES];	/* cached, by page count */
+	unsigned int		pages;		/* cached */
+	unsigned int		cap;		/* pages */
+	bool			closing;
+};
+
 /* One offloaded connection, as the PDU layer and its adapter share it. */
 struct cxe_conn {
 	struct list_head	node;		/* cxe_conns */
@@ -129,6 +144,7 @@ struct cxe_conn {
 	 * ends (without it); read again under tx_lock before a send.
 	 */
 	bool			no_inline;
+	struct cxe_dcache	dcache;
 	atomic64_t		stats[CXE_STAT_MAX];
 };
 
@@ -260,5 +276,14 @@ static inline void cxe_cxgb4_exit(void) { }
 extern struct iscsit_transport cxe_transport;
 ssize_t cxe_np_show_all(char *page, bool state);
 ssize_t cxe_conn_show_all(char *buf, size_t size);
+
+/* dcache.c */
+struct iscsit_cmd;
+struct cxe_task;
+void cxe_dcache_init(struct cxe_dcache *dc);
+void cxe_dcache_lend(struct cxe_conn *c, struct iscsit_cmd *cmd);
+void cxe_dcache_return(struct cxe_conn *c, struct cxe_task *task);
+void cxe_dcache_close(struct cxe_dcache *dc);
+void cxe_dcache_destroy(struct cxe_dcache *dc);
 
 #endif /* CXGBIT_EXT_H */

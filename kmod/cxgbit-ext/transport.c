@@ -60,6 +60,8 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_MODEL_WRS]	= "model_wrs",
 	[CXE_STAT_RANGE_BYTES]	= "range_bytes",
 	[CXE_STAT_TX_INLINE]	= "tx_inline",
+	[CXE_STAT_DCACHE_HITS]	= "data_cache_hits",
+	[CXE_STAT_DCACHE_MISSES] = "data_cache_misses",
 };
 
 /* ---- portals ------------------------------------------------------------ */
@@ -173,6 +175,7 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	if (ret)
 		return ret;
 	mutex_init(&c->tx_lock);
+	cxe_dcache_init(&c->dcache);
 	conn->context = c;
 	conn->login_family = c->peer.ss_family;
 	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));
@@ -284,6 +287,7 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	spin_unlock(&cxe_conns_lock);
 	conn->context = NULL;
 	cxe_ops(c)->conn_release(c);
+	cxe_dcache_destroy(&c->dcache);
 	cxe_adapter_put(c->adapter);
 	mutex_destroy(&c->tx_lock);
 	kfree(c);
@@ -809,15 +813,22 @@ static void cxe_unmap_cmd(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 	struct cxe_conn *c = conn->context;
 	struct cxe_task *task = iscsit_priv_cmd(cmd);
 
-	if (!c || !task->ddp_live)
+	if (!c)
 		return;
-	cxe_ops(c)->ddp_release(c, task);
-	if (WARN_ONCE(task->ddp_live,
-		      "%pISpc: adapter %s released ITT 0x%08x with %u DDP tags live: aborting the connection\n",
-		      &c->peer, c->adapter->name,
-		      be32_to_cpu((__force __be32)cmd->init_task_tag),
-		      task->ddp_live))
-		iscsit_cause_connection_reinstatement(conn, 0);
+	if (task->ddp_live) {
+		cxe_ops(c)->ddp_release(c, task);
+		if (WARN_ONCE(task->ddp_live,
+			      "%pISpc: adapter %s released ITT 0x%08x with %u DDP tags live: aborting the connection\n",
+			      &c->peer, c->adapter->name,
+			      be32_to_cpu((__force __be32)cmd->init_task_tag),
+			      task->ddp_live)) {
+			/* a cached buffer could still be written: freed with c */
+			iscsit_cause_connection_reinstatement(conn, 0);
+			return;
+		}
+	}
+	/* after the fence: no tag places into a buffer the cache takes back */
+	cxe_dcache_return(c, task);
 }
 
 /* ---- receive ------------------------------------------------------------- */
@@ -849,6 +860,7 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 	if (rc < 0)
 		/* rejected (and queued for response): keep the stream in step */
 		return cxe_discard(c, dlen);
+	cxe_dcache_lend(c, cmd);
 
 	rc = iscsit_process_scsi_cmd(conn, cmd, req);
 	if (rc < 0)
@@ -1321,6 +1333,7 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 
 	cxe_rx_loop(conn);
 	WRITE_ONCE(c->no_inline, true);
+	cxe_dcache_close(&c->dcache);
 	if (cxe_ops(c)->tx_room && conn->sock)
 		kernel_sock_shutdown(conn->sock, SHUT_RDWR);
 }

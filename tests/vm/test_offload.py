@@ -182,6 +182,53 @@ def test_statsn_follows_the_wire_when_responses_go_inline(offload_target: None, 
     assert c.logout() == 0
 
 
+DATA_CACHE_KIB = Path("/sys/module/cxgbit_ext/parameters/data_cache_kib")
+
+
+def cache_io(ip: str, rounds: int) -> None:
+    """Two 8 KiB regions with different data, written and read back in
+    turn: each command gets a buffer that last held the other region's
+    data, and every READ must return its own region's, never that."""
+    c = login(ip)
+    a, b = os.urandom(16 * BLOCK), os.urandom(16 * BLOCK)
+    for _ in range(rounds):
+        c.scsi_write(20480, a)
+        c.scsi_write(20480 + 16, b)
+        assert c.scsi_read(20480, 16) == a
+        assert c.scsi_read(20480 + 16, 16) == b
+    # and a size the cache has not seen (64 KiB: a buffer of its own)
+    big = os.urandom(128 * BLOCK)
+    c.scsi_write(20480 + 32, big)
+    assert c.scsi_read(20480 + 32, 128) == big
+    assert c.logout() == 0
+
+
+def test_data_buffers_are_kept_per_connection(offload_target: None) -> None:
+    """An offloaded connection lends each READ's and WRITE's data buffer
+    from the buffers its ended commands left (data_cache_hits), and reads
+    back what was written, never what a buffer held before; with
+    data_cache_kib 0 a new login keeps none and LIO allocates as stock."""
+    kib = DATA_CACHE_KIB.read_text().strip()
+    assert int(kib) > 0, f"data_cache_kib {kib}: the cache is on by default"
+    before = soft0_counters()
+    cache_io(OFF.tgt_ip, rounds=8)
+    mid = soft0_counters()
+    hits = mid["data_cache_hits"] - before["data_cache_hits"]
+    misses = mid["data_cache_misses"] - before["data_cache_misses"]
+    print(f"data buffers: {hits} lent from the cache, {misses} allocated")
+    # 34 data commands of two sizes: the first of each size allocates, and a
+    # buffer whose READ pages TCP still holds is put, not kept
+    assert hits >= 16 and misses >= 2 and hits + misses == 34
+    try:
+        DATA_CACHE_KIB.write_text("0")
+        cache_io(OFF.tgt_ip, rounds=2)
+    finally:
+        DATA_CACHE_KIB.write_text(kib)
+    after = soft0_counters()
+    assert after["data_cache_hits"] == mid["data_cache_hits"]
+    assert after["data_cache_misses"] == mid["data_cache_misses"]
+
+
 def workers_waiting_on_a_socket() -> list[str]:
     """Kernel workers (kworker/*) sleeping for room in a socket's send buffer."""
     out = []
