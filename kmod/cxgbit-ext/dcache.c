@@ -16,6 +16,9 @@
  *   except bidirectional ones and COMPARE AND WRITE, which LIO gives a
  *   second buffer of its own. A cached page has only ever held data of
  *   this connection's own commands.
+ * - Only at ERL 0. Above it LIO's close does not wait for the
+ *   connection's commands, and connection recovery (ERL 2) moves them to
+ *   another connection, whose cache did not lend their buffers.
  * - Same shape as LIO's: data_length bytes in whole pages, the last one
  *   cut short (target_alloc_sgl()). The command owns it with
  *   SCF_PASSTHROUGH_SG_TO_MEM_NOALLOC, so LIO neither allocates nor frees
@@ -101,7 +104,8 @@ static bool cxe_dcache_wants(const struct iscsit_cmd *cmd)
 {
 	const struct se_cmd *se = &cmd->se_cmd;
 
-	return (se->se_cmd_flags & SCF_SCSI_DATA_CDB) &&
+	return !cmd->conn->sess->sess_ops->ErrorRecoveryLevel &&
+	       (se->se_cmd_flags & SCF_SCSI_DATA_CDB) &&
 	       !(se->se_cmd_flags & (SCF_BIDI | SCF_COMPARE_AND_WRITE |
 				     SCF_PASSTHROUGH_SG_TO_MEM_NOALLOC)) &&
 	       se->data_length && !cmd->sense_reason;
