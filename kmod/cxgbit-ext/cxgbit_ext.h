@@ -103,7 +103,7 @@ static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
 /* A connection's data buffer cache (dcache.c). */
 #define CXE_DCACHE_MAX_PAGES	(SZ_512K / PAGE_SIZE)	/* larger: LIO's own */
 struct cxe_dcache {
-	spinlock_t		lock;
+	spinlock_t		lock;		/* the lists, pages and closing */
 	struct list_head	lent;		/* buffers commands hold */
 	struct list_head	lru;		/* cached, returned longest ago first */
 	struct list_head	free[CXE_DCACHE_MAX_PAGES];	/* cached, by page count */
