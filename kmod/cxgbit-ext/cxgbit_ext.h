@@ -103,6 +103,7 @@ static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
 /* A connection's data buffer cache (dcache.c). */
 #define CXE_DCACHE_MAX_PAGES	(SZ_512K / PAGE_SIZE)	/* larger: LIO's own */
 struct cxe_dcache {
+	struct list_head	node;		/* every connection's, for the shrinker */
 	spinlock_t		lock;		/* the lists, pages and closing */
 	struct list_head	lent;		/* buffers commands hold */
 	struct list_head	lru;		/* cached, returned longest ago first */
@@ -285,5 +286,8 @@ void cxe_dcache_lend(struct cxe_conn *c, struct iscsit_cmd *cmd);
 void cxe_dcache_return(struct cxe_conn *c, struct cxe_task *task);
 void cxe_dcache_close(struct cxe_dcache *dc);
 void cxe_dcache_destroy(struct cxe_dcache *dc);
+unsigned int cxe_dcache_kib(const struct cxe_dcache *dc);
+int cxe_dcache_module_init(void);
+void cxe_dcache_module_exit(void);
 
 #endif /* CXGBIT_EXT_H */

@@ -32,7 +32,8 @@
  *   is freed with the connection, after LIO has waited for its commands.
  * - The cache holds at most data_cache_kib per connection, the buffers
  *   returned longest ago dropped first, so a change of I/O size does not
- *   leave it full of a size no longer used.
+ *   leave it full of a size no longer used; and the kernel takes back any
+ *   of it when it needs memory (a shrinker, cxe_dcache_scan()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -40,6 +41,7 @@
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/scatterlist.h>
+#include <linux/shrinker.h>
 #include <linux/slab.h>
 #include <target/target_core_base.h>
 #include <target/iscsi/iscsi_target_core.h>
@@ -59,6 +61,10 @@ struct cxe_dbuf {
 	struct scatterlist	sg[];
 };
 
+/* every connection's cache, for the shrinker; cxe_dcaches_lock, then dc->lock */
+static LIST_HEAD(cxe_dcaches);
+static DEFINE_SPINLOCK(cxe_dcaches_lock);
+
 void cxe_dcache_init(struct cxe_dcache *dc)
 {
 	unsigned int i;
@@ -69,6 +75,15 @@ void cxe_dcache_init(struct cxe_dcache *dc)
 	for (i = 0; i < CXE_DCACHE_MAX_PAGES; i++)
 		INIT_LIST_HEAD(&dc->free[i]);
 	dc->cap = READ_ONCE(data_cache_kib) / (PAGE_SIZE / SZ_1K);
+	spin_lock(&cxe_dcaches_lock);
+	list_add_tail(&dc->node, &cxe_dcaches);
+	spin_unlock(&cxe_dcaches_lock);
+}
+
+/* KiB of idle buffers the cache holds now (the connections file) */
+unsigned int cxe_dcache_kib(const struct cxe_dcache *dc)
+{
+	return READ_ONCE(dc->pages) * (PAGE_SIZE / SZ_1K);
 }
 
 static void cxe_dbuf_free(struct cxe_dbuf *b)
@@ -136,7 +151,7 @@ void cxe_dcache_lend(struct cxe_conn *c, struct iscsit_cmd *cmd)
 	if (b) {
 		list_move(&b->node, &dc->lent);
 		list_del(&b->lru);
-		dc->pages -= npages;
+		WRITE_ONCE(dc->pages, dc->pages - npages);
 	}
 	spin_unlock(&dc->lock);
 	if (b) {
@@ -168,6 +183,26 @@ static bool cxe_dbuf_idle(struct cxe_dbuf *b)
 	return true;
 }
 
+/*
+ * Move the buffers returned longest ago onto *drop until the cache holds
+ * at most keep pages; the number of pages moved. dc->lock held.
+ */
+static unsigned long cxe_dcache_evict(struct cxe_dcache *dc, unsigned int keep,
+				      struct list_head *drop)
+{
+	struct cxe_dbuf *old;
+	unsigned long n = 0;
+
+	while (dc->pages > keep) {
+		old = list_first_entry(&dc->lru, struct cxe_dbuf, lru);
+		list_del(&old->lru);
+		list_move(&old->node, drop);
+		WRITE_ONCE(dc->pages, dc->pages - old->npages);
+		n += old->npages;
+	}
+	return n;
+}
+
 /* The command is done with its buffer: keep it for the next, or free it. */
 void cxe_dcache_return(struct cxe_conn *c, struct cxe_task *task)
 {
@@ -191,13 +226,8 @@ void cxe_dcache_return(struct cxe_conn *c, struct cxe_task *task)
 	} else {
 		list_move(&b->node, &dc->free[b->npages - 1]);
 		list_add_tail(&b->lru, &dc->lru);
-		dc->pages += b->npages;
-		while (dc->pages > dc->cap) {
-			old = list_first_entry(&dc->lru, struct cxe_dbuf, lru);
-			list_del(&old->lru);
-			list_move(&old->node, &drop);
-			dc->pages -= old->npages;
-		}
+		WRITE_ONCE(dc->pages, dc->pages + b->npages);
+		cxe_dcache_evict(dc, dc->cap, &drop);
 	}
 	spin_unlock(&dc->lock);
 	list_for_each_entry_safe(b, old, &drop, node)
@@ -218,6 +248,9 @@ void cxe_dcache_destroy(struct cxe_dcache *dc)
 	struct cxe_dbuf *b, *n;
 	unsigned int i;
 
+	spin_lock(&cxe_dcaches_lock);
+	list_del(&dc->node);
+	spin_unlock(&cxe_dcaches_lock);
 	list_for_each_entry_safe(b, n, &dc->lent, node)
 		cxe_dbuf_free(b);
 	for (i = 0; i < CXE_DCACHE_MAX_PAGES; i++)
@@ -225,5 +258,85 @@ void cxe_dcache_destroy(struct cxe_dcache *dc)
 			cxe_dbuf_free(b);
 	INIT_LIST_HEAD(&dc->lent);
 	INIT_LIST_HEAD(&dc->lru);
-	dc->pages = 0;
+	WRITE_ONCE(dc->pages, 0);
 }
+
+/* ---- the kernel takes idle buffers back when it needs memory ---- */
+
+static unsigned long cxe_dcache_count(struct shrinker *sh,
+				      struct shrink_control *sc)
+{
+	struct cxe_dcache *dc;
+	unsigned long n = 0;
+
+	spin_lock(&cxe_dcaches_lock);
+	list_for_each_entry(dc, &cxe_dcaches, node)
+		n += READ_ONCE(dc->pages);
+	spin_unlock(&cxe_dcaches_lock);
+	return n ?: SHRINK_EMPTY;
+}
+
+/* Up to nr_to_scan pages, the longest idle of each connection first. */
+static unsigned long cxe_dcache_scan(struct shrinker *sh,
+				     struct shrink_control *sc)
+{
+	struct cxe_dbuf *b, *n;
+	struct cxe_dcache *dc;
+	unsigned long freed = 0, want;
+	LIST_HEAD(drop);
+
+	spin_lock(&cxe_dcaches_lock);
+	list_for_each_entry(dc, &cxe_dcaches, node) {
+		if (freed >= sc->nr_to_scan)
+			break;
+		want = sc->nr_to_scan - freed;
+		spin_lock(&dc->lock);
+		freed += cxe_dcache_evict(dc, dc->pages > want ?
+					  dc->pages - want : 0, &drop);
+		spin_unlock(&dc->lock);
+	}
+	spin_unlock(&cxe_dcaches_lock);
+	list_for_each_entry_safe(b, n, &drop, node)
+		cxe_dbuf_free(b);
+	return freed ?: SHRINK_STOP;
+}
+
+/*
+ * Kernels from 6.7 allocate a shrinker (shrinker_alloc(), exported from
+ * then on: Kbuild checks the export); earlier ones register one of ours.
+ */
+#ifdef CXE_HAVE_SHRINKER_ALLOC
+static struct shrinker *cxe_dcache_shrinker;
+
+int cxe_dcache_module_init(void)
+{
+	cxe_dcache_shrinker = shrinker_alloc(0, "cxgbit_ext-data-cache");
+	if (!cxe_dcache_shrinker)
+		return -ENOMEM;
+	cxe_dcache_shrinker->count_objects = cxe_dcache_count;
+	cxe_dcache_shrinker->scan_objects = cxe_dcache_scan;
+	shrinker_register(cxe_dcache_shrinker);
+	return 0;
+}
+
+void cxe_dcache_module_exit(void)
+{
+	shrinker_free(cxe_dcache_shrinker);
+}
+#else
+static struct shrinker cxe_dcache_shrinker = {
+	.count_objects	= cxe_dcache_count,
+	.scan_objects	= cxe_dcache_scan,
+	.seeks		= DEFAULT_SEEKS,
+};
+
+int cxe_dcache_module_init(void)
+{
+	return register_shrinker(&cxe_dcache_shrinker, "cxgbit_ext-data-cache");
+}
+
+void cxe_dcache_module_exit(void)
+{
+	unregister_shrinker(&cxe_dcache_shrinker);
+}
+#endif

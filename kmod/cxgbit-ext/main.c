@@ -57,10 +57,13 @@ static int __init cxe_init(void)
 	ret = register_module_notifier(&cxe_module_nb);
 	if (ret)
 		return ret;
+	ret = cxe_dcache_module_init();
+	if (ret)
+		goto err_notifier;
 	/* the backends first: the control interface makes soft0 of one */
 	ret = cxe_backend_register(&cxe_soft_backend);
 	if (ret)
-		goto err_notifier;
+		goto err_dcache;
 	ret = cxe_cxgb4_init();
 	if (ret)
 		goto err_backend;
@@ -77,6 +80,8 @@ err_cxgb4:
 	cxe_cxgb4_exit();
 err_backend:
 	cxe_backend_unregister(&cxe_soft_backend);
+err_dcache:
+	cxe_dcache_module_exit();
 err_notifier:
 	unregister_module_notifier(&cxe_module_nb);
 	return ret;
@@ -89,6 +94,7 @@ static void __exit cxe_exit(void)
 	cxe_cxgb4_exit();
 	cxe_backend_unregister(&cxe_soft_backend);
 	cxe_soft_exit();
+	cxe_dcache_module_exit();
 	unregister_module_notifier(&cxe_module_nb);
 	pr_info("unloaded\n");
 }

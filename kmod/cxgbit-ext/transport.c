@@ -236,7 +236,7 @@ ssize_t cxe_np_show_all(char *page, bool state)
 static int cxe_conn_line(const struct cxe_conn *c, char *line)
 {
 	return scnprintf(line, CXE_CONN_LINE,
-			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld tx_inline=%lld\n",
+			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld tx_inline=%lld data_cache_kib=%u\n",
 			 &c->peer, &c->local, c->adapter->name,
 			 !READ_ONCE(c->logged_in), c->hdigest, c->ddigest,
 			 c->ddp, c->iso,
@@ -244,7 +244,8 @@ static int cxe_conn_line(const struct cxe_conn *c, char *line)
 			 atomic64_read(&c->stats[CXE_STAT_PDUS_TX]),
 			 atomic64_read(&c->stats[CXE_STAT_BYTES_PLACED]),
 			 atomic64_read(&c->stats[CXE_STAT_BYTES_COPIED]),
-			 atomic64_read(&c->stats[CXE_STAT_TX_INLINE]));
+			 atomic64_read(&c->stats[CXE_STAT_TX_INLINE]),
+			 cxe_dcache_kib(&c->dcache));
 }
 
 /*

@@ -144,6 +144,19 @@ def test_connections_of_a_deleted_adapter_go_on_and_say_so(tree: Path, capsys: p
     ]
 
 
+def test_connections_say_what_data_buffers_each_keeps(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "connections").write_text(
+        "198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 login=0 hdigest=1 ddigest=1 ddp=1 iso=1 pdus_rx=9 pdus_tx=9 "
+        "bytes_placed=4096 bytes_copied=0 tx_inline=4 data_cache_kib=2048\n"
+    )
+    assert run(tree, "connections") == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "    pdus rx 9 tx 9, placed 4096 B, copied 0 B, 2048 KiB of data buffers kept"
+    )
+    (conn,) = Control(tree).connections()
+    assert conn.counters["data_cache_kib"] == 2048
+
+
 @pytest.mark.parametrize(
     ("settings", "ddp", "iso"),
     [(["ddp=0"], "0", "1"), (["ddp=OFF", "iso=no"], "0", "0"), (["iso=False"], "1", "0"), (["ddp=Yes"], "1", "1")],

@@ -57,7 +57,7 @@ def counters(adapter: str) -> dict[str, int]:
 # the key=value fields of a connections line, in the module's order (cxe_conn_line)
 CONNECTION_FIELDS = {
     "adapter", "login", "hdigest", "ddigest", "ddp", "iso",
-    "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "tx_inline",
+    "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "tx_inline", "data_cache_kib",
 }  # fmt: skip
 
 

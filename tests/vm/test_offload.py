@@ -200,7 +200,6 @@ def cache_io(c: Connection, rounds: int) -> None:
     big = os.urandom(128 * BLOCK)
     c.scsi_write(20480 + 32, big)
     assert c.scsi_read(20480 + 32, 128) == big
-    assert c.logout() == 0
 
 
 def test_data_buffers_are_kept_per_connection(offload_target: None) -> None:
@@ -208,13 +207,17 @@ def test_data_buffers_are_kept_per_connection(offload_target: None) -> None:
     from the buffers its ended commands left (data_cache_hits), and reads
     back what was written, never what a buffer held before; with
     data_cache_kib 0 a new login keeps none and LIO allocates as stock, and
-    so does a session at ERL 1."""
+    so does a session at ERL 1. The kernel takes the idle buffers back
+    when it reclaims memory (drop_caches 2 runs every shrinker) while the
+    connection goes on."""
     from rtslib_fb import RTSRoot
 
     kib = DATA_CACHE_KIB.read_text().strip()
     assert int(kib) > 0, f"data_cache_kib {kib}: the cache is on by default"
     before = soft0_counters()
-    cache_io(login(OFF.tgt_ip), rounds=8)
+    c = login(OFF.tgt_ip)
+    peer = "{}:{}".format(*c.sock.getsockname())
+    cache_io(c, rounds=8)
     mid = soft0_counters()
     hits = mid["data_cache_hits"] - before["data_cache_hits"]
     misses = mid["data_cache_misses"] - before["data_cache_misses"]
@@ -223,9 +226,18 @@ def test_data_buffers_are_kept_per_connection(offload_target: None) -> None:
     # the next command acknowledges its status, so the first two of each
     # size allocate; a READ's buffer whose pages TCP still holds is put
     assert hits >= 16 and misses >= 4 and hits + misses == 34
+    kept = connection_counter(peer, "data_cache_kib")
+    assert 0 < kept <= int(kib)
+    Path("/proc/sys/vm/drop_caches").write_text("2")
+    assert connection_counter(peer, "data_cache_kib") == 0, f"{kept} KiB kept before reclaim"
+    cache_io(c, rounds=1)
+    assert c.logout() == 0
+    mid = soft0_counters()
     try:
         DATA_CACHE_KIB.write_text("0")
-        cache_io(login(OFF.tgt_ip), rounds=2)
+        c = login(OFF.tgt_ip)
+        cache_io(c, rounds=2)
+        assert c.logout() == 0
     finally:
         DATA_CACHE_KIB.write_text(kib)
     # a dynamic ACL takes the TPG's default_erl when it is made: a new name
@@ -239,6 +251,7 @@ def test_data_buffers_are_kept_per_connection(offload_target: None) -> None:
         tpg.set_attribute("default_erl", "0")
     assert c.target_keys.get("ErrorRecoveryLevel") == "1", c.target_keys
     cache_io(c, rounds=2)
+    assert c.logout() == 0
     after = soft0_counters()
     assert after["data_cache_hits"] == mid["data_cache_hits"]
     assert after["data_cache_misses"] == mid["data_cache_misses"]

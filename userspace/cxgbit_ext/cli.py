@@ -114,8 +114,10 @@ def cmd_connections(ctl: Control, a: argparse.Namespace) -> int:
             if v != "on":
                 print(f"    {k} {v}")
         c = r["counters"]
+        # a module before the data buffer cache has no data_cache_kib
+        cache = f", {c['data_cache_kib']} KiB of data buffers kept" if "data_cache_kib" in c else ""
         print(f"    pdus rx {c.get('pdus_rx', 0)} tx {c.get('pdus_tx', 0)}, "
-              f"placed {c.get('bytes_placed', 0)} B, copied {c.get('bytes_copied', 0)} B")  # fmt: skip
+              f"placed {c.get('bytes_placed', 0)} B, copied {c.get('bytes_copied', 0)} B{cache}")  # fmt: skip
     return 0
 
 
