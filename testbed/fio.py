@@ -54,13 +54,17 @@ def jobs(report: dict[str, Any]) -> list[JobResult]:
     ]
 
 
-def write_verify(dev: str, size: str = "64M", bs: str = "64k", iodepth: int = 32, loops: int = 1) -> list[JobResult]:
+def write_verify(
+    dev: str, size: str = "64M", bs: str = "64k", iodepth: int = 32, loops: int = 1, bssplit: str | None = None
+) -> list[JobResult]:
     """Write ``size`` of random blocks with crc32c headers to ``dev``, then
     read all of it back and verify, ``loops`` times; raise FioError on any
-    mismatch."""
+    mismatch. ``bssplit`` (fio's, e.g. ``4k/50:64k/50``) mixes block sizes
+    instead of ``bs``."""
+    sizes = f"--bssplit={bssplit}" if bssplit else f"--bs={bs}"
     report = run(
         [
-            f"--name=verify:{dev}", f"--filename={dev}", "--rw=randwrite", f"--bs={bs}",
+            f"--name=verify:{dev}", f"--filename={dev}", "--rw=randwrite", sizes,
             f"--size={size}", "--direct=1", "--ioengine=libaio", f"--iodepth={iodepth}",
             "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--randrepeat=0", f"--loops={loops}",
         ]

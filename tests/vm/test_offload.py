@@ -15,6 +15,7 @@ import os
 import socket
 import struct
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -255,6 +256,44 @@ def test_data_buffers_are_kept_per_connection(offload_target: None) -> None:
     after = soft0_counters()
     assert after["data_cache_hits"] == mid["data_cache_hits"]
     assert after["data_cache_misses"] == mid["data_cache_misses"]
+
+
+def test_data_buffer_cache_under_mixed_sizes_and_reclaim(offload_target: None) -> None:
+    """open-iscsi and fio write+verify at QD32 with 4K-512K blocks mixed,
+    through a cache of 256 KiB per connection, so that buffers of every
+    size come and go and the oldest are dropped all the time, while the
+    kernel reclaims every 50 ms: every block verifies, and the cache both
+    lent buffers and allocated them."""
+    kib = DATA_CACHE_KIB.read_text().strip()
+    portal = f"{OFF.tgt_ip}:3260"
+    stop = threading.Event()
+
+    def reclaim() -> int:
+        n = 0
+        while not stop.wait(0.05):
+            Path("/proc/sys/vm/drop_caches").write_text("2")
+            n += 1
+        return n
+
+    DATA_CACHE_KIB.write_text("256")
+    try:
+        iscsiadm.login(IQN, portal)
+        disks = iscsiadm.session_disks(IQN, expect=2)
+        before = soft0_counters()
+        with ThreadPoolExecutor(1) as pool:
+            reclaims = pool.submit(reclaim)
+            try:
+                for dev in disks.values():
+                    fio.write_verify(dev, size="16M", bssplit="4k/40:8k/20:64k/20:512k/20")
+            finally:
+                stop.set()
+            print(f"{reclaims.result()} reclaims during the I/O")
+        after = soft0_counters()
+    finally:
+        iscsiadm.logout(IQN, portal)
+        DATA_CACHE_KIB.write_text(kib)
+    assert after["data_cache_hits"] > before["data_cache_hits"]
+    assert after["data_cache_misses"] > before["data_cache_misses"]
 
 
 def workers_waiting_on_a_socket() -> list[str]:
