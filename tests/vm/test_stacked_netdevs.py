@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,14 +59,25 @@ def target(iscsid: None, module_ko: Path) -> Iterator[None]:
 
 
 def addresses(s: Stack) -> None:
+    up(s)
+    assert reachable(s, 60), f"{s.tgt_ip} not reachable over {s.ini_dev}:\n{link_state(s)}"
+
+
+def up(s: Stack) -> None:
     sh("ip", "addr", "add", f"{s.ini_ip}/24", "dev", s.ini_dev)
     sh("ip", "-n", topo.TGT_NS, "addr", "add", f"{s.tgt_ip}/24", "dev", s.tgt_dev)
     sh("ip", "link", "set", s.ini_dev, "up")
     sh("ip", "-n", topo.TGT_NS, "link", "set", s.tgt_dev, "up")
-    # a bond in 802.3ad passes traffic once LACP has agreed on an aggregator
-    deadline = time.monotonic() + 60
+
+
+def reachable(s: Stack, timeout: float) -> bool:
+    """The target host answers over s within timeout seconds (a bond in
+    802.3ad passes traffic once LACP has agreed on an aggregator)."""
+    deadline = time.monotonic() + timeout
     while topo.sh("ping", "-c1", "-W1", "-I", s.ini_dev, s.tgt_ip, check=False).returncode != 0:
-        assert time.monotonic() < deadline, f"{s.tgt_ip} not reachable over {s.ini_dev}:\n{link_state(s)}"
+        if time.monotonic() >= deadline:
+            return False
+    return True
 
 
 def link_state(s: Stack) -> str:
@@ -77,6 +89,8 @@ def link_state(s: Stack) -> str:
                     ["sh", "-c", f"cat /proc/net/bonding/{dev} 2>/dev/null || true"]):  # fmt: skip
             p = topo.sh(*pre, *cmd, check=False)
             out.append(f"{ns or 'init'}$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+    bonding = [ln for ln in topo.sh("dmesg", check=False).stdout.splitlines() if "bond" in ln]
+    out.append("kernel log, bonding:\n" + "\n".join(bonding[-40:]))
     return "\n".join(out)
 
 
@@ -94,22 +108,67 @@ def vlan(target: None) -> Iterator[Stack]:
 
 
 def make_bond(mode: str) -> Stack:
+    """A bond of two veths on each host, passing traffic.
+
+    The bonding driver gives every slave its bond's MAC: a frame for the
+    bond that arrives on a slave with another MAC is for another host
+    there, and ARP drops it. A set-up with such a slave, or one that
+    passes no traffic, is made again once with a warning (pytest prints
+    it) before the test fails: these tests are about the target over a
+    bond, which is bound only after this.
+    """
+    s = make_bond_once(mode)
+    if (off := slaves_off_bond_mac(s)) or not reachable(s, 30):
+        why = f"slaves off their bond's MAC {off}" if off else "no ping in 30 s"
+        warnings.warn(f"{mode} bond set up again ({why}):\n{link_state(s)}", stacklevel=2)
+        drop_bond(s)
+        s = make_bond_once(mode)
+    try:
+        off = slaves_off_bond_mac(s)
+        assert not off, f"slaves not on their bond's MAC: {off}\n{link_state(s)}"
+        assert reachable(s, 60), f"{s.tgt_ip} not reachable over {s.ini_dev}:\n{link_state(s)}"
+    except BaseException:
+        drop_bond(s)
+        raise
+    return s
+
+
+def make_bond_once(mode: str) -> Stack:
     s = Stack("inibond", "tgtbond", "198.18.3.2", "198.18.3.1")
     opts = ["mode", mode, "miimon", "100"] + (["lacp_rate", "fast"] if mode == "802.3ad" else [])
     try:
-        sh("ip", "link", "add", s.ini_dev, "type", "bond", *opts)
-        sh("ip", "-n", topo.TGT_NS, "link", "add", s.tgt_dev, "type", "bond", *opts)
+        # a set address: the bond keeps it rather than take its first slave's
+        sh("ip", "link", "add", s.ini_dev, "address", BOND_MAC[s.ini_dev], "type", "bond", *opts)
+        sh("ip", "-n", topo.TGT_NS, "link", "add", s.tgt_dev, "address", BOND_MAC[s.tgt_dev], "type", "bond", *opts)
         for i in (0, 1):
             sh("ip", "link", "add", f"inib{i}", "type", "veth", "peer", "name", f"tgtb{i}", "netns", topo.TGT_NS)
             sh("ip", "link", "set", f"inib{i}", "master", s.ini_dev)
             sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "master", s.tgt_dev)
             sh("ip", "link", "set", f"inib{i}", "up")
             sh("ip", "-n", topo.TGT_NS, "link", "set", f"tgtb{i}", "up")
-        addresses(s)
+        up(s)
     except BaseException:
         drop_bond(s)  # nothing half made left for the next test
         raise
     return s
+
+
+BOND_MAC = {"inibond": "02:00:c6:12:03:02", "tgtbond": "02:00:c6:12:03:01"}
+
+
+def mac(dev: str, ns: str | None = None) -> str:
+    pre = ["ip", "-n", ns] if ns else ["ip"]
+    return topo.sh(*pre, "-o", "link", "show", dev).stdout.split("link/ether ")[1].split()[0]
+
+
+def slaves_off_bond_mac(s: Stack) -> dict[str, str]:
+    """Each slave whose MAC is not its bond's (active-backup too: its
+    fail_over_mac is none), with the MAC it has."""
+    off = {}
+    for ns, bond, slaves in ((None, s.ini_dev, ("inib0", "inib1")), (topo.TGT_NS, s.tgt_dev, ("tgtb0", "tgtb1"))):
+        want = mac(bond, ns)
+        off.update({d: m for d in slaves if (m := mac(d, ns)) != want})
+    return off
 
 
 def drop_bond(s: Stack) -> None:
