@@ -256,9 +256,6 @@ void cxe_dcache_destroy(struct cxe_dcache *dc)
 	for (i = 0; i < CXE_DCACHE_MAX_PAGES; i++)
 		list_for_each_entry_safe(b, n, &dc->free[i], node)
 			cxe_dbuf_free(b);
-	INIT_LIST_HEAD(&dc->lent);
-	INIT_LIST_HEAD(&dc->lru);
-	WRITE_ONCE(dc->pages, 0);
 }
 
 /* ---- the kernel takes idle buffers back when it needs memory ---- */
