@@ -38,22 +38,30 @@ static void cxe_place_start(struct cxe_soft_conn *sc,
 	}
 }
 
-/* The pages of the next (up to len) bytes from pos on, as bv[]; 0: past the list */
+/*
+ * The pages of the next (up to len) bytes from pos on, as bv[]; 0: past
+ * the list. The walk goes on in a copy of the connection's position, which
+ * the compiler keeps in registers, and is stored back once.
+ */
 static u32 cxe_place_bvecs(struct cxe_soft_conn *sc, u32 pos, u32 len,
 			   struct bio_vec *bv, u32 *nbv)
 {
-	u32 chunk = 0, off, n;
+	struct cxe_sg_pos walk = sc->place;
+	u32 chunk = 0, i = 0, off, n;
 	struct page *pg;
 
-	*nbv = 0;
-	while (chunk < len && *nbv < CXE_PLACE_BVECS) {
-		if (!cxe_sg_seek(&sc->place, pos + chunk))
-			return 0;
-		pg = cxe_sg_page(&sc->place, pos + chunk, &off, &n);
+	while (chunk < len && i < CXE_PLACE_BVECS) {
+		if (!cxe_sg_seek(&walk, pos + chunk)) {
+			chunk = 0;
+			break;
+		}
+		pg = cxe_sg_page(&walk, pos + chunk, &off, &n);
 		n = min(n, len - chunk);
-		bvec_set_page(&bv[(*nbv)++], pg, n, off);
+		bvec_set_page(&bv[i++], pg, n, off);
 		chunk += n;
 	}
+	sc->place = walk;
+	*nbv = i;
 	return chunk;
 }
 

@@ -554,6 +554,20 @@ static int cxe_tcp_send_locked(struct sock *sk, struct msghdr *msg)
 	return 0;
 }
 
+static int cxe_tx_copy(struct cxe_soft_conn *sc, const void *buf, u32 len,
+		       bool more);
+
+/* A piece of a page, copied through a mapping (cxe_tx_page() says when) */
+static int cxe_tx_copy_page(struct cxe_soft_conn *sc, struct page *pg,
+			    u32 off, u32 len, bool more)
+{
+	u8 *p = kmap_local_page(pg);
+	int ret = cxe_tx_copy(sc, p + off, len, more);
+
+	kunmap_local(p);
+	return ret;
+}
+
 #ifdef CXE_HAVE_TCP_SENDPAGE_LOCKED	/* see the Makefile */
 
 static void cxe_tx_begin(struct cxe_soft_conn *sc)
@@ -594,13 +608,13 @@ static int cxe_tx_copy(struct cxe_soft_conn *sc, const void *buf, u32 len,
  * after each page.
  */
 static int cxe_tx_page(struct cxe_soft_conn *sc, struct page *pg, u32 off,
-		       u32 len, const u8 *mapped, bool more)
+		       u32 len, bool more)
 {
 	int flags = MSG_NOSIGNAL | (more ? MSG_MORE | MSG_SENDPAGE_NOTLAST : 0);
 	int ret;
 
 	if (!sendpage_ok(pg))
-		return cxe_tx_copy(sc, mapped, len, more);
+		return cxe_tx_copy_page(sc, pg, off, len, more);
 	while (len) {
 		ret = tcp_sendpage_locked(sc->sock->sk, pg, off, len, flags);
 		if (ret <= 0)
@@ -708,10 +722,10 @@ static int cxe_tx_copy(struct cxe_soft_conn *sc, const void *buf, u32 len,
 
 /* A page the network stack may not hold (slab, no reference count) is copied */
 static int cxe_tx_page(struct cxe_soft_conn *sc, struct page *pg, u32 off,
-		       u32 len, const u8 *mapped, bool more)
+		       u32 len, bool more)
 {
 	if (!sendpage_ok(pg))
-		return cxe_tx_copy(sc, mapped, len, more);
+		return cxe_tx_copy_page(sc, pg, off, len, more);
 	bvec_set_page(&sc->tx.bv[sc->tx.n], pg, len, off);
 	return cxe_tx_add(sc, len, more);
 }
@@ -734,47 +748,37 @@ void cxe_soft_tx_release(struct cxe_soft_conn *sc)
 #endif
 
 /*
- * [off, off + len) of a scatterlist into the batch, a page at most per
- * piece, the data digest updated over each piece on the way.
+ * [offset, offset + len) of a scatterlist into the batch, a page at most
+ * per piece, the data digest updated over each piece on the way. walk is
+ * where the last PDU of the same burst ended: the PDUs of a burst go in
+ * order, so that sending a burst is one walk of its list, not one from the
+ * list's start per PDU.
  */
-static int cxe_tx_sg(struct cxe_soft_conn *sc, const struct cxe_data *src,
-		     u32 *crc, bool more)
+static int cxe_tx_sg(struct cxe_soft_conn *sc, struct cxe_sg_pos *walk,
+		     const struct cxe_data *src, u32 *crc, bool more)
 {
-	u32 off = src->offset, len = src->len;
-	struct scatterlist *sg;
-	int i, ret = 0;
+	u32 pos = src->offset, end = src->offset + src->len, off, n;
+	struct page *pg;
+	int ret;
 
-	for_each_sg(src->sgl, sg, src->nents, i) {
-		u32 sg_off = sg->offset, sg_len = sg->length;
-
-		if (!len)
-			break;
-		if (off >= sg_len) {
-			off -= sg_len;
-			continue;
-		}
-		sg_off += off;
-		sg_len -= off;
-		off = 0;
-		while (sg_len && len && !ret) {
-			struct page *pg = nth_page(sg_page(sg), sg_off >> PAGE_SHIFT);
-			u32 pg_off = offset_in_page(sg_off);
-			u32 n = min3(sg_len, len, (u32)PAGE_SIZE - pg_off);
+	if (pos < walk->start)
+		cxe_sg_pos_init(walk, src->sgl, src->nents);
+	for (; pos < end; pos += n) {
+		if (!cxe_sg_seek(walk, pos))
+			return -EINVAL;
+		pg = cxe_sg_page(walk, pos, &off, &n);
+		n = min(n, end - pos);
+		if (crc) {
 			u8 *p = kmap_local_page(pg);
 
-			if (crc)
-				*crc = cxe_crc32c(*crc, p + pg_off, n);
-			ret = cxe_tx_page(sc, pg, pg_off, n, p + pg_off,
-					  more || len > n);
+			*crc = cxe_crc32c(*crc, p + off, n);
 			kunmap_local(p);
-			sg_off += n;
-			sg_len -= n;
-			len -= n;
 		}
+		ret = cxe_tx_page(sc, pg, off, n, more || pos + n < end);
 		if (ret)
 			return ret;
 	}
-	return len ? -EINVAL : 0;
+	return 0;
 }
 
 /* The header with its digest, if on: the length */
@@ -802,7 +806,8 @@ static u32 cxe_tx_tail(const struct cxe_conn *c, u32 dlen, u32 crc, u8 *tail)
 
 /* One PDU into the batch; more: the batch goes on after it */
 static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
-		      const struct cxe_data *src, bool more)
+		      const struct cxe_data *src, struct cxe_sg_pos *walk,
+		      bool more)
 {
 	struct cxe_conn *c = &sc->c;
 	u8 hdr[CXE_BHS_LEN + CXE_DIGEST_LEN] __uninitialized;	/* [0, hlen) set */
@@ -817,7 +822,8 @@ static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 	if (ret || !dlen)
 		return ret;
 	if (src->sgl) {
-		ret = cxe_tx_sg(sc, src, c->ddigest ? &crc : NULL, tlen || more);
+		ret = cxe_tx_sg(sc, walk, src, c->ddigest ? &crc : NULL,
+				tlen || more);
 	} else {
 		/* a buffer of the PDU layer (sense data, text): copied */
 		if (c->ddigest)
@@ -902,8 +908,11 @@ int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	if (!src || !src->sgl) {
 		ret = cxe_tx_pdu_copied(sc, bhs, src);
 	} else {
+		struct cxe_sg_pos walk;
+
+		cxe_sg_pos_init(&walk, src->sgl, src->nents);
 		cxe_tx_begin(sc);
-		ret = cxe_tx_end(sc, cxe_tx_pdu(sc, bhs, src, false));
+		ret = cxe_tx_end(sc, cxe_tx_pdu(sc, bhs, src, &walk, false));
 	}
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
@@ -920,6 +929,7 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	struct cxe_seg_burst plan = cxe_burst_plan(b);
 	u32 i, n = cxe_seg_count(&plan);
 	struct cxe_seg_pdu pdu;
+	struct cxe_sg_pos walk;
 	u8 bhs[CXE_BHS_LEN];
 	int ret;
 
@@ -928,6 +938,7 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	ret = cxe_tx_start(sc);
 	if (ret)
 		return ret;
+	cxe_sg_pos_init(&walk, b->sgl, b->nents);
 	cxe_tx_begin(sc);
 	for (i = 0; !ret && cxe_seg_pdu(&plan, i, &pdu); i++) {
 		struct cxe_data src = {
@@ -938,7 +949,7 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 		};
 
 		cxe_seg_datain_hdr(bhs, b->tmpl, &pdu);
-		ret = cxe_tx_pdu(sc, bhs, &src, i + 1 < n);
+		ret = cxe_tx_pdu(sc, bhs, &src, &walk, i + 1 < n);
 	}
 	ret = cxe_tx_end(sc, ret);
 	if (ret)

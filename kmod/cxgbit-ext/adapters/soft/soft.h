@@ -76,12 +76,23 @@ static inline void cxe_sg_pos_init(struct cxe_sg_pos *p,
 	p->left = nents;
 }
 
+/*
+ * The entry after sg, which is not the list's last (the walk counts its
+ * entries): sg_next() less its last-entry test, inline, as a walk takes
+ * this step once per page it places or sends.
+ */
+static inline struct scatterlist *cxe_sg_step(struct scatterlist *sg)
+{
+	sg++;
+	return sg_is_chain(sg) ? sg_chain_ptr(sg) : sg;
+}
+
 /* to the entry holding byte pos, at or after the current one; false: past the end */
 static inline bool cxe_sg_seek(struct cxe_sg_pos *p, u32 pos)
 {
 	while (p->left && pos >= p->start + p->sg->length) {
 		p->start += p->sg->length;
-		p->sg = --p->left ? sg_next(p->sg) : NULL;
+		p->sg = --p->left ? cxe_sg_step(p->sg) : NULL;
 	}
 	return p->left;
 }
