@@ -93,6 +93,19 @@ def measured_commit(top: Path) -> str:
     return git("rev-parse", "HEAD") + ("-dirty" if changed else "")
 
 
+def stale_module(top: Path, ko: Path) -> str | None:
+    """Why ko is not the module of top's sources (missing, or older than one of
+    kmod/cxgbit-ext's files), or None. perf/run loads the module that is built:
+    the commit it records says what was measured only if that module was built
+    from the tree as it is (make perf builds it first)."""
+    if not ko.exists():
+        return f"{ko} is not built"
+    built = ko.stat().st_mtime
+    newer = sorted(str(f.relative_to(top)) for f in (top / "kmod/cxgbit-ext").rglob("*")
+                   if f.is_file() and f.stat().st_mtime > built)  # fmt: skip
+    return f"{ko} is older than {', '.join(newer[:3])}" + (" and more" if len(newer) > 3 else "") if newer else None
+
+
 def bs_bytes(bs: str) -> int:
     """'4k' -> 4096, '512k' -> 524288, '1m' -> 1048576, '512' -> 512."""
     s = bs.strip().lower()

@@ -1,12 +1,30 @@
-"""Load the freshly built module inside the guest, as modprobe would."""
+"""The module: which kernel it is built for, where, and its loading inside the
+guest, as modprobe would."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
+
+
+def resolve_kernel(name: str) -> str:
+    """Map a series (6.1) or a release (6.1.0-56-amd64) to an installed release."""
+    kernels = subprocess.run(
+        [str(TOP / "scripts/kernels"), "installed"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    if name in kernels:
+        return name
+    for k in kernels:
+        series = subprocess.run(
+            [str(TOP / "scripts/kernels"), "series", k], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        if series == name:
+            return k
+    sys.exit(f"testbed: kernel {name!r} is not installed; installed: {' '.join(kernels)}")
 
 
 def module_ko(kver: str | None = None) -> Path:

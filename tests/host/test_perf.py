@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -185,3 +186,19 @@ def test_a_run_is_dirty_only_for_changes_outside_its_results(tmp_path: Path) -> 
     assert perflib.measured_commit(tmp_path) == head
     (tmp_path / "io.c").write_text("int y;\n")
     assert perflib.measured_commit(tmp_path) == head + "-dirty"
+
+
+def test_a_run_refuses_a_module_older_than_its_sources(tmp_path: Path) -> None:
+    src = tmp_path / "kmod/cxgbit-ext/adapters/soft"
+    src.mkdir(parents=True)
+    (src / "io.c").write_text("int x;\n")
+    ko = tmp_path / "build/6.1.0-56-amd64/cxgbit_ext.ko"
+    assert perflib.stale_module(tmp_path, ko) == f"{ko} is not built"
+    ko.parent.mkdir(parents=True)
+    ko.write_bytes(b"\x7fELF")
+    os.utime(src / "io.c", (1000, 1000))
+    os.utime(ko, (2000, 2000))
+    assert perflib.stale_module(tmp_path, ko) is None
+    # a source edited after the build: the module is not what the commit says
+    os.utime(src / "io.c", (3000, 3000))
+    assert perflib.stale_module(tmp_path, ko) == f"{ko} is older than kmod/cxgbit-ext/adapters/soft/io.c"
