@@ -103,7 +103,10 @@ def stale_module(top: Path, ko: Path) -> str | None:
     built = ko.stat().st_mtime
     newer = sorted(str(f.relative_to(top)) for f in (top / "kmod/cxgbit-ext").rglob("*")
                    if f.is_file() and f.stat().st_mtime > built)  # fmt: skip
-    return f"{ko} is older than {', '.join(newer[:3])}" + (" and more" if len(newer) > 3 else "") if newer else None
+    if not newer:
+        return None
+    more = " and more" if len(newer) > 3 else ""
+    return f"{ko} is older than {', '.join(newer[:3])}{more}"
 
 
 def bs_bytes(bs: str) -> int:

@@ -60,7 +60,7 @@ def target(iscsid: None, module_ko: Path) -> Iterator[None]:
 
 def addresses(s: Stack) -> None:
     up(s)
-    assert reachable(s, 60), f"{s.tgt_ip} not reachable over {s.ini_dev}:\n{link_state(s)}"
+    assert_reachable(s)
 
 
 def up(s: Stack) -> None:
@@ -78,6 +78,10 @@ def reachable(s: Stack, timeout: float) -> bool:
         if time.monotonic() >= deadline:
             return False
     return True
+
+
+def assert_reachable(s: Stack) -> None:
+    assert reachable(s, 60), f"{s.tgt_ip} not reachable over {s.ini_dev}:\n{link_state(s)}"
 
 
 def link_state(s: Stack) -> str:
@@ -126,7 +130,7 @@ def make_bond(mode: str) -> Stack:
     try:
         off = slaves_off_bond_mac(s)
         assert not off, f"slaves not on their bond's MAC: {off}\n{link_state(s)}"
-        assert reachable(s, 60), f"{s.tgt_ip} not reachable over {s.ini_dev}:\n{link_state(s)}"
+        assert_reachable(s)
     except BaseException:
         drop_bond(s)
         raise
