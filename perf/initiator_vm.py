@@ -12,6 +12,7 @@ line per point ("perf: ...").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -31,11 +32,15 @@ from perf.perflib import (  # noqa: E402
     Cost,
     Plan,
     Snap,
+    bs_bytes,
     cost,
     counter_delta,
     cpu_jiffies,
+    disk_bytes,
     fio_args,
     fio_metrics,
+    net_counters,
+    net_delta,
     point_record,
     sessions,
 )
@@ -82,22 +87,91 @@ def own_cost(a: tuple[float, int, int], b: tuple[float, int, int], insn: tuple[i
     return cost(sa, sb)
 
 
-class MidRunCpu(threading.Thread):
-    """The initiator VM's CPU over the middle half of a fio run (its start,
-    about half a second, and its end left out): whether the initiator was
-    the bottleneck while I/O ran, which its share over the whole window
-    (fio starting and exiting included) cannot say."""
+class SteadyWindow(threading.Thread):
+    """The initiator VM over the middle half of a fio run, timed by the
+    device's own I/O counter: fio's start (exec, forking its jobs, their
+    buffers) takes more than a second under TCG, and a window timed from
+    its launch would count it. From the first completed I/O, runtime / 4
+    is left out, then runtime / 2 measured: the VM's CPU (whether the
+    initiator bound the point), and its instructions, I/Os and TCP
+    segments, so that what the initiator spends per I/O in steady state is
+    compared between the paths, not what its start and exit cost."""
 
-    def __init__(self, runtime: float) -> None:
+    def __init__(self, runtime: float, dev: str, bs: int, insn_file: Path, label: str) -> None:
         super().__init__(daemon=True)
-        self.start_at, self.span = 0.5 + runtime / 4, runtime / 2
+        self.runtime, self.dev, self.bs = runtime, dev, bs
+        self.insn_file, self.label = insn_file, label
         self.cpu_pct = math.nan
+        self.record: dict[str, Any] = {}
+
+    def ios(self) -> float:
+        return disk_bytes(Path("/proc/diskstats").read_text(), self.dev) / self.bs
 
     def run(self) -> None:
-        time.sleep(self.start_at)
+        first = self.ios()
+        deadline = time.monotonic() + self.runtime + 60
+        while self.ios() == first:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+        time.sleep(self.runtime / 4)
+        i0, n0, io0 = read_insn(self.insn_file), own_net(), self.ios()
+        own_prof(self.insn_file, self.label + "m")
         a = own_snap()
-        time.sleep(self.span)
-        self.cpu_pct = own_cost(a, own_snap(), (0, 0)).cpu_pct
+        time.sleep(self.runtime / 2)
+        b = own_snap()
+        own_prof(self.insn_file, self.label + "n")
+        ios, insn, net = self.ios() - io0, read_insn(self.insn_file) - i0, net_delta(n0, own_net())
+        self.cpu_pct = own_cost(a, b, (0, 0)).cpu_pct
+        self.record = {"seconds": b[0] - a[0], "ios": ios, "insn": insn, "net": net, "prof": self.label + "n"}
+
+
+def own_net() -> dict[str, int]:
+    return net_counters(Path("/proc/net/snmp").read_text(), Path("/proc/net/netstat").read_text())
+
+
+def own_prof(insn_file: Path, label: str) -> str:
+    """Ask the plugin to dump where this VM's instructions went since the
+    last dump, to insn.prof.<label> (perf/target_vm.py's snapshot)."""
+    with contextlib.suppress(FileNotFoundError):
+        insn_file.with_name(f"insn.prof.req.{label}").touch()
+    return label
+
+
+SESSION_PARAMS = {
+    "iscsi_connection": ("max_recv_dlength", "max_xmit_dlength"),
+    "iscsi_session": ("first_burst_len", "max_burst_len", "immediate_data", "initial_r2t"),
+}
+
+
+def session_params() -> dict[str, str]:
+    """What the one session negotiated, as the initiator's sysfs shows it."""
+    out = {}
+    for cls, names in SESSION_PARAMS.items():
+        for d in Path(f"/sys/class/{cls}").glob("*"):
+            for n in names:
+                with contextlib.suppress(OSError):
+                    out[n] = (d / n).read_text().strip()
+    return out
+
+
+# udev watches a disk opened for writing (60-block.rules) and, when the
+# writer closes it, probes it again (scsi_id, blkid: processes exec'd, the
+# disk read) as a "change" event. After every fio run that is seconds of
+# the initiator's one vCPU under TCG, inside the next point's window; a
+# benchmark initiator has no use for it.
+UDEV_NOWATCH = Path("/run/udev/rules.d/99-perf-nowatch.rules")
+
+
+def udev_nowatch() -> None:
+    UDEV_NOWATCH.parent.mkdir(parents=True, exist_ok=True)
+    UDEV_NOWATCH.write_text('ACTION!="remove", SUBSYSTEM=="block", KERNEL=="sd*", OPTIONS:="nowatch"\n')
+    subprocess.run(["udevadm", "control", "--reload"], check=True, timeout=60)
+
+
+def udev_settle() -> None:
+    """udev done with the disk that just appeared (its add event's probes)."""
+    subprocess.run(["udevadm", "settle", "--timeout=120"], check=True, timeout=180)
 
 
 def read_insn(path: Path) -> int:
@@ -148,6 +222,7 @@ def main() -> int:
     tc = TargetControl(plan.target_ip)
     print("perf: target control up", flush=True)
     iscsiadm.start_iscsid()
+    udev_nowatch()
     portals = {"stock": f"{plan.target_ip}:{PORT_STOCK}", "offload": f"{plan.target_ip}:{PORT_OFFLOAD}"}
     iqns = {"stock": IQN_STOCK, "offload": IQN_OFFLOAD}
     for p in portals.values():
@@ -162,6 +237,8 @@ def main() -> int:
     idle_rate = idle.insn / idle.seconds
     print(f"perf: target idle {idle_rate / 1e6:.1f} M insn/s, {idle.cpu_pct:.1f}% CPU", flush=True)
 
+    # this VM's symbols, for its profile dumps (perf/profile.py)
+    (results / "kallsyms").write_text(Path("/proc/kallsyms").read_text())
     plan_sessions = sessions(plan)
     total = sum(len(s.points) for s in plan_sessions)
     points: list[dict[str, Any]] = []
@@ -174,7 +251,9 @@ def main() -> int:
         iscsiadm.login(iqn, portal)
         try:
             dev = iscsiadm.session_disks(iqn, expect=1)[0]
+            udev_settle()
             check_session(iqn, s.digest, s.transport, tc)
+            params = session_params()
             if plan.warmup and s.points:
                 # a fresh login's first seconds (TCP buffers growing, caches
                 # filling) cost per I/O what no later second does: not measured
@@ -183,7 +262,7 @@ def main() -> int:
             for rw, bs in s.points:
                 ia, ii = own_snap(), read_insn(insn_file)
                 ta = tc.snap()
-                mid = MidRunCpu(plan.runtime)
+                mid = SteadyWindow(plan.runtime, Path(dev).name, bs_bytes(bs), insn_file, f"i{len(points):05d}")
                 mid.start()
                 report = fio.run(fio_args(plan, dev, rw, bs), timeout=plan.runtime + 120)
                 tb = tc.snap()
@@ -195,6 +274,10 @@ def main() -> int:
                     counter_delta(ta, tb)
                 )  # fmt: skip
                 rec["target_prof"] = tb.prof  # the dump made at tb: ta..tb
+                rec["session"] = params
+                rec["initiator_steady"] = mid.record
+                if mid.record.get("ios"):
+                    rec["initiator_insn_per_io"] = mid.record["insn"] / mid.record["ios"]
                 points.append(rec)
                 n = len(points)
                 eta = (time.monotonic() - t_start) / n * (total - n)

@@ -280,6 +280,40 @@ def counter_delta(a: Snap, b: Snap) -> dict[str, int]:
     return {k: b.counters.get(k, 0) - v for k, v in a.counters.items() if b.counters.get(k, 0) != v}
 
 
+def disk_bytes(diskstats: str, dev: str) -> int:
+    """Bytes read and written by block device ``dev`` (sdb, not /dev/sdb),
+    from a /proc/diskstats (its sector counts are of 512 bytes whatever the
+    device's block size). Bytes, not requests: the block layer may split a
+    request at the device's transfer limit."""
+    for line in diskstats.splitlines():
+        f = line.split()
+        if len(f) >= 10 and f[2] == dev:
+            return (int(f[5]) + int(f[9])) * 512
+    raise ValueError(f"no block device {dev} in /proc/diskstats")
+
+
+def net_counters(snmp: str, netstat: str) -> dict[str, int]:
+    """The TCP counters of /proc/net/snmp (Tcp) and /proc/net/netstat
+    (TcpExt) as "Tcp.Name": value; each is a header line and a value line."""
+    out: dict[str, int] = {}
+    for text in (snmp, netstat):
+        lines = text.splitlines()
+        for head, vals in zip(lines[::2], lines[1::2], strict=False):
+            proto, _, names = head.partition(":")
+            if proto not in ("Tcp", "TcpExt") or not vals.startswith(proto + ":"):
+                continue
+            for name, v in zip(names.split(), vals.partition(":")[2].split(), strict=True):
+                out[f"{proto}.{name}"] = int(v)
+    return out
+
+
+def net_delta(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    """What moved between two net_counters(), counters only (gauges such as
+    Tcp.CurrEstab and the RTO settings left out)."""
+    gauges = {"Tcp.RtoAlgorithm", "Tcp.RtoMin", "Tcp.RtoMax", "Tcp.MaxConn", "Tcp.CurrEstab"}
+    return {k: b[k] - v for k, v in a.items() if k in b and k not in gauges and b[k] != v}
+
+
 # ---- fio -------------------------------------------------------------------
 
 
@@ -346,6 +380,7 @@ def point_record(
 METRICS = (
     "iops", "mbps", "lat_p50_us", "lat_p99_us", "lat_p99.9_us", "lat_stddev_us",
     "target_cpu_pct", "target_busy_us_per_io", "target_insn_per_io", "initiator_cpu_pct",
+    "initiator_insn_per_io",
 )  # fmt: skip
 
 # A point whose initiator VM was this busy on either path measured the
@@ -355,9 +390,12 @@ INITIATOR_BOUND_PCT = 90.0
 
 def _metric(p: dict[str, Any], m: str) -> float:
     """A point's metric; for runs that predate initiator_cpu_pct, the
-    initiator's CPU over the point's whole window."""
+    initiator's CPU over the point's whole window; NaN for runs that predate
+    initiator_insn_per_io."""
     if m == "initiator_cpu_pct" and m not in p:
         return float(p["initiator"]["cpu_pct"])
+    if m == "initiator_insn_per_io" and m not in p:
+        return math.nan
     return float(p[m])
 
 
@@ -374,6 +412,12 @@ class Stat:
         if not xs:
             raise ValueError("no samples")
         return cls(statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0, min(xs), max(xs), len(xs))
+
+    @classmethod
+    def present(cls, xs: Sequence[float]) -> Stat:
+        """Of the samples that are not NaN (a metric an older run lacks); all NaN if none is."""
+        have = [x for x in xs if not math.isnan(x)]
+        return cls.of(have) if have else cls(math.nan, math.nan, math.nan, math.nan, 0)
 
 
 @dataclass(frozen=True)
@@ -403,10 +447,15 @@ def summarize(points: Sequence[dict[str, Any]]) -> dict[Key, dict[str, Stat]]:
     groups: dict[Key, list[dict[str, Any]]] = {}
     for p in points:
         groups.setdefault((p["transport"], p["digest"], p["rw"], p["bs"]), []).append(p)
-    return {k: {m: Stat.of([_metric(p, m) for p in ps]) for m in METRICS} for k, ps in groups.items()}
+    return {k: {m: Stat.present([_metric(p, m) for p in ps]) for m in METRICS} for k, ps in groups.items()}
 
 
-RATIO_METRICS = {"mbps": "throughput", "target_insn_per_io": "insn/IO", "target_busy_us_per_io": "busy/IO"}
+RATIO_METRICS = {
+    "mbps": "throughput",
+    "target_insn_per_io": "insn/IO",
+    "target_busy_us_per_io": "busy/IO",
+    "initiator_insn_per_io": "initiator insn/IO",
+}
 
 
 def ratios(summary: dict[Key, dict[str, Stat]]) -> dict[tuple[str, str, str], dict[str, Ratio]]:
@@ -469,13 +518,16 @@ def markdown(result: dict[str, Any]) -> str:
         "## Ratios offload ÷ stock (mean, and the widest range over repeats; ⚠ = range crosses 1)",
         "",
         "Throughput above 1 is better; CPU per I/O below 1 is better. Initiator CPU is the initiator VM's "
-        "over the middle half of each fio run (in runs before that was sampled: over the point's whole "
-        f"window, fio's start and exit included), stock / offload; ⓘ: at least {INITIATOR_BOUND_PCT:.0f}% "
-        "on a path, so the initiator bound that point and its throughput ratio measures the initiator, "
-        "not the target.",
+        "over a steady window of half the runtime, from a quarter of the runtime after the disk's first "
+        "completed I/O (in earlier runs: the middle half of the run timed from fio's launch, or the point's "
+        f"whole window), stock / offload; ⓘ: at least {INITIATOR_BOUND_PCT:.0f}% on a path, so the initiator "
+        "bound that point and its throughput ratio measures the initiator, not the target. Initiator "
+        "insn/IO: the initiator VM's instructions per I/O completed by its disk over the same window "
+        "(n/a for runs before it was recorded); at a point the initiator bound, whether the path changed "
+        "the initiator's own work per I/O.",
         "",
-        "| digest | rw | bs | throughput | target insn/IO | target busy/IO | initiator %CPU |",
-        "|---|---|---|---|---|---|---|",
+        "| digest | rw | bs | throughput | target insn/IO | target busy/IO | initiator %CPU | initiator insn/IO |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for d, rw, bs in sorted(rat, key=lambda k: (k[0], k[1], bs_order.get(k[2], 0))):
         r = rat[(d, rw, bs)]
@@ -484,7 +536,7 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {d} | {rw} | {bs} | {_fmt_ratio(r['mbps'])}{bound} | "
             f"{_fmt_ratio(r['target_insn_per_io'])} | {_fmt_ratio(r['target_busy_us_per_io'])} | "
-            f"{ini[0]:.0f} / {ini[1]:.0f} |"
+            f"{ini[0]:.0f} / {ini[1]:.0f} | {_fmt_ratio(r['initiator_insn_per_io'])} |"
         )
     lines += [
         "",

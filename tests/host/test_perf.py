@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -84,6 +85,38 @@ def test_cost_subtracts_the_idle_rate() -> None:
         perflib.cost(b, a)
 
 
+def test_tcp_counters_of_the_host_move_with_real_traffic() -> None:
+    """The initiator's TCP counters per point: parsed from this host's own
+    /proc/net files, and a real loopback connection moves them."""
+
+    def now() -> dict[str, int]:
+        return perflib.net_counters(Path("/proc/net/snmp").read_text(), Path("/proc/net/netstat").read_text())
+
+    a = now()
+    assert {"Tcp.OutSegs", "Tcp.InSegs", "TcpExt.DelayedACKs"} <= set(a)
+    assert not any(k.startswith(("Ip.", "Udp")) for k in a)
+    with socket.create_server(("127.0.0.1", 0)) as srv, socket.create_connection(srv.getsockname()) as c:
+        peer, _ = srv.accept()
+        with peer:
+            c.sendall(b"x" * 50_000)
+            got = 0
+            while got < 50_000:
+                got += len(peer.recv(65536))
+    d = perflib.net_delta(a, now())
+    assert d["Tcp.ActiveOpens"] >= 1 and d["Tcp.OutSegs"] >= 3
+    assert "Tcp.CurrEstab" not in d
+
+
+def test_disk_bytes_counts_both_directions_in_512_byte_sectors() -> None:
+    stats = (
+        "   8       0 sda 10 0 80 5 20 0 160 9 0 0 0 0 0 0 0 0 0\n"
+        "   8      16 sdb 3 0 2048 1 7 0 4096 2 0 0 0 0 0 0 0 0 0\n"
+    )
+    assert perflib.disk_bytes(stats, "sdb") == (2048 + 4096) * 512
+    with pytest.raises(ValueError, match="no block device sdc"):
+        perflib.disk_bytes(stats, "sdc")
+
+
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (make deps installs it)")
 def test_fio_metrics_from_a_real_fio_run(tmp_path: Path) -> None:
     plan = perflib.load_plan(MATRIX)
@@ -99,13 +132,18 @@ def test_fio_metrics_from_a_real_fio_run(tmp_path: Path) -> None:
     assert 0 < m["lat_p50_us"] <= m["lat_p99_us"] <= m["lat_p99.9_us"]
 
 
-def _point(transport: str, bs: str, rep: int, mbps: float, insn: float, ini: float = 40.0) -> dict[str, object]:
-    return {
+def _point(
+    transport: str, bs: str, rep: int, mbps: float, insn: float, ini: float = 40.0, ini_insn: float | None = None
+) -> dict[str, object]:
+    p = {
         "transport": transport, "digest": "off", "rw": "randread", "bs": bs, "rep": rep,
         "iops": mbps * 1e6 / perflib.bs_bytes(bs), "mbps": mbps, "lat_p50_us": 100.0, "lat_p99_us": 200.0,
         "lat_p99.9_us": 300.0, "lat_stddev_us": 20.0, "target_cpu_pct": 50.0,
         "target_busy_us_per_io": 10.0, "target_insn_per_io": insn, "initiator_cpu_pct": ini,
     }  # fmt: skip
+    if ini_insn is not None:
+        p["initiator_insn_per_io"] = ini_insn
+    return p
 
 
 def test_ratios_flag_a_spread_that_crosses_one() -> None:
@@ -142,7 +180,8 @@ def test_markdown_and_plots_from_a_result(tmp_path: Path) -> None:
 
 
 def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> None:
-    pts = [_point(t, "4k", rep, 12.0 if t == "offload" else 10.0, 1e5, ini=95.0 if t == "offload" else 60.0)
+    pts = [_point(t, "4k", rep, 12.0 if t == "offload" else 10.0, 1e5, ini=95.0 if t == "offload" else 60.0,
+                  ini_insn=(110e3 if t == "offload" else 100e3) + rep * 10e3)
            for rep in range(2) for t in ("stock", "offload")]  # fmt: skip
     pts += [_point(t, "8k", rep, 24.0 if t == "offload" else 20.0, 1e5)
             for rep in range(2) for t in ("stock", "offload")]  # fmt: skip
@@ -160,7 +199,10 @@ def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> Non
     assert "- initiator → target (writes): 0.400 Gbit/s" in md and "initiator 70% CPU" in md
     assert "- target → initiator (reads): 0.200 Gbit/s" in md
     assert "| off | randread | 4k | 1.20 (1.20 to 1.20) ⓘ |" in md
-    assert "| 60 / 95 |" in md
+    # the initiator's steady work per I/O: 115k / 105k, widest 110k / 110k to 120k / 100k
+    assert "| 60 / 95 | 1.10 (1.00 to 1.20) ⚠ |" in md
+    # a point of a run from before the initiator's steady window: no ratio, not an error
+    assert "| 50 / 40 | n/a |" in md
     assert "| off | randread | 8k | 1.20 (1.20 to 1.20) |" in md
     assert "| off | randread | 16k | 1.20 (1.20 to 1.20) |" in md and "| 50 / 40 |" in md
     # reads' share of the link is of the reverse direction: 10 MB/s of 25 MB/s
