@@ -147,9 +147,17 @@ static bool cxe_cookies_sent(struct net *net, const struct sock *sk)
 	       !tcp_synq_no_recent_overflow(sk);
 }
 
-static unsigned int cxe_steer(struct sk_buff *skb,
-			      const struct nf_hook_state *state,
-			      const struct cxe_pkt *p)
+/*
+ * The hook sees every TCP packet the host receives, its own connections'
+ * and every neighbour's, so the common case (neither a SYN nor a bare ACK
+ * of an offloaded portal) must cost as little as can be: the hook's body is
+ * inlined in the per-family functions, the packet's addresses are not
+ * zeroed first, and the portal list is read under the RCU read lock
+ * netfilter holds around every hook (nf_hook(), NF_HOOK_LIST()).
+ */
+static __always_inline unsigned int cxe_steer(struct sk_buff *skb,
+					      const struct nf_hook_state *state,
+					      const struct cxe_pkt *p)
 {
 	const struct tcphdr *th = p->th;
 	struct cxe_soft_np *snp;
@@ -157,7 +165,6 @@ static unsigned int cxe_steer(struct sk_buff *skb,
 	if (th->rst || th->fin || th->syn == th->ack)
 		return NF_ACCEPT;
 
-	rcu_read_lock();
 	list_for_each_entry_rcu(snp, &cxe_nps, node) {
 		struct sock *sk = snp->listener->sk;
 
@@ -197,22 +204,23 @@ static unsigned int cxe_steer(struct sk_buff *skb,
 		skb->destructor = sock_edemux;
 		break;
 	}
-	rcu_read_unlock();
 	return NF_ACCEPT;
 }
 
+/* p: what cxe_steer() reads of the family's packet, set field by field */
 static unsigned int cxe_steer4(void *priv, struct sk_buff *skb,
 			       const struct nf_hook_state *state)
 {
 	const struct iphdr *iph = ip_hdr(skb);
-	struct cxe_pkt p = { .family = AF_INET };
-	struct tcphdr _th;
+	struct cxe_pkt p __uninitialized;
+	struct tcphdr _th __uninitialized;
 
 	if (iph->protocol != IPPROTO_TCP || skb->sk || ip_is_fragment(iph))
 		return NF_ACCEPT;
 	p.th = skb_header_pointer(skb, ip_hdrlen(skb), sizeof(_th), &_th);
 	if (!p.th)
 		return NF_ACCEPT;
+	p.family = AF_INET;
 	p.saddr.v4 = iph->saddr;
 	p.daddr.v4 = iph->daddr;
 	return cxe_steer(skb, state, &p);
@@ -222,9 +230,9 @@ static unsigned int cxe_steer6(void *priv, struct sk_buff *skb,
 			       const struct nf_hook_state *state)
 {
 	const struct ipv6hdr *ip6h = ipv6_hdr(skb);
-	struct cxe_pkt p = { .family = AF_INET6 };
+	struct cxe_pkt p __uninitialized;
 	u8 nexthdr = ip6h->nexthdr;
-	struct tcphdr _th;
+	struct tcphdr _th __uninitialized;
 	__be16 frag_off;
 	int thoff;
 
@@ -236,6 +244,7 @@ static unsigned int cxe_steer6(void *priv, struct sk_buff *skb,
 	p.th = skb_header_pointer(skb, thoff, sizeof(_th), &_th);
 	if (!p.th)
 		return NF_ACCEPT;
+	p.family = AF_INET6;
 	p.saddr.v6 = ip6h->saddr;
 	p.daddr.v6 = ip6h->daddr;
 	return cxe_steer(skb, state, &p);
