@@ -28,6 +28,22 @@ struct sock;
 struct net_device;
 
 /*
+ * A place in a scatterlist, walked forward only: byte start of list sgl is
+ * where entry sg begins, and left entries are there from sg on. A task
+ * keeps one (struct cxe_task) for its data: its PDUs and bursts go in
+ * order, however they interleave with other tasks' on the connection, so
+ * that placing or sending a task's data is one walk of its list, not one
+ * from the list's start per PDU. The adapter owns the walk; zeroed (sgl
+ * NULL), it is at no list yet.
+ */
+struct cxe_sg_pos {
+	struct scatterlist	*sgl;
+	struct scatterlist	*sg;
+	u32			start;
+	u32			left;
+};
+
+/*
  * A data segment's destination (receive) or source (send): the command's
  * pages from byte offset on, or a kernel buffer.
  */
@@ -37,6 +53,7 @@ struct cxe_data {
 	u32			offset;	/* into sgl */
 	void			*buf;
 	u32			len;	/* bytes that belong in sgl/buf */
+	struct cxe_sg_pos	*walk;	/* the task's, with sgl; or NULL */
 };
 
 /* One Data-In burst for the adapter to segment into PDUs. */
@@ -49,6 +66,7 @@ struct cxe_burst {
 	u32			max_pdu; /* initiator's MaxRecvDataSegmentLength */
 	u32			datasn;	/* DataSN of the first PDU */
 	bool			status;	/* the last PDU carries status (S) */
+	struct cxe_sg_pos	*walk;	/* the task's, or NULL */
 };
 
 /* The burst as the pure planner (pdu/cxe_seg.h) cuts it into PDUs */
@@ -70,6 +88,7 @@ static inline struct cxe_seg_burst cxe_burst_plan(const struct cxe_burst *b)
 struct cxe_dbuf;
 struct cxe_task {
 	u32		ddp_live;	/* DDP tags of this task not yet completed */
+	struct cxe_sg_pos walk;		/* the adapter's, in the task's pages */
 	/* the PDU layer's own: the data buffer lent from its cache (dcache.c) */
 	struct cxe_dbuf	*dbuf;
 };

@@ -21,32 +21,33 @@
 
 /*
  * Write data lands in the command's pages by a walk of dst's scatterlist
- * that goes on from where the last piece of the same PDU ended (a PDU's
- * data segment arrives in order): placing a segment is linear in its
- * length, where sg_pcopy_from_buffer() walks from the start of the list
- * for each piece. Each piece is copied into an iterator over the pages it
- * covers, CXE_PLACE_BVECS at a time, by one call.
+ * that goes on from where the task's last piece ended (dst->walk: a task's
+ * data arrives in order): placing a task's data is linear in its length,
+ * where sg_pcopy_from_buffer() walks from the start of the list for each
+ * piece, and a walk kept per connection would start over whenever another
+ * task's PDU came between. Each piece is copied into an iterator over the
+ * pages it covers, CXE_PLACE_BVECS at a time, by one call.
  */
 #define CXE_PLACE_BVECS	16
 
-static void cxe_place_start(struct cxe_soft_conn *sc,
-			    const struct cxe_data *dst, u32 pos)
+static struct cxe_sg_pos *cxe_place_start(struct cxe_soft_conn *sc,
+					  const struct cxe_data *dst, u32 pos)
 {
-	if (sc->place_sgl != dst->sgl || pos < sc->place.start) {
-		sc->place_sgl = dst->sgl;
-		cxe_sg_pos_init(&sc->place, dst->sgl, dst->nents);
-	}
+	struct cxe_sg_pos *w = dst->walk ?: &sc->place;
+
+	cxe_sg_pos_at(w, dst->sgl, dst->nents, pos);
+	return w;
 }
 
 /*
  * The pages of the next (up to len) bytes from pos on, as bv[]; 0: past
- * the list. The walk goes on in a copy of the connection's position, which
- * the compiler keeps in registers, and is stored back once.
+ * the list. The walk goes on in a copy of *w, which the compiler keeps in
+ * registers, and is stored back once.
  */
-static u32 cxe_place_bvecs(struct cxe_soft_conn *sc, u32 pos, u32 len,
+static u32 cxe_place_bvecs(struct cxe_sg_pos *w, u32 pos, u32 len,
 			   struct bio_vec *bv, u32 *nbv)
 {
-	struct cxe_sg_pos walk = sc->place;
+	struct cxe_sg_pos walk = *w;
 	u32 chunk = 0, i = 0, off, n;
 	struct page *pg;
 
@@ -60,7 +61,7 @@ static u32 cxe_place_bvecs(struct cxe_soft_conn *sc, u32 pos, u32 len,
 		bvec_set_page(&bv[i++], pg, n, off);
 		chunk += n;
 	}
-	sc->place = walk;
+	*w = walk;
 	*nbv = i;
 	return chunk;
 }
@@ -70,12 +71,12 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len)
 {
 	struct bio_vec bv[CXE_PLACE_BVECS] __uninitialized;	/* [0, nbv) set */
+	struct cxe_sg_pos *w = cxe_place_start(sc, dst, pos);
 	struct iov_iter iter;
 	u32 nbv, chunk;
 
-	cxe_place_start(sc, dst, pos);
 	for (; len; pos += chunk, buf += chunk, len -= chunk) {
-		chunk = cxe_place_bvecs(sc, pos, len, bv, &nbv);
+		chunk = cxe_place_bvecs(w, pos, len, bv, &nbv);
 		if (!chunk)
 			return -EINVAL;
 		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);
@@ -100,12 +101,12 @@ int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		       u32 *crc)
 {
 	struct bio_vec bv[CXE_PLACE_BVECS] __uninitialized;	/* [0, nbv) set */
+	struct cxe_sg_pos *w = cxe_place_start(sc, dst, pos);
 	struct iov_iter iter;
 	u32 nbv, chunk, i;
 
-	cxe_place_start(sc, dst, pos);
 	for (; len; pos += chunk, off += chunk, len -= chunk) {
-		chunk = cxe_place_bvecs(sc, pos, len, bv, &nbv);
+		chunk = cxe_place_bvecs(w, pos, len, bv, &nbv);
 		if (!chunk)
 			return -EINVAL;
 		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);

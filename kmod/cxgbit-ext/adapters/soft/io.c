@@ -47,7 +47,7 @@ static int cxe_rx_header_cb(void *ctx, const u8 *hdr, u32 hdr_len, int status)
 
 	memcpy(sc->hdr, hdr, hdr_len);
 	sc->got_hdr = true;
-	sc->place_sgl = NULL;
+	sc->place.sgl = NULL;
 	/* a header digest error at ERL 0: its lengths cannot be trusted */
 	return status & CXE_RX_HDIGEST_ERR ? -EBADMSG : 1;
 }
@@ -750,9 +750,8 @@ void cxe_soft_tx_release(struct cxe_soft_conn *sc)
 /*
  * [offset, offset + len) of a scatterlist into the batch, a page at most
  * per piece, the data digest updated over each piece on the way. walk is
- * where the last PDU of the same burst ended: the PDUs of a burst go in
- * order, so that sending a burst is one walk of its list, not one from the
- * list's start per PDU.
+ * the task's (struct cxe_sg_pos), or the burst's when the PDU layer gave
+ * none: where its last PDU ended, as a task's Data-In goes in order.
  */
 static int cxe_tx_sg(struct cxe_soft_conn *sc, struct cxe_sg_pos *walk,
 		     const struct cxe_data *src, u32 *crc, bool more)
@@ -761,8 +760,7 @@ static int cxe_tx_sg(struct cxe_soft_conn *sc, struct cxe_sg_pos *walk,
 	struct page *pg;
 	int ret;
 
-	if (pos < walk->start)
-		cxe_sg_pos_init(walk, src->sgl, src->nents);
+	cxe_sg_pos_at(walk, src->sgl, src->nents, pos);
 	for (; pos < end; pos += n) {
 		if (!cxe_sg_seek(walk, pos))
 			return -EINVAL;
@@ -908,11 +906,11 @@ int cxe_soft_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	if (!src || !src->sgl) {
 		ret = cxe_tx_pdu_copied(sc, bhs, src);
 	} else {
-		struct cxe_sg_pos walk;
+		struct cxe_sg_pos own = {};
 
-		cxe_sg_pos_init(&walk, src->sgl, src->nents);
 		cxe_tx_begin(sc);
-		ret = cxe_tx_end(sc, cxe_tx_pdu(sc, bhs, src, &walk, false));
+		ret = cxe_tx_end(sc, cxe_tx_pdu(sc, bhs, src, src->walk ?: &own,
+						false));
 	}
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
@@ -928,8 +926,8 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	struct cxe_soft_conn *sc = cxe_soft(c);
 	struct cxe_seg_burst plan = cxe_burst_plan(b);
 	u32 i, n = cxe_seg_count(&plan);
+	struct cxe_sg_pos own = {}, *walk = b->walk ?: &own;
 	struct cxe_seg_pdu pdu;
-	struct cxe_sg_pos walk;
 	u8 bhs[CXE_BHS_LEN];
 	int ret;
 
@@ -938,7 +936,6 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 	ret = cxe_tx_start(sc);
 	if (ret)
 		return ret;
-	cxe_sg_pos_init(&walk, b->sgl, b->nents);
 	cxe_tx_begin(sc);
 	for (i = 0; !ret && cxe_seg_pdu(&plan, i, &pdu); i++) {
 		struct cxe_data src = {
@@ -949,7 +946,7 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 		};
 
 		cxe_seg_datain_hdr(bhs, b->tmpl, &pdu);
-		ret = cxe_tx_pdu(sc, bhs, &src, &walk, i + 1 < n);
+		ret = cxe_tx_pdu(sc, bhs, &src, walk, i + 1 < n);
 	}
 	ret = cxe_tx_end(sc, ret);
 	if (ret)

@@ -56,24 +56,22 @@ struct cxe_ddp_slot {
 	u32		len;
 };
 
-/*
- * A place in a scatterlist, walked forward only: byte pos of the list is
- * in entry sg once cxe_sg_seek(pos) found it. Placement walks a task's
- * list this way, so that a buffer costs one walk, not one per piece from
- * the list's start.
- */
-struct cxe_sg_pos {
-	struct scatterlist	*sg;
-	u32			start;	/* the list's byte at which sg begins */
-	u32			left;	/* entries from sg to the list's end */
-};
-
+/* sgl from its first byte on (struct cxe_sg_pos) */
 static inline void cxe_sg_pos_init(struct cxe_sg_pos *p,
 				   struct scatterlist *sgl, u32 nents)
 {
+	p->sgl = sgl;
 	p->sg = sgl;
 	p->start = 0;
 	p->left = nents;
+}
+
+/* p, ready to seek byte pos of sgl: from where it is, or from sgl's start */
+static inline void cxe_sg_pos_at(struct cxe_sg_pos *p,
+				 struct scatterlist *sgl, u32 nents, u32 pos)
+{
+	if (p->sgl != sgl || pos < p->start)
+		cxe_sg_pos_init(p, sgl, nents);
 }
 
 /*
@@ -127,8 +125,10 @@ struct cxe_soft_conn {
 	struct cxe_rx		rx;
 	u8			*hdr;		/* recv_hdr's buffer */
 	const struct cxe_data	*dst;		/* recv_data's destination */
-	/* where the last piece of this PDU's data went (cxe_soft_place()) */
-	struct scatterlist	*place_sgl;	/* the list walked, NULL: none yet */
+	/*
+	 * where the last piece of this PDU's data went (cxe_soft_place()),
+	 * for a destination without a task's walk
+	 */
 	struct cxe_sg_pos	place;
 	int			dstatus;	/* digest status of the PDU */
 	bool			pdu_done;
