@@ -285,6 +285,10 @@ def initiator(plan: dict[str, Any]) -> int:
         wwids = set(re.findall(r"^(\S+) dm-\d+", sh("multipath", "-ll"), re.M))
         assert len(wwids) == 1, f"expected one WWID, got {wwids}"
         dm = f"/dev/mapper/{wwids.pop()}"
+        # multipathd makes the map; udev makes its /dev/mapper node, after
+        # multipath -ll already shows the map
+        sh("udevadm", "settle", "--timeout=60", check=False)
+        wait_for(lambda: Path(dm).exists(), f"udev: {dm}", 60)
         # the kernel picks a map's path group at its first I/O: until then
         # both groups read "enabled", whatever their priorities
         sh("dd", f"if={dm}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct")
