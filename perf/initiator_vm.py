@@ -42,6 +42,7 @@ from perf.perflib import (  # noqa: E402
     net_counters,
     net_delta,
     point_record,
+    request_prof_dump,
     sessions,
 )
 from perf.target_vm import IQN_OFFLOAD, IQN_STOCK, PORT_CONTROL, PORT_OFFLOAD, PORT_STOCK, guest_args, link_up  # noqa: E402
@@ -116,26 +117,19 @@ class SteadyWindow(threading.Thread):
             time.sleep(0.05)
         time.sleep(self.runtime / 4)
         i0, n0, io0 = read_insn(self.insn_file), own_net(), self.ios()
-        own_prof(self.insn_file, self.label + "m")
+        request_prof_dump(self.insn_file, self.label + "m")
         a = own_snap()
         time.sleep(self.runtime / 2)
         b = own_snap()
-        own_prof(self.insn_file, self.label + "n")
-        ios, insn, net = self.ios() - io0, read_insn(self.insn_file) - i0, net_delta(n0, own_net())
-        self.cpu_pct = own_cost(a, b, (0, 0)).cpu_pct
-        self.record = {"seconds": b[0] - a[0], "ios": ios, "insn": insn, "net": net, "prof": self.label + "n"}
+        request_prof_dump(self.insn_file, self.label + "n")
+        c = own_cost(a, b, (i0, read_insn(self.insn_file)))
+        ios, net = self.ios() - io0, net_delta(n0, own_net())
+        self.cpu_pct = c.cpu_pct
+        self.record = {"seconds": c.seconds, "ios": ios, "insn": c.insn, "net": net, "prof": self.label + "n"}
 
 
 def own_net() -> dict[str, int]:
     return net_counters(Path("/proc/net/snmp").read_text(), Path("/proc/net/netstat").read_text())
-
-
-def own_prof(insn_file: Path, label: str) -> str:
-    """Ask the plugin to dump where this VM's instructions went since the
-    last dump, to insn.prof.<label> (perf/target_vm.py's snapshot)."""
-    with contextlib.suppress(FileNotFoundError):
-        insn_file.with_name(f"insn.prof.req.{label}").touch()
-    return label
 
 
 SESSION_PARAMS = {

@@ -17,7 +17,6 @@ must leave the module unloadable, or the run fails.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import socket
@@ -32,7 +31,7 @@ sys.path.insert(0, str(TOP))
 
 from cxgbit_ext import topology  # noqa: E402
 from cxgbit_ext.control import Control  # noqa: E402
-from perf.perflib import Plan, cpu_jiffies, load_plan  # noqa: E402
+from perf.perflib import Plan, cpu_jiffies, load_plan, request_prof_dump  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 IQN_STOCK = "iqn.2026-11.org.cxgbit-ext:perf-stock"
@@ -67,9 +66,7 @@ def snapshot(ctl: Control, insn_file: Path) -> dict[str, object]:
     insn = int(insn_file.read_text().strip() or 0)
     _snaps += 1
     label = f"s{_snaps:05d}"
-    # the plugin (on the host) may take the request before the guest closed it
-    with contextlib.suppress(FileNotFoundError):
-        insn_file.with_name(f"insn.prof.req.{label}").touch()
+    request_prof_dump(insn_file, label)
     busy, total = cpu_jiffies(Path("/proc/stat").read_text())
     st = ctl.status()
     counters = dict(st.adapters[0].counters) if st.adapters else {}
