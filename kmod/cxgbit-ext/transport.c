@@ -302,17 +302,24 @@ static int cxe_recv_buf(struct cxe_conn *c, void *buf, u32 len, u32 dlen, bool *
 	return cxe_ops(c)->recv_data(c, &dst, dlen, bad);
 }
 
+/* The adapter's walk of the command's pages (struct cxe_sg_pos) */
+static struct cxe_sg_pos *cxe_task_walk(struct iscsit_cmd *cmd)
+{
+	struct cxe_task *task = iscsit_priv_cmd(cmd);
+
+	return &task->walk;
+}
+
 /* Receive a data segment straight into the command's pages at off. */
 static int cxe_recv_place(struct cxe_conn *c, struct iscsit_cmd *cmd, u32 off,
 			  u32 len, u32 dlen, bool *bad)
 {
-	struct cxe_task *task = iscsit_priv_cmd(cmd);
 	struct cxe_data dst = {
 		.sgl = cmd->se_cmd.t_data_sg,
 		.nents = cmd->se_cmd.t_data_nents,
 		.offset = off,
 		.len = len,
-		.walk = &task->walk,
+		.walk = cxe_task_walk(cmd),
 	};
 
 	return cxe_ops(c)->recv_data(c, &dst, dlen, bad);
@@ -604,7 +611,7 @@ static int cxe_send_datain_bursts(struct cxe_conn *c, struct iscsit_cmd *cmd,
 				  struct iscsi_datain_req *dr, u32 first_len)
 {
 	struct iscsit_conn *conn = c->conn;
-	struct cxe_task *task = iscsit_priv_cmd(cmd);
+	struct cxe_sg_pos *walk = cxe_task_walk(cmd);
 	u32 total = cmd->se_cmd.data_length;
 	u32 mbl = conn->sess->sess_ops->MaxBurstLength;
 	bool sense = cmd->se_cmd.se_cmd_flags & SCF_TRANSPORT_TASK_SENSE;
@@ -629,7 +636,7 @@ static int cxe_send_datain_bursts(struct cxe_conn *c, struct iscsit_cmd *cmd,
 			.max_pdu = conn->conn_ops->MaxRecvDataSegmentLength,
 			.datasn = datasn,
 			.status = status,
-			.walk = &task->walk,
+			.walk = walk,
 		};
 
 		if (status) {
@@ -671,7 +678,7 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 			.nents = cmd->se_cmd.t_data_nents,
 			.offset = datain->offset,
 			.len = datain->length,
-			.walk = &((struct cxe_task *)iscsit_priv_cmd(cmd))->walk,
+			.walk = cxe_task_walk(cmd),
 		};
 	ret = cxe_ops(c)->send_pdu(c, cmd->pdu, &src);
 	if (ret)
