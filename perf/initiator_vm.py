@@ -39,7 +39,7 @@ from perf.perflib import (  # noqa: E402
     disk_bytes,
     fio_args,
     fio_metrics,
-    net_counters,
+    kernel_counters,
     net_delta,
     point_record,
     request_prof_dump,
@@ -116,20 +116,16 @@ class SteadyWindow(threading.Thread):
                 return
             time.sleep(0.05)
         time.sleep(self.runtime / 4)
-        i0, n0, io0 = read_insn(self.insn_file), own_net(), self.ios()
+        i0, n0, io0 = read_insn(self.insn_file), kernel_counters(), self.ios()
         request_prof_dump(self.insn_file, self.label + "m")
         a = own_snap()
         time.sleep(self.runtime / 2)
         b = own_snap()
         request_prof_dump(self.insn_file, self.label + "n")
         c = own_cost(a, b, (i0, read_insn(self.insn_file)))
-        ios, net = self.ios() - io0, net_delta(n0, own_net())
+        ios, net = self.ios() - io0, net_delta(n0, kernel_counters())
         self.cpu_pct = c.cpu_pct
         self.record = {"seconds": c.seconds, "ios": ios, "insn": c.insn, "net": net, "prof": self.label + "n"}
-
-
-def own_net() -> dict[str, int]:
-    return net_counters(Path("/proc/net/snmp").read_text(), Path("/proc/net/netstat").read_text())
 
 
 SESSION_PARAMS = {
@@ -268,6 +264,7 @@ def main() -> int:
                     counter_delta(ta, tb)
                 )  # fmt: skip
                 rec["target_prof"] = tb.prof  # the dump made at tb: ta..tb
+                rec["target_kernel"] = net_delta(ta.kernel, tb.kernel)
                 rec["session"] = params
                 rec["initiator_steady"] = mid.record
                 if mid.record.get("ios"):

@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import tomllib
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -243,10 +243,14 @@ class Snap:
     offload_conns: int
     counters: dict[str, int]
     prof: str = ""  # the plugin's profile dump since the previous snapshot
+    kernel: dict[str, int] = field(default_factory=dict)  # kernel_counters()
 
     @classmethod
     def load(cls, d: dict[str, Any]) -> Snap:
-        return cls(d["t"], d["busy"], d["total"], d["insn"], d["offload_conns"], dict(d["counters"]), d.get("prof", ""))
+        return cls(
+            d["t"], d["busy"], d["total"], d["insn"], d["offload_conns"], dict(d["counters"]), d.get("prof", ""),
+            dict(d.get("kernel", {})),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -317,9 +321,30 @@ def net_counters(snmp: str, netstat: str) -> dict[str, int]:
     return out
 
 
+def stat_counters(proc_stat: str) -> dict[str, int]:
+    """The scheduler's and interrupts' totals of /proc/stat as "Stat.Name":
+    context switches (ctxt), interrupts (intr, its first field) and softirqs
+    (softirq, likewise): with TCP's, where a VM's time goes besides its
+    instructions (thread hops, device interrupts)."""
+    out: dict[str, int] = {}
+    for line in proc_stat.splitlines():
+        f = line.split()
+        if len(f) >= 2 and f[0] in ("ctxt", "intr", "softirq"):
+            out[f"Stat.{f[0]}"] = int(f[1])
+    return out
+
+
+def kernel_counters() -> dict[str, int]:
+    """This VM's TCP counters and /proc/stat totals, read now."""
+    return net_counters(Path("/proc/net/snmp").read_text(), Path("/proc/net/netstat").read_text()) | stat_counters(
+        Path("/proc/stat").read_text()
+    )
+
+
 def net_delta(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    """What moved between two net_counters(), counters only (gauges such as
-    Tcp.CurrEstab and the RTO settings left out)."""
+    """What moved between two kernel_counters() (or net_counters()),
+    counters only (gauges such as Tcp.CurrEstab and the RTO settings left
+    out)."""
     gauges = {"Tcp.RtoAlgorithm", "Tcp.RtoMin", "Tcp.RtoMax", "Tcp.MaxConn", "Tcp.CurrEstab"}
     return {k: b[k] - v for k, v in a.items() if k in b and k not in gauges and b[k] != v}
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(TOP))
 
 from cxgbit_ext import topology  # noqa: E402
 from cxgbit_ext.control import Control  # noqa: E402
-from perf.perflib import Plan, cpu_jiffies, load_plan, request_prof_dump  # noqa: E402
+from perf.perflib import Plan, cpu_jiffies, kernel_counters, load_plan, request_prof_dump  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 IQN_STOCK = "iqn.2026-11.org.cxgbit-ext:perf-stock"
@@ -68,6 +68,7 @@ def snapshot(ctl: Control, insn_file: Path) -> dict[str, object]:
     label = f"s{_snaps:05d}"
     request_prof_dump(insn_file, label)
     busy, total = cpu_jiffies(Path("/proc/stat").read_text())
+    kernel = kernel_counters()
     st = ctl.status()
     counters = dict(st.adapters[0].counters) if st.adapters else {}
     return {
@@ -78,6 +79,7 @@ def snapshot(ctl: Control, insn_file: Path) -> dict[str, object]:
         "offload_conns": len(st.connections),
         "counters": counters,
         "prof": label,
+        "kernel": kernel,
     }
 
 

@@ -7,6 +7,8 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,30 @@ def test_tcp_counters_of_the_host_move_with_real_traffic() -> None:
     d = perflib.net_delta(a, now())
     assert d["Tcp.ActiveOpens"] >= 1 and d["Tcp.OutSegs"] >= 3
     assert "Tcp.CurrEstab" not in d
+
+
+def test_stat_counters_read_switches_interrupts_and_softirqs() -> None:
+    stat = "cpu  1 2 3 4 5 6 7 0 0 0\nintr 9000 12 0 34\nctxt 4567\nbtime 1700000000\nsoftirq 800 1 2 3\n"
+    assert perflib.stat_counters(stat) == {"Stat.intr": 9000, "Stat.ctxt": 4567, "Stat.softirq": 800}
+
+
+def test_kernel_counters_move_with_this_hosts_own_switches() -> None:
+    """What each VM records per point: TCP and /proc/stat's totals together,
+    and a thread that sleeps and wakes moves the context switches."""
+    a = perflib.kernel_counters()
+    assert {"Tcp.OutSegs", "Stat.ctxt", "Stat.intr", "Stat.softirq"} <= set(a)
+    for _ in range(5):
+        t = threading.Thread(target=time.sleep, args=(0.001,))
+        t.start()
+        t.join()
+    assert perflib.net_delta(a, perflib.kernel_counters())["Stat.ctxt"] >= 5
+
+
+def test_a_target_snapshot_without_kernel_counters_still_loads() -> None:
+    """Raw results from before the target recorded its kernel counters."""
+    d = {"t": 1.0, "busy": 2, "total": 3, "insn": 4, "offload_conns": 0, "counters": {}}
+    assert Snap.load(d).kernel == {}
+    assert Snap.load(d | {"kernel": {"Stat.ctxt": 7}}).kernel == {"Stat.ctxt": 7}
 
 
 def test_disk_bytes_counts_both_directions_in_512_byte_sectors() -> None:
