@@ -487,6 +487,7 @@ def summarize(points: Sequence[dict[str, Any]]) -> dict[Key, dict[str, Stat]]:
 
 RATIO_METRICS = {
     "mbps": "throughput",
+    "lat_p99_us": "p99 latency",
     "target_insn_per_io": "insn/IO",
     "target_busy_us_per_io": "busy/IO",
     "initiator_insn_per_io": "initiator insn/IO",
@@ -494,7 +495,8 @@ RATIO_METRICS = {
 
 
 def ratios(summary: dict[Key, dict[str, Stat]]) -> dict[tuple[str, str, str], dict[str, Ratio]]:
-    """Per (digest, rw, bs): offload ÷ stock for throughput and CPU per I/O."""
+    """Per (digest, rw, bs): offload ÷ stock for throughput, p99 latency
+    and CPU per I/O."""
     out: dict[tuple[str, str, str], dict[str, Ratio]] = {}
     for (t, d, rw, bs), stats in summary.items():
         if t != "offload" or ("stock", d, rw, bs) not in summary:
@@ -552,7 +554,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "## Ratios offload ÷ stock (mean, and the widest range over repeats; ⚠ = range crosses 1)",
         "",
-        "Throughput above 1 is better; CPU per I/O below 1 is better. Initiator CPU is the initiator VM's "
+        "Throughput above 1 is better; p99 latency (fio's completion latency) and CPU per I/O below 1 "
+        "are better. Initiator CPU is the initiator VM's "
         "over a steady window of half the runtime, from a quarter of the runtime after the disk's first "
         "completed I/O (in earlier runs: the middle half of the run timed from fio's launch, or the point's "
         f"whole window), stock / offload; ⓘ: at least {INITIATOR_BOUND_PCT:.0f}% on a path, so the initiator "
@@ -561,15 +564,16 @@ def markdown(result: dict[str, Any]) -> str:
         "(n/a for runs before it was recorded); at a point the initiator bound, whether the path changed "
         "the initiator's own work per I/O.",
         "",
-        "| digest | rw | bs | throughput | target insn/IO | target busy/IO | initiator %CPU | initiator insn/IO |",
-        "|---|---|---|---|---|---|---|---|",
+        "| digest | rw | bs | throughput | p99 latency | target insn/IO | target busy/IO | initiator %CPU "
+        "| initiator insn/IO |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for d, rw, bs in sorted(rat, key=lambda k: (k[0], k[1], bs_order.get(k[2], 0))):
         r = rat[(d, rw, bs)]
         ini = [summary[(t, d, rw, bs)]["initiator_cpu_pct"].mean for t in ("stock", "offload")]
         bound = " ⓘ" if max(ini) >= INITIATOR_BOUND_PCT else ""
         lines.append(
-            f"| {d} | {rw} | {bs} | {_fmt_ratio(r['mbps'])}{bound} | "
+            f"| {d} | {rw} | {bs} | {_fmt_ratio(r['mbps'])}{bound} | {_fmt_ratio(r['lat_p99_us'])} | "
             f"{_fmt_ratio(r['target_insn_per_io'])} | {_fmt_ratio(r['target_busy_us_per_io'])} | "
             f"{ini[0]:.0f} / {ini[1]:.0f} | {_fmt_ratio(r['initiator_insn_per_io'])} |"
         )

@@ -185,6 +185,11 @@ def test_ratios_flag_a_spread_that_crosses_one() -> None:
     assert not fast["mbps"].crosses_one
     assert fast["target_insn_per_io"].value == pytest.approx(0.5)
     assert r[("off", "randread", "8k")]["mbps"].crosses_one
+    assert fast["lat_p99_us"].value == pytest.approx(1.0)
+    # a slower tail on offload in every repeat: above 1, not a crossing
+    slow = [{**p, "lat_p99_us": 300.0 + p["rep"]} if p["transport"] == "offload" else p for p in pts]
+    p99 = perflib.ratios(perflib.summarize(slow))[("off", "randread", "4k")]["lat_p99_us"]
+    assert p99.value == pytest.approx(301 / 200) and p99.lo == pytest.approx(1.5) and not p99.crosses_one
     assert Ratio.of(Stat.of([1.0]), Stat.of([0.0])).value != Ratio.of(Stat.of([1.0]), Stat.of([0.0])).value  # NaN
 
 
@@ -231,6 +236,8 @@ def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> Non
     assert "| 50 / 40 | n/a |" in md
     assert "| off | randread | 8k | 1.20 (1.20 to 1.20) |" in md
     assert "| off | randread | 16k | 1.20 (1.20 to 1.20) |" in md and "| 50 / 40 |" in md
+    # p99 latency, offload ÷ stock, beside throughput: the same 200 µs on both paths
+    assert "| off | randread | 8k | 1.20 (1.20 to 1.20) | 1.00 (1.00 to 1.00) ⚠ |" in md
     # reads' share of the link is of the reverse direction: 10 MB/s of 25 MB/s
     assert "| stock | off | randread | 4k | 2441 ± 0 | 10.00 ± 0.00 | 40% |" in md
 
