@@ -193,6 +193,23 @@ def test_ratios_flag_a_spread_that_crosses_one() -> None:
     assert Ratio.of(Stat.of([1.0]), Stat.of([0.0])).value != Ratio.of(Stat.of([1.0]), Stat.of([0.0])).value  # NaN
 
 
+def test_one_sided_ranges_are_counted_beside_what_chance_gives() -> None:
+    """1 in C(6, 3) = 20 orderings puts all 3 of one path below all 3 of the
+    other; the report counts ranges on each side of 1 against that."""
+    assert perflib.separation_chance(3, 3) == pytest.approx(1 / 20)
+    assert perflib.separation_chance(2, 1) == pytest.approx(1 / 3)
+    pts = []
+    for rep, (s, o) in enumerate([(10.0, 14.0), (11.0, 15.0), (12.0, 16.0)]):  # offload wholly faster
+        pts += [_point("stock", "4k", rep, s, 1e5), _point("offload", "4k", rep, o, 1e5)]
+    for rep, (s, o) in enumerate([(10.0, 9.0), (11.0, 12.0), (12.0, 11.0)]):  # crossing
+        pts += [_point("stock", "8k", rep, s, 1e5), _point("offload", "8k", rep, o, 1e5)]
+    for rep, (s, o) in enumerate([(10.0, 7.0), (11.0, 8.0)]):  # wholly slower, 2 repeats
+        pts += [_point("stock", "16k", rep, s, 1e5), _point("offload", "16k", rep, o, 1e5)]
+    above, below, crossing, chance = perflib.one_sided(perflib.summarize(pts), "mbps")
+    assert (above, below, crossing) == (1, 1, 1)
+    assert chance == pytest.approx(2 / 20 + 1 / 6)
+
+
 def test_markdown_and_plots_from_a_result(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     plan = perflib.load_plan(MATRIX)
@@ -238,6 +255,9 @@ def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> Non
     assert "| off | randread | 16k | 1.20 (1.20 to 1.20) |" in md and "| 50 / 40 |" in md
     # p99 latency, offload ÷ stock, beside throughput: the same 200 µs on both paths
     assert "| off | randread | 8k | 1.20 (1.20 to 1.20) | 1.00 (1.00 to 1.00) ⚠ |" in md
+    # chance per side: 1/C(4, 2) at 4k and 8k, 1/C(2, 1) at 16k
+    assert "about 0.8 points per side of this table's 3. Throughput: 3 wholly above 1, 0 wholly below" in md
+    assert "p99 latency: 0 wholly above 1 (worse), 0 wholly below (better), 3 crossing." in md
     # reads' share of the link is of the reverse direction: 10 MB/s of 25 MB/s
     assert "| stock | off | randread | 4k | 2441 ± 0 | 10.00 ± 0.00 | 40% |" in md
 
