@@ -92,9 +92,12 @@ fuzz-vm: modules
 perf-deps:
 	$(TOP)/scripts/perf-deps
 
-# PERF_ARGS="--config my.toml --kernel 6.12" for another matrix or kernel
+# The matrix on every kernel perf/perflib.py's KERNELS names, each into its
+# own results; PERF_KERNELS="6.12" for one, PERF_ARGS="--config my.toml"
+# for another matrix (given to every kernel's run).
+PERF_KERNELS = $(shell cd $(TOP) && $(PY) -c 'from perf.perflib import KERNELS; print(*KERNELS)')
 perf: modules perf-deps perf-micro
-	$(PY) $(TOP)/perf/run $(PERF_ARGS)
+	set -e; for k in $(PERF_KERNELS); do $(PY) $(TOP)/perf/run --kernel $$k $(PERF_ARGS); done
 
 # native micro-benchmark of the pure PDU code (host, no VM)
 perf-micro:

@@ -78,6 +78,14 @@ class Plan:
 
 # what runs write: a change there does not change what is measured
 RESULTS_DIR = "perf/results"
+# make perf's kernels; the first one's results are RESULTS_DIR itself (as
+# before there were two), each other's a directory of its own in it
+KERNELS = ("6.1", "6.12")
+
+
+def results_dir(kernel: str) -> str:
+    """Where a kernel's matrix goes by default, relative to the project's top."""
+    return RESULTS_DIR if kernel == KERNELS[0] else f"{RESULTS_DIR}/{kernel}"
 
 
 def measured_commit(top: Path) -> str:

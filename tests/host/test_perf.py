@@ -297,3 +297,14 @@ def test_a_run_refuses_a_module_older_than_its_sources(tmp_path: Path) -> None:
     # a source edited after the build: the module is not what the commit says
     os.utime(src / "io.c", (3000, 3000))
     assert perflib.stale_module(tmp_path, ko) == f"{ko} is older than kmod/cxgbit-ext/adapters/soft/io.c"
+
+
+def test_make_perf_runs_the_matrix_on_every_kernel_into_its_own_results() -> None:
+    """The issue's "make perf reruns the whole matrix on both kernels": one
+    run per kernel of perflib.KERNELS, each writing where results_dir says."""
+    top = Path(__file__).resolve().parents[2]
+    assert perflib.KERNELS == ("6.1", "6.12")
+    assert perflib.results_dir("6.1") == "perf/results" and perflib.results_dir("6.12") == "perf/results/6.12"
+    out = subprocess.run(["make", "-n", "perf"], cwd=top, capture_output=True, text=True, check=True).stdout
+    runs = [ln for ln in out.splitlines() if "perf/run" in ln]
+    assert runs and all("for k in 6.1 6.12;" in ln and "perf/run --kernel $k" in ln for ln in runs), out
