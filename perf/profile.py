@@ -400,3 +400,54 @@ def _differences(points: list[dict[str, Any]]) -> list[str]:
         ["digest", "rw", "bs", "net", "more in offload", "less in offload"],
         table,
     )
+
+
+# the two sizes whose buckets the stacked bars show: a small I/O, where the
+# per-PDU work decides, and a large one, where the per-byte work does
+BAR_SIZES = (4096, 262144)
+
+
+def plot_buckets(points: list[dict[str, Any]], out: Path, title: str) -> Path | None:
+    """buckets.png: k instructions per I/O by bucket, stock and offload
+    side by side as stacked bars, for each rw and digest at BAR_SIZES
+    (mean over repeats); None when no point of those sizes has buckets."""
+    mean = _mean_buckets(points)
+    sizes = [s for s in BAR_SIZES if any(k[2] == s for k in mean)]
+    if not sizes:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 5.2), squeeze=False)
+    colors = plt.get_cmap("tab20").colors
+    for ax, size in zip(axes[0], sizes, strict=True):
+        groups = sorted({(d, rw) for d, rw, s, _ in mean if s == size})
+        labels, x = [], 0.0
+        for d, rw in groups:
+            for t in ("stock", "offload"):
+                b = mean.get((d, rw, size, t))
+                if b is None:
+                    continue
+                bottom = 0.0
+                for i, name in enumerate(BUCKETS):
+                    v = b[name] / 1e3
+                    ax.bar(x, v, bottom=bottom, color=colors[i % len(colors)], width=0.8,
+                           label=name if not labels else None)  # fmt: skip
+                    bottom += v
+                labels.append((x, f"{rw[4:]}, digest {d}: {t}"))
+                x += 1.0
+            x += 0.5
+        ax.set_xticks([p for p, _ in labels], [s for _, s in labels], fontsize=7, rotation=35, ha="right")
+        ax.set_ylabel("k instructions per I/O (target VM)")
+        ax.set_title(f"{size // 1024}K")
+        ax.grid(True, axis="y", alpha=0.3)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="center right", fontsize=8)
+    fig.suptitle(f"Where the target's instructions go, by bucket — {title}")
+    fig.tight_layout(rect=(0, 0, 0.84, 1))
+    path = out / "buckets.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from perf import profile
 
 KALLSYMS = """\
@@ -167,3 +169,20 @@ def test_kernel_functions_outside_transport_and_copy_are_differenced(tmp_path) -
     }
     md = profile.markdown(points)
     assert "| on | randwrite | 512K | +70 | tcp_sendmsg_locked +100 | __schedule -30 |" in md
+
+
+def test_stacked_bars_of_the_buckets_at_4k_and_256k(tmp_path) -> None:
+    """perf/results' buckets.png: drawn from the points of 4K and 256K with
+    buckets, none without such points."""
+    pytest.importorskip("matplotlib")
+
+    def point(bs: int, transport: str, **b: float) -> dict[str, object]:
+        return {"digest": "off", "rw": "randread", "bs_bytes": bs, "transport": transport,
+                "target_buckets_per_io": {**dict.fromkeys(profile.BUCKETS, 0.0), **b}}  # fmt: skip
+
+    points = [point(s, t, copy=100.0, **{"TCP/IP + skb": 50.0}) for s in (4096, 262144) for t in ("stock", "offload")]
+    png = profile.plot_buckets(points, tmp_path, "test")
+    assert png == tmp_path / "buckets.png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert profile.plot_buckets([point(8192, "stock", copy=1.0)], tmp_path / "none", "test") is None
+    assert profile.plot_buckets([{k: v for k, v in points[0].items() if k != "target_buckets_per_io"}],
+                                tmp_path / "none", "test") is None  # fmt: skip
