@@ -68,8 +68,13 @@ def test_read_is_segmented_by_the_adapter(offload_target: None) -> None:
     """A READ is handed to the adapter once and cut there into
     MaxBurstLength sequences of MaxRecvDataSegmentLength Data-In PDUs (the
     initiator checks DataSN, offsets and the F and S bits of each); the
-    WRITE before it was placed, not copied. Write placement under every
-    setting is test_matrix's and test_pdu_suite's first-burst cases'."""
+    WRITE before it was placed, not copied. Each command's pages were
+    walked from their start once (sg_walk_starts), the WRITE's across the
+    PDUs that carried its data (8 KiB at most each, over several R2Ts) and
+    the READ's across its 65 Data-In PDUs: a walk that started over per
+    PDU or per burst would make placing and sending quadratic in the I/O
+    size. Write placement under every setting is
+    test_matrix's and test_pdu_suite's first-burst cases'."""
     before = soft0_counters()
     c = login(OFF.tgt_ip, Params(header_digest="CRC32C", data_digest="CRC32C", max_recv_dlen=8192,
                                  first_burst=65536, max_burst=262144))  # fmt: skip
@@ -86,6 +91,8 @@ def test_read_is_segmented_by_the_adapter(offload_target: None) -> None:
     # 1037 blocks: bursts of 256 KiB, 256 KiB and 6.5 KiB; 32 + 32 + 1 PDUs of at most 8 KiB
     assert after["bursts"] - before["bursts"] == 3
     assert after["burst_pdus"] - before["burst_pdus"] == 65
+    starts = after["sg_walk_starts"] - before["sg_walk_starts"]
+    assert starts == 2, f"{starts} walks of two commands' pages begun at their start"
 
 
 def test_both_paths_live_at_once(offload_target: None) -> None:

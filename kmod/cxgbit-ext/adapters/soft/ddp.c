@@ -35,7 +35,8 @@ static struct cxe_sg_pos *cxe_place_start(struct cxe_soft_conn *sc,
 {
 	struct cxe_sg_pos *w = dst->walk ?: &sc->place;
 
-	cxe_sg_pos_at(w, dst->sgl, dst->nents, pos);
+	if (cxe_sg_pos_at(w, dst->sgl, dst->nents, pos))
+		cxe_cstat(&sc->c, CXE_STAT_WALK_STARTS, 1);
 	return w;
 }
 

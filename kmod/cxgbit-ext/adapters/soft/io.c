@@ -760,7 +760,8 @@ static int cxe_tx_sg(struct cxe_soft_conn *sc, struct cxe_sg_pos *walk,
 	struct page *pg;
 	int ret;
 
-	cxe_sg_pos_at(walk, src->sgl, src->nents, pos);
+	if (cxe_sg_pos_at(walk, src->sgl, src->nents, pos))
+		cxe_cstat(&sc->c, CXE_STAT_WALK_STARTS, 1);
 	for (; pos < end; pos += n) {
 		if (!cxe_sg_seek(walk, pos))
 			return -EINVAL;

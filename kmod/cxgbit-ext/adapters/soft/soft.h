@@ -66,12 +66,19 @@ static inline void cxe_sg_pos_init(struct cxe_sg_pos *p,
 	p->left = nents;
 }
 
-/* p, ready to seek byte pos of sgl: from where it is, or from sgl's start */
-static inline void cxe_sg_pos_at(struct cxe_sg_pos *p,
+/*
+ * p, ready to seek byte pos of sgl: from where it is, or from sgl's start
+ * (true). A command's walk starts once per direction unless its data is
+ * sent again, so the starts per command say that placing and sending stay
+ * linear in the data (sg_walk_starts).
+ */
+static inline bool cxe_sg_pos_at(struct cxe_sg_pos *p,
 				 struct scatterlist *sgl, u32 nents, u32 pos)
 {
-	if (p->sgl != sgl || pos < p->start)
-		cxe_sg_pos_init(p, sgl, nents);
+	if (p->sgl == sgl && pos >= p->start)
+		return false;
+	cxe_sg_pos_init(p, sgl, nents);
+	return true;
 }
 
 /*
