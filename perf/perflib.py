@@ -342,11 +342,11 @@ def stat_counters(proc_stat: str) -> dict[str, int]:
     return out
 
 
-def kernel_counters() -> dict[str, int]:
-    """This VM's TCP counters and /proc/stat totals, read now."""
-    return net_counters(Path("/proc/net/snmp").read_text(), Path("/proc/net/netstat").read_text()) | stat_counters(
-        Path("/proc/stat").read_text()
-    )
+def kernel_counters(proc_stat: str | None = None) -> dict[str, int]:
+    """This VM's TCP counters and /proc/stat totals, read now; proc_stat:
+    /proc/stat as the caller already read it."""
+    net = net_counters(Path("/proc/net/snmp").read_text(), Path("/proc/net/netstat").read_text())
+    return net | stat_counters(proc_stat if proc_stat is not None else Path("/proc/stat").read_text())
 
 
 def net_delta(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
@@ -665,6 +665,11 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run_label(result: dict[str, Any]) -> str:
+    """A run as a figure's title names it: kernel, TCG, date and commit."""
+    return f"{result['kernel']}, TCG, {result['date'][:10]} {result['commit'][:10]}"
+
+
 def plot(result: dict[str, Any], outdir: Path) -> list[Path]:
     """PNG figures like the papers': throughput and target %CPU vs I/O size,
     read and write, stock vs offload, digests off and on; and CPU per I/O."""
@@ -713,7 +718,7 @@ def plot(result: dict[str, Any], outdir: Path) -> list[Path]:
             ax.grid(True, alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=8)
-        fig.suptitle(f"{label} vs I/O size — {result['kernel']}, TCG, {result['date'][:10]} {result['commit'][:10]}")
+        fig.suptitle(f"{label} vs I/O size — {run_label(result)}")
         fig.tight_layout()
         path = outdir / f"{name}.png"
         fig.savefig(path, dpi=110)

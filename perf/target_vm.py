@@ -67,8 +67,9 @@ def snapshot(ctl: Control, insn_file: Path) -> dict[str, object]:
     _snaps += 1
     label = f"s{_snaps:05d}"
     request_prof_dump(insn_file, label)
-    busy, total = cpu_jiffies(Path("/proc/stat").read_text())
-    kernel = kernel_counters()
+    proc_stat = Path("/proc/stat").read_text()
+    busy, total = cpu_jiffies(proc_stat)
+    kernel = kernel_counters(proc_stat)
     st = ctl.status()
     counters = dict(st.adapters[0].counters) if st.adapters else {}
     return {
