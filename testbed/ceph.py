@@ -7,9 +7,9 @@ bridge with the cluster's address; a guest reaches the cluster through a tap
 on that bridge. One monitor, one manager, one memstore OSD, no cephx, pools
 of size 1: a cluster for tests, torn down without leftovers.
 
-    python -m testbed.ceph start   # prints the ceph.conf path
-    python -m testbed.ceph status
-    python -m testbed.ceph stop
+    python3 -m testbed.ceph start   # from the checkout's top; prints the ceph.conf path
+    python3 -m testbed.ceph status
+    python3 -m testbed.ceph stop
 
 To point gateways at an existing cluster instead, give them that cluster's
 ceph.conf and keyring; nothing here is needed then.
@@ -28,6 +28,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from testbed.entry import use_project_venv
 
 DEFAULT_DIR = Path("/run/cxgbit-ext/ceph")
 DEFAULT_NS = "cxe-ceph"
@@ -251,7 +253,7 @@ def _kill(pid: int, sig: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m testbed.ceph", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python3 -m testbed.ceph", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--netns", default=DEFAULT_NS)
     ap.add_argument("--addr", default=DEFAULT_ADDR, help="the cluster's address/prefix in its namespace")
@@ -278,4 +280,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    use_project_venv()
     sys.exit(main())
