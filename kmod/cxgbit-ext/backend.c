@@ -11,6 +11,11 @@
 #include <linux/kernel.h>
 #include <linux/errno.h>
 #include <linux/sysfs.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/net.h>
+#include <linux/sockptr.h>
+#include <net/sock.h>
 
 #include "cxgbit_ext.h"
 
@@ -123,6 +128,40 @@ struct sock *cxe_backends_steer(const struct cxe_np *cnp,
 			return sk;
 	}
 	return NULL;
+}
+
+static int cxe_sock_set_transparent(struct socket *sock, int on)
+{
+	bool v6 = sock->sk->sk_family == AF_INET6;
+
+	return sock->ops->setsockopt(sock, v6 ? SOL_IPV6 : SOL_IP,
+				     v6 ? IPV6_TRANSPARENT : IP_TRANSPARENT,
+				     KERNEL_SOCKPTR(&on), sizeof(on));
+}
+
+/*
+ * A listener the steering hook assigns SYNs to (skb->sk, before the
+ * stack's own lookup) is transparent, as nf_tproxy's are: NAT's LOCAL_IN
+ * hook takes an assigned socket off a packet unless the socket is
+ * transparent or the connection's remote port is the socket's, and a
+ * listener's is 0. Without it, any NAT table in the namespace (iptables,
+ * Docker's chains) would send every steered SYN to LIO's stock listener.
+ * The listener's address is local, so nothing else changes for it.
+ * Process context, with the capability to set IP_TRANSPARENT.
+ */
+int cxe_steered_listener(struct socket *sock)
+{
+	return cxe_sock_set_transparent(sock, 1);
+}
+
+/*
+ * A connection accepted on such a listener is made what the stock
+ * listener's would be: not transparent (clearing needs no capability
+ * and cannot fail on an inet socket).
+ */
+void cxe_steered_child(struct socket *sock)
+{
+	cxe_sock_set_transparent(sock, 0);
 }
 
 void cxe_backends_reset_handed_back(const char *target)

@@ -237,6 +237,8 @@ int cxe_backends_accepting(const struct cxe_backend **out, int n);
 void cxe_backends_unlisten(struct cxe_np *cnp);
 struct sock *cxe_backends_steer(const struct cxe_np *cnp,
 				const struct net_device *dev);
+int cxe_steered_listener(struct socket *sock);
+void cxe_steered_child(struct socket *sock);
 
 /* holds.c: targets whose refused logins are not handed back */
 bool cxe_hold_has(const char *target, size_t len);

@@ -942,8 +942,10 @@ void cxe_c4model_accept_work(struct work_struct *work)
 						 accept);
 	struct socket *sock;
 
-	while (!kernel_accept(s->sock, &sock, O_NONBLOCK))
+	while (!kernel_accept(s->sock, &sock, O_NONBLOCK)) {
+		cxe_steered_child(sock);
 		cxe_c4model_take(s, sock);
+	}
 }
 
 /*

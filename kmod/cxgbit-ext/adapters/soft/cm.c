@@ -372,7 +372,9 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 		goto err_free;
 	/* [::]'s is dual-stack, as LIO's own: it takes IPv4 SYNs too */
 	sock_set_reuseaddr(sock->sk);
-	ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
+	ret = cxe_steered_listener(sock);
+	if (!ret)
+		ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
 	if (!ret)
 		ret = kernel_listen(sock, 256);
 	if (ret)
@@ -459,6 +461,7 @@ static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
 		if (ret < 0)
 			return ret;
 		cxe_soft_tcp_ready(*sockp);
+		cxe_steered_child(*sockp);
 		*ap = cxe_adapter_get_for_sk((*sockp)->sk);
 		if (*ap)
 			return 0;

@@ -1,0 +1,190 @@
+"""Offload holds on a target host with a firewall, and says so truthfully.
+
+Most production hosts run a firewall: iptables (nft-based) with a NAT
+table, nftables with conntrack and a default drop, a container bridge with
+MASQUERADE, strict reverse-path filtering. Under each, loaded in the
+target's namespace while the logins happen, an IPv4 and an IPv6 login to
+an offloaded dual-stack portal ([::]:3260) are offloaded (the connections
+file lists them, soft0 counts them), carry a write read back, and
+portal_state, which the admin tools read, says offloaded: what it claims
+and where the logins land agree.
+
+A NAT table is the case that bites: its LOCAL_IN hook drops the socket a
+SYN was assigned to unless the NAT left the tuple as a lookup would find
+it; for a listener (remote port 0) that test never holds, so on 6.12 every
+steered SYN went to LIO's stock listener while portal_state said
+offloaded. Each configuration has an unrelated DNAT or filter rule only:
+none of them touches the portal's traffic.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator.session import Connection
+from testbed import topo
+
+from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, soft0_counters
+
+OFF = topo.LINKS[0]
+IQN = "iqn.2026-11.org.cxgbit-ext:firewalls"
+PORT = 3260
+V6_INI, V6_TGT = "2001:2::2", "2001:2::1"
+BRIDGE, BRIDGE_NET = "cxedock0", "198.19.200"
+
+
+def tgt(*cmd: str) -> None:
+    topo.sh("ip", "netns", "exec", topo.TGT_NS, *cmd)
+
+
+def tgt_quiet(*cmd: str) -> None:
+    topo.sh("ip", "netns", "exec", topo.TGT_NS, *cmd, check=False)
+
+
+@contextmanager
+def iptables_nat() -> Iterator[None]:
+    """Debian's iptables (nft-based): a NAT table per family with one DNAT
+    rule for an address and port nobody uses here."""
+    tgt("iptables", "-t", "nat", "-A", "PREROUTING", "-d", "198.18.9.9", "-p", "tcp", "--dport", "9999",
+        "-j", "DNAT", "--to-destination", "198.18.9.10:9999")  # fmt: skip
+    tgt("ip6tables", "-t", "nat", "-A", "PREROUTING", "-d", "2001:2::99", "-p", "tcp", "--dport", "9999",
+        "-j", "DNAT", "--to-destination", "[2001:2::98]:9999")  # fmt: skip
+    try:
+        yield
+    finally:
+        tgt_quiet("iptables", "-t", "nat", "-F")
+        tgt_quiet("ip6tables", "-t", "nat", "-F")
+        tgt_quiet("nft", "delete", "table", "ip", "nat")
+        tgt_quiet("nft", "delete", "table", "ip6", "nat")
+
+
+NFT_FILTER = f"""
+table inet cxe_fw {{
+    chain input {{
+        type filter hook input priority filter; policy drop;
+        ct state established,related accept
+        ct state invalid drop
+        iif lo accept
+        meta l4proto {{ icmp, ipv6-icmp }} accept
+        tcp dport {PORT} ct state new accept
+    }}
+}}
+"""
+
+
+@contextmanager
+def nft_stateful_filter() -> Iterator[None]:
+    """An nftables inet filter: conntrack, default drop, the portal let in."""
+    subprocess.run(["ip", "netns", "exec", topo.TGT_NS, "nft", "-f", "-"], input=NFT_FILTER, text=True, check=True)
+    try:
+        yield
+    finally:
+        tgt_quiet("nft", "delete", "table", "inet", "cxe_fw")
+
+
+@contextmanager
+def container_bridge() -> Iterator[None]:
+    """What Docker sets up: a bridge for containers, MASQUERADE of their
+    traffic out, a DOCKER chain of port maps jumped to for local addresses."""
+    tgt("ip", "link", "add", BRIDGE, "type", "bridge")
+    tgt("ip", "addr", "add", f"{BRIDGE_NET}.1/24", "dev", BRIDGE)
+    tgt("ip", "link", "set", BRIDGE, "up")
+    tgt("sysctl", "-qw", "net.ipv4.ip_forward=1")
+    tgt("iptables", "-t", "nat", "-N", "DOCKER")
+    tgt("iptables", "-t", "nat", "-A", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "DOCKER")
+    tgt("iptables", "-t", "nat", "-A", "POSTROUTING", "-s", f"{BRIDGE_NET}.0/24", "!", "-o", BRIDGE,
+        "-j", "MASQUERADE")  # fmt: skip
+    tgt("iptables", "-t", "nat", "-A", "DOCKER", "-p", "tcp", "--dport", "8080", "-j", "DNAT",
+        "--to-destination", f"{BRIDGE_NET}.2:80")  # fmt: skip
+    tgt("iptables", "-A", "FORWARD", "-o", BRIDGE, "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED",
+        "-j", "ACCEPT")  # fmt: skip
+    try:
+        yield
+    finally:
+        tgt_quiet("iptables", "-t", "nat", "-F")
+        tgt_quiet("iptables", "-t", "nat", "-X", "DOCKER")
+        tgt_quiet("iptables", "-F", "FORWARD")
+        tgt_quiet("nft", "delete", "table", "ip", "nat")
+        tgt_quiet("nft", "delete", "table", "ip", "filter")
+        tgt_quiet("sysctl", "-qw", "net.ipv4.ip_forward=0")
+        tgt_quiet("ip", "link", "del", BRIDGE)
+
+
+@contextmanager
+def strict_rp_filter() -> Iterator[None]:
+    """Strict reverse-path filtering on every interface (RFC 3704)."""
+    for dev in ("all", "default", OFF.tgt_dev):
+        tgt("sysctl", "-qw", f"net.ipv4.conf.{dev}.rp_filter=1")
+    try:
+        yield
+    finally:
+        for dev in ("all", "default", OFF.tgt_dev):
+            tgt_quiet("sysctl", "-qw", f"net.ipv4.conf.{dev}.rp_filter=0")
+
+
+FIREWALLS: dict[str, Callable[[], AbstractContextManager[None]]] = {
+    "iptables-nat": iptables_nat,
+    "nft-stateful-filter": nft_stateful_filter,
+    "container-bridge": container_bridge,
+    "strict-rp-filter": strict_rp_filter,
+}
+
+
+@pytest.fixture(scope="module")
+def target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    topo.sh("ip", "-6", "addr", "add", f"{V6_INI}/64", "dev", OFF.ini_dev, "nodad")
+    topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "add", f"{V6_TGT}/64", "dev", OFF.tgt_dev, "nodad")
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=(("[::]", PORT),), offload=True, name_prefix="fw")  # fmt: skip
+    try:
+        topo.sh("ping", "-6", "-c1", "-W5", "-I", OFF.ini_dev, V6_TGT)
+        with offloaded_target(module_ko, t):
+            yield
+    finally:
+        topo.sh("ip", "-6", "addr", "del", f"{V6_INI}/64", "dev", OFF.ini_dev, check=False)
+        topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{V6_TGT}/64", "dev", OFF.tgt_dev, check=False)
+
+
+def landed(c: Connection) -> str | None:
+    """The connections line of c (its initiator side, as the module prints
+    it: IPv4 over a dual-stack portal arrives v4-mapped), None if stock."""
+    host, port = c.sock.getsockname()[:2]
+    me = f"[{host}]:{port} " if ":" in host else f"[::ffff:{host}]:{port} "
+    return next((ln for ln in connection_lines() if ln.startswith(me)), None)
+
+
+def claimed() -> str:
+    """What portal_state says of the portal."""
+    (line,) = [ln for ln in (CFS / "portal_state").read_text().splitlines() if ln.startswith(f"[::]:{PORT} ")]
+    return line
+
+
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+@pytest.mark.parametrize("firewall", list(FIREWALLS))
+def test_logins_are_offloaded_under_the_firewall(target: None, firewall: str, family: str) -> None:
+    host = OFF.tgt_ip if family == "ipv4" else V6_TGT
+    with FIREWALLS[firewall]():
+        state = claimed()
+        assert f" on {OFF.tgt_dev}=soft0" in state or " *=soft0" in state, state
+        steered = soft0_counters()["syn_steered"]
+        conns = soft0_counters()["connections"]
+        c = Connection(host, PORT)
+        c.login(PDU_INITIATOR, IQN)
+        try:
+            data = os.urandom(8192)
+            c.scsi_write(8, data)
+            assert c.scsi_read(8, len(data) // 512) == data
+            assert landed(c) is not None, (
+                f"{firewall}: a login to {host} went to stock TCP while portal_state says {state!r}"
+                f" (syn_steered {steered} -> {soft0_counters()['syn_steered']})"
+            )
+            assert soft0_counters()["connections"] == conns + 1
+        finally:
+            c.close()
