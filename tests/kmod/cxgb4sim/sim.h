@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cxgb4sim: a stand-in for cxgb4.ko below its API, for tests only (as
+ * netdevsim stands in for a NIC). It exports the cxgb4 symbols that
+ * Debian's cxgbit.ko and cxgbit_ext's cxgb4 backend import, with the
+ * symbol versions of the kernel's own cxgb4.ko, and presents a T5 or T6
+ * adapter: a fake PCI function, real-shaped cxgb4_lld_info, tid tables,
+ * port netdevs whose private data is cxgb4's struct port_info, and the
+ * ULD's response queues as NAPI instances that hand messages to the ULD
+ * as cxgb4's SGE does (an RSS header, then the CPL; immediate up to 64
+ * bytes). What the ULD sends is recorded in debugfs (cxgb4sim/trace):
+ * the queue it went on, the opcode and the fields that tell it apart.
+ *
+ * Each sim_*.c stands for one of cxgb4's files and is compiled with that
+ * file's #include list (generated from the kernel's source at build time),
+ * so that genksyms gives each exported symbol the CRC cxgb4.ko's has:
+ * this header adds no definition those files do not have (cxgb4.h only).
+ */
+#ifndef C4SIM_H
+#define C4SIM_H
+
+#include <linux/netdevice.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/skbuff.h>
+#include "cxgb4.h"
+
+#define C4SIM_NRXQ	4		/* response queues per ULD */
+#define C4SIM_RXQ_BASE	0x40		/* their absolute ids start here */
+#define C4SIM_NSTIDS	64
+#define C4SIM_NTIDS	1024
+#define C4SIM_NL2T	64
+#define C4SIM_IMM_LEN	64		/* an immediate response: IQ entry */
+
+struct c4sim_rxq {
+	struct napi_struct	napi;
+	struct t4_lro_mgr	lro_mgr;
+	struct sk_buff_head	pending;	/* messages for the ULD */
+	unsigned short		abs_id;
+	int			uld;
+};
+
+struct c4sim_adapter {
+	struct pci_dev		*pdev;
+	struct net_device	*ports[4];
+	struct net_device	*peers[4];	/* the wire's other end */
+	unsigned int		nports;
+	bool			t5;
+	struct tid_info		tids;
+	struct cxgb4_virt_res	vr;
+	unsigned short		mtus[NMTUS];
+	unsigned short		rxq_ids[C4SIM_NRXQ];
+	struct c4sim_rxq	rxq[C4SIM_NRXQ];
+	void			*iscsi_ppm;
+	const struct cxgb4_uld_info *uld;	/* CXGB4_ULD_ISCSIT */
+	void			*handle;
+	unsigned int		clips;
+};
+
+extern struct c4sim_adapter *c4sim;
+
+void c4sim_trace(const char *fmt, ...) __printf(1, 2);
+/* hand an immediate message (RSS header filled in here) to queue abs_id */
+int c4sim_deliver(unsigned int abs_id, const void *cpl, unsigned int len);
+int c4sim_uld_init(struct c4sim_adapter *a);
+void c4sim_uld_exit(struct c4sim_adapter *a);
+const char *c4sim_opname(unsigned int op);
+
+#endif /* C4SIM_H */

@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgb4sim (sim.h says what it is): the adapter, its ports, its server
+ * TIDs and listening servers, and the trace. Stands for cxgb4_main.c,
+ * whose exported symbols it defines.
+ */
+#include "cxgb4_main_inc.h"
+#include <linux/debugfs.h>
+#include <linux/etherdevice.h>
+#include <linux/seq_file.h>
+#include "sim.h"
+
+static unsigned int nports = 2;
+module_param(nports, uint, 0444);
+MODULE_PARM_DESC(nports, "ports of the adapter (1-4)");
+static char *chip = "t6";
+module_param(chip, charp, 0444);
+MODULE_PARM_DESC(chip, "t5 or t6");
+
+struct c4sim_adapter *c4sim;
+
+/* ---- the trace: what crossed the API, one line each ---------------------- */
+
+#define C4SIM_TRACE_MAX	4096
+static LIST_HEAD(c4sim_trace_lines);
+static unsigned int c4sim_trace_len;
+static DEFINE_SPINLOCK(c4sim_trace_lock);
+static struct dentry *c4sim_dir;
+
+struct c4sim_line {
+	struct list_head	node;
+	char			*text;
+};
+
+void c4sim_trace(const char *fmt, ...)
+{
+	struct c4sim_line *l, *old = NULL;
+	va_list ap;
+
+	l = kmalloc(sizeof(*l), GFP_ATOMIC);
+	if (!l)
+		return;
+	va_start(ap, fmt);
+	l->text = kvasprintf(GFP_ATOMIC, fmt, ap);
+	va_end(ap);
+	if (!l->text) {
+		kfree(l);
+		return;
+	}
+	spin_lock_bh(&c4sim_trace_lock);
+	list_add_tail(&l->node, &c4sim_trace_lines);
+	if (++c4sim_trace_len > C4SIM_TRACE_MAX) {
+		old = list_first_entry(&c4sim_trace_lines, struct c4sim_line, node);
+		list_del(&old->node);
+		c4sim_trace_len--;
+	}
+	spin_unlock_bh(&c4sim_trace_lock);
+	if (old) {
+		kfree(old->text);
+		kfree(old);
+	}
+}
+
+static int c4sim_trace_show(struct seq_file *m, void *v)
+{
+	struct c4sim_line *l;
+
+	spin_lock_bh(&c4sim_trace_lock);
+	list_for_each_entry(l, &c4sim_trace_lines, node)
+		seq_printf(m, "%s\n", l->text);
+	spin_unlock_bh(&c4sim_trace_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(c4sim_trace);
+
+static void c4sim_trace_free(void)
+{
+	struct c4sim_line *l, *n;
+
+	list_for_each_entry_safe(l, n, &c4sim_trace_lines, node) {
+		kfree(l->text);
+		kfree(l);
+	}
+	INIT_LIST_HEAD(&c4sim_trace_lines);
+	c4sim_trace_len = 0;
+}
+
+const char *c4sim_opname(unsigned int op)
+{
+	switch (op) {
+	case CPL_PASS_OPEN_REQ:		return "CPL_PASS_OPEN_REQ";
+	case CPL_PASS_OPEN_RPL:		return "CPL_PASS_OPEN_RPL";
+	case CPL_PASS_OPEN_REQ6:	return "CPL_PASS_OPEN_REQ6";
+	case CPL_CLOSE_LISTSRV_REQ:	return "CPL_CLOSE_LISTSRV_REQ";
+	case CPL_CLOSE_LISTSRV_RPL:	return "CPL_CLOSE_LISTSRV_RPL";
+	case CPL_PASS_ACCEPT_RPL:	return "CPL_PASS_ACCEPT_RPL";
+	case CPL_SET_TCB_FIELD:		return "CPL_SET_TCB_FIELD";
+	case CPL_RX_DATA_ACK:		return "CPL_RX_DATA_ACK";
+	case CPL_CLOSE_CON_REQ:		return "CPL_CLOSE_CON_REQ";
+	case CPL_ABORT_REQ:		return "CPL_ABORT_REQ";
+	case CPL_ABORT_RPL:		return "CPL_ABORT_RPL";
+	case CPL_TX_DATA_ISO:		return "CPL_TX_DATA_ISO";
+	default:			return NULL;
+	}
+}
+
+/* ---- ports: netdevs with cxgb4's port_info, joined to a peer as a wire ---- */
+
+struct c4sim_peer {
+	struct net_device *other;
+};
+
+static netdev_tx_t c4sim_port_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	struct port_info *pi = netdev_priv(dev);
+	struct net_device *peer = c4sim->peers[pi->port_id];
+
+	if (dev_forward_skb(peer, skb) == NET_RX_SUCCESS)
+		dev_sw_netstats_tx_add(dev, 1, skb->len);
+	return NETDEV_TX_OK;
+}
+
+static netdev_tx_t c4sim_peer_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	struct c4sim_peer *p = netdev_priv(dev);
+
+	dev_forward_skb(p->other, skb);
+	return NETDEV_TX_OK;
+}
+
+static const struct net_device_ops c4sim_port_ops = {
+	.ndo_start_xmit		= c4sim_port_xmit,
+	.ndo_set_mac_address	= eth_mac_addr,
+};
+
+static const struct net_device_ops c4sim_peer_ops = {
+	.ndo_start_xmit		= c4sim_peer_xmit,
+	.ndo_set_mac_address	= eth_mac_addr,
+};
+
+static void c4sim_ports_free(struct c4sim_adapter *a)
+{
+	unsigned int i;
+
+	rtnl_lock();
+	for (i = 0; i < a->nports; i++) {
+		if (a->peers[i])
+			unregister_netdevice(a->peers[i]);
+		if (a->ports[i])
+			unregister_netdevice(a->ports[i]);
+	}
+	rtnl_unlock();
+	for (i = 0; i < a->nports; i++) {
+		if (a->peers[i])
+			free_netdev(a->peers[i]);
+		if (a->ports[i])
+			free_netdev(a->ports[i]);
+	}
+}
+
+static int c4sim_ports_init(struct c4sim_adapter *a)
+{
+	struct net_device *dev, *peer;
+	struct port_info *pi;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < a->nports; i++) {
+		dev = alloc_etherdev(sizeof(struct port_info));
+		peer = alloc_etherdev(sizeof(struct c4sim_peer));
+		if (!dev || !peer) {
+			free_netdev(dev);
+			free_netdev(peer);
+			return -ENOMEM;
+		}
+		snprintf(dev->name, IFNAMSIZ, "c4sim%u", i);
+		snprintf(peer->name, IFNAMSIZ, "c4peer%u", i);
+		dev->netdev_ops = &c4sim_port_ops;
+		peer->netdev_ops = &c4sim_peer_ops;
+		dev->pcpu_stat_type = NETDEV_PCPU_STAT_TSTATS;
+		eth_hw_addr_random(dev);
+		eth_hw_addr_random(peer);
+		dev->max_mtu = 9000;
+		peer->max_mtu = 9000;
+		pi = netdev_priv(dev);
+		pi->port_id = i;
+		pi->tx_chan = i;
+		pi->lport = i;
+		pi->smt_idx = i;
+		((struct c4sim_peer *)netdev_priv(peer))->other = dev;
+		a->ports[i] = dev;
+		a->peers[i] = peer;
+		ret = register_netdev(dev);
+		if (!ret)
+			ret = register_netdev(peer);
+		if (ret) {
+			if (dev->reg_state == NETREG_REGISTERED)
+				unregister_netdev(dev);
+			free_netdev(dev);
+			free_netdev(peer);
+			a->ports[i] = NULL;
+			a->peers[i] = NULL;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+unsigned int cxgb4_port_chan(const struct net_device *dev)
+{
+	return ((const struct port_info *)netdev_priv(dev))->tx_chan;
+}
+EXPORT_SYMBOL(cxgb4_port_chan);
+
+unsigned int cxgb4_port_idx(const struct net_device *dev)
+{
+	return ((const struct port_info *)netdev_priv(dev))->port_id;
+}
+EXPORT_SYMBOL(cxgb4_port_idx);
+
+/*
+ * The largest MTU of the table whose payload (less header_size) is at
+ * most data_size_max and, when one exists, a multiple of data_size_align:
+ * cxgb4's contract for this call.
+ */
+unsigned int cxgb4_best_aligned_mtu(const unsigned short *mtus,
+				    unsigned short header_size,
+				    unsigned short data_size_max,
+				    unsigned short data_size_align,
+				    unsigned int *mtu_idxp)
+{
+	unsigned int i, best = 0, aligned = NMTUS;
+
+	for (i = 0; i < NMTUS; i++) {
+		if (mtus[i] < header_size || mtus[i] - header_size > data_size_max)
+			break;
+		best = i;
+		if (data_size_align && !((mtus[i] - header_size) % data_size_align))
+			aligned = i;
+	}
+	if (aligned != NMTUS && best - aligned <= 1)
+		best = aligned;
+	if (mtu_idxp)
+		*mtu_idxp = best;
+	return mtus[best];
+}
+EXPORT_SYMBOL(cxgb4_best_aligned_mtu);
+
+/* ---- server TIDs and listening servers ------------------------------------ */
+
+int cxgb4_alloc_stid(struct tid_info *t, int family, void *data)
+{
+	int stid;
+
+	spin_lock_bh(&t->stid_lock);
+	if (family == PF_INET)
+		stid = find_first_zero_bit(t->stid_bmap, t->nstids);
+	else	/* an IPv6 server takes two aligned entries */
+		stid = bitmap_find_free_region(t->stid_bmap, t->nstids, 1);
+	if (stid < 0 || stid >= t->nstids) {
+		spin_unlock_bh(&t->stid_lock);
+		return -1;
+	}
+	if (family == PF_INET) {
+		__set_bit(stid, t->stid_bmap);
+		t->stids_in_use++;
+	} else {
+		t->stids_in_use += 2;
+		t->v6_stids_in_use += 2;
+	}
+	t->stid_tab[stid].data = data;
+	spin_unlock_bh(&t->stid_lock);
+	return stid + t->stid_base;
+}
+EXPORT_SYMBOL(cxgb4_alloc_stid);
+
+void cxgb4_free_stid(struct tid_info *t, unsigned int stid, int family)
+{
+	stid -= t->stid_base;
+	if (WARN_ON(stid >= t->nstids))
+		return;
+	spin_lock_bh(&t->stid_lock);
+	if (family == PF_INET) {
+		__clear_bit(stid, t->stid_bmap);
+		t->stids_in_use--;
+	} else {
+		bitmap_release_region(t->stid_bmap, stid, 1);
+		t->stids_in_use -= 2;
+		t->v6_stids_in_use -= 2;
+	}
+	t->stid_tab[stid].data = NULL;
+	spin_unlock_bh(&t->stid_lock);
+}
+EXPORT_SYMBOL(cxgb4_free_stid);
+
+void cxgb4_remove_tid(struct tid_info *t, unsigned int qid, unsigned int tid,
+		      unsigned short family)
+{
+	c4sim_trace("tx ctrl TID_RELEASE tid=%u qid=%u family=%u", tid, qid, family);
+	if (tid - t->tid_base < t->ntids && t->tid_tab[tid - t->tid_base]) {
+		t->tid_tab[tid - t->tid_base] = NULL;
+		atomic_dec(family == AF_INET6 ? &t->hash_tids_in_use : &t->tids_in_use);
+	}
+}
+EXPORT_SYMBOL(cxgb4_remove_tid);
+
+/* The firmware's answer to a server request, on the queue it names */
+static int c4sim_server_reply(unsigned int op, unsigned int stid, unsigned int queue)
+{
+	struct cpl_pass_open_rpl rpl = {};	/* same layout as the close reply */
+
+	rpl.ot.opcode_tid = htonl(MK_OPCODE_TID(op, stid));
+	rpl.status = CPL_ERR_NONE;
+	return c4sim_deliver(queue, &rpl, sizeof(rpl));
+}
+
+static bool c4sim_is_port(const struct net_device *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < c4sim->nports; i++)
+		if (c4sim->ports[i] == dev)
+			return true;
+	return false;
+}
+
+int cxgb4_create_server(const struct net_device *dev, unsigned int stid,
+			__be32 sip, __be16 sport, __be16 vlan,
+			unsigned int queue)
+{
+	if (!c4sim_is_port(dev))
+		return -EINVAL;
+	c4sim_trace("tx ctrl CPL_PASS_OPEN_REQ stid=%u ip=%pI4 port=%u queue=%u",
+		    stid, &sip, ntohs(sport), queue);
+	return c4sim_server_reply(CPL_PASS_OPEN_RPL, stid, queue);
+}
+EXPORT_SYMBOL(cxgb4_create_server);
+
+int cxgb4_create_server6(const struct net_device *dev, unsigned int stid,
+			 const struct in6_addr *sip, __be16 sport,
+			 unsigned int queue)
+{
+	if (!c4sim_is_port(dev))
+		return -EINVAL;
+	c4sim_trace("tx ctrl CPL_PASS_OPEN_REQ6 stid=%u ip=%pI6c port=%u queue=%u",
+		    stid, sip, ntohs(sport), queue);
+	return c4sim_server_reply(CPL_PASS_OPEN_RPL, stid, queue);
+}
+EXPORT_SYMBOL(cxgb4_create_server6);
+
+int cxgb4_remove_server(const struct net_device *dev, unsigned int stid,
+			unsigned int queue, bool ipv6)
+{
+	if (!c4sim_is_port(dev))
+		return -EINVAL;
+	c4sim_trace("tx ctrl CPL_CLOSE_LISTSRV_REQ stid=%u queue=%u ipv6=%d",
+		    stid, queue, ipv6);
+	return c4sim_server_reply(CPL_CLOSE_LISTSRV_RPL, stid, queue);
+}
+EXPORT_SYMBOL(cxgb4_remove_server);
+
+/* ---- the adapter ---------------------------------------------------------- */
+
+/* cxgb4's default MTU table, as the firmware leaves it */
+static const unsigned short c4sim_mtus[NMTUS] = {
+	88, 88, 256, 512, 576, 1024, 1280, 1488, 1500, 2002, 2048, 4096,
+	4352, 8192, 9000, 9600
+};
+
+static void c4sim_pdev_release(struct device *dev)
+{
+	kfree(to_pci_dev(dev));
+}
+
+static void c4sim_adapter_free(struct c4sim_adapter *a)
+{
+	c4sim_ports_free(a);
+	kfree(a->tids.stid_tab);
+	bitmap_free(a->tids.stid_bmap);
+	kfree(a->tids.tid_tab);
+	put_device(&a->pdev->dev);
+	kfree(a);
+}
+
+static int __init c4sim_init(void)
+{
+	struct c4sim_adapter *a;
+	struct pci_dev *pdev;
+	int ret;
+
+	if (!nports || nports > ARRAY_SIZE(a->ports) ||
+	    (strcmp(chip, "t5") && strcmp(chip, "t6")))
+		return -EINVAL;
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	pdev = kzalloc(sizeof(*pdev), GFP_KERNEL);
+	if (!a || !pdev) {
+		kfree(a);
+		kfree(pdev);
+		return -ENOMEM;
+	}
+	/*
+	 * A PCI function that is on no bus: a device the ULDs may take
+	 * references on (pci_dev_get), freed with the last one.
+	 */
+	device_initialize(&pdev->dev);
+	pdev->dev.release = c4sim_pdev_release;
+	pdev->vendor = PCI_VENDOR_ID_CHELSIO;
+	ret = dev_set_name(&pdev->dev, "0000:c4:00.4");
+	if (ret) {
+		put_device(&pdev->dev);
+		kfree(a);
+		return ret;
+	}
+	a->pdev = pdev;
+	a->nports = nports;
+	a->t5 = !strcmp(chip, "t5");
+	spin_lock_init(&a->tids.stid_lock);
+	spin_lock_init(&a->tids.atid_lock);
+	spin_lock_init(&a->tids.ftid_lock);
+	a->tids.nstids = C4SIM_NSTIDS;
+	a->tids.stid_base = 0x100;
+	a->tids.ntids = C4SIM_NTIDS;
+	a->tids.stid_tab = kcalloc(C4SIM_NSTIDS, sizeof(*a->tids.stid_tab), GFP_KERNEL);
+	a->tids.stid_bmap = bitmap_zalloc(C4SIM_NSTIDS, GFP_KERNEL);
+	a->tids.tid_tab = kcalloc(C4SIM_NTIDS, sizeof(void *), GFP_KERNEL);
+	/* the iSCSI pod region the firmware configuration gives: 4 MiB */
+	a->vr.iscsi.start = 0x1000000;
+	a->vr.iscsi.size = 0x400000;
+	memcpy(a->mtus, c4sim_mtus, sizeof(a->mtus));
+	c4sim = a;
+	ret = -ENOMEM;
+	if (!a->tids.stid_tab || !a->tids.stid_bmap || !a->tids.tid_tab)
+		goto err;
+	ret = c4sim_ports_init(a);
+	if (ret)
+		goto err;
+	ret = c4sim_uld_init(a);
+	if (ret)
+		goto err;
+	c4sim_dir = debugfs_create_dir("cxgb4sim", NULL);
+	debugfs_create_file("trace", 0444, c4sim_dir, NULL, &c4sim_trace_fops);
+	pr_info("cxgb4sim: a %s stand-in for cxgb4 at %s, %u ports (c4sim0..), for tests only\n",
+		a->t5 ? "T5" : "T6", pci_name(pdev), nports);
+	return 0;
+err:
+	c4sim = NULL;
+	c4sim_adapter_free(a);
+	return ret;
+}
+
+static void __exit c4sim_exit(void)
+{
+	debugfs_remove_recursive(c4sim_dir);
+	c4sim_uld_exit(c4sim);
+	c4sim_adapter_free(c4sim);
+	c4sim_trace_free();
+}
+
+module_init(c4sim_init);
+module_exit(c4sim_exit);
+MODULE_DESCRIPTION("cxgb4 stand-in below its API, for tests only");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgb4sim (sim.h says what it is): the L2 table. Stands for l2t.c,
+ * whose exported symbols it defines. Work requests sent through an entry
+ * are recorded and dropped for now: the chip model does not take them yet.
+ */
+#include "l2t_inc.h"
+#include "sim.h"
+
+static struct l2t_entry c4sim_l2t[C4SIM_NL2T];
+static DEFINE_SPINLOCK(c4sim_l2t_lock);	/* the entries' counts */
+
+struct l2t_entry *cxgb4_l2t_get(struct l2t_data *d, struct neighbour *neigh,
+				const struct net_device *physdev,
+				unsigned int priority)
+{
+	struct l2t_entry *e = NULL;
+	unsigned int i;
+
+	spin_lock_bh(&c4sim_l2t_lock);
+	for (i = 0; i < C4SIM_NL2T; i++) {
+		if (!atomic_read(&c4sim_l2t[i].refcnt)) {
+			e = &c4sim_l2t[i];
+			memset(e, 0, sizeof(*e));
+			e->idx = i;
+			atomic_set(&e->refcnt, 1);
+			break;
+		}
+	}
+	spin_unlock_bh(&c4sim_l2t_lock);
+	c4sim_trace("l2t get dev=%s idx=%d", physdev->name, e ? (int)e->idx : -1);
+	return e;
+}
+EXPORT_SYMBOL(cxgb4_l2t_get);
+
+void cxgb4_l2t_release(struct l2t_entry *e)
+{
+	spin_lock_bh(&c4sim_l2t_lock);
+	if (atomic_dec_and_test(&e->refcnt))
+		c4sim_trace("l2t release idx=%u", e->idx);
+	spin_unlock_bh(&c4sim_l2t_lock);
+}
+EXPORT_SYMBOL(cxgb4_l2t_release);
+
+int cxgb4_l2t_send(struct net_device *dev, struct sk_buff *skb,
+		   struct l2t_entry *e)
+{
+	const u8 *op = skb->data + sizeof(struct work_request_hdr);
+
+	c4sim_trace("tx l2t idx=%u queue=%u %s len=%u", e->idx,
+		    skb_get_queue_mapping(skb),
+		    skb->len > sizeof(struct work_request_hdr) ?
+		    (c4sim_opname(*op) ?: "WR") : "short", skb->len);
+	kfree_skb(skb);
+	return NET_XMIT_SUCCESS;
+}
+EXPORT_SYMBOL(cxgb4_l2t_send);
