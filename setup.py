@@ -14,7 +14,7 @@ setup(
         "iscsi_initiator": "initiator/iscsi_initiator",
     },
     packages=["cxgbit_ext", "targetcli_offload", "iscsi_initiator"],
-    install_requires=["rtslib-fb", "configshell-fb"],
+    install_requires=["rtslib-fb", "configshell-fb", "prometheus-client"],
     data_files=[("share/man/man1", ["docs/cxgbit-ext.1"])],
     entry_points={
         "console_scripts": [

@@ -11,6 +11,7 @@
     cxgbit-ext topology delete --iqn IQN
     cxgbit-ext gateway create --iqn IQN --rbd POOL/IMAGE --portals IP,IP --gateway N [--owner N]
     cxgbit-ext gateway show|delete --iqn IQN
+    cxgbit-ext exporter [--listen ADDR:PORT]   (Prometheus metrics, until stopped)
 
 Errors go to stderr (or as {"error": ...} with --json) with exit status 1,
 and leave the configuration as it was. Commands that change adapters print
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cxgbit_ext import gateway, persist, portals, topology
+from cxgbit_ext import exporter, gateway, persist, portals, topology
 from cxgbit_ext.control import CONFIGFS, TOGGLES, Control, CxgbitExtError, adapter_caps, counter_lines
 
 
@@ -290,6 +291,29 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_exporter(ctl: Control, a: argparse.Namespace) -> int:
+    server = exporter.serve_on(exporter.registry(ctl), a.listen)
+    try:
+        where = exporter.url(server)
+        if a.json:
+            print(json.dumps({"metrics": where, "configfs": str(ctl.root)}), flush=True)
+        else:
+            print(f"cxgbit-ext exporter: metrics of {ctl.root} on {where}", flush=True)
+        exporter.setup_logging()
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
+def _listen(text: str) -> str:
+    try:
+        exporter.parse_listen(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _portal_list(text: str) -> list[str]:
     ips = [x.strip() for x in text.split(",")]
     if not all(ips):
@@ -355,13 +379,18 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--backstore", choices=tuple(gateway.BACKSTORES), default="iblock",
                    help="iblock on the krbd-mapped image (default), or user:rbd through tcmu-runner")  # fmt: skip
     g.add_argument("--no-offload", dest="offload", action="store_false", help="this gateway's portal stays stock TCP")
+    x = sub.add_parser("exporter", help="serve Prometheus metrics of the module's tree until stopped")
+    x.add_argument(
+        "--listen", type=_listen, default=exporter.DEFAULT_LISTEN, metavar="ADDR:PORT",
+        help=f"ADDR:PORT, [IPV6]:PORT or :PORT for every address (default {exporter.DEFAULT_LISTEN})",
+    )  # fmt: skip
     return ap
 
 
 COMMANDS = {
     "status": cmd_status, "adapters": cmd_adapters, "connections": cmd_connections, "portals": cmd_portals,
     "counters": cmd_counters, "bind": cmd_bind, "unbind": cmd_unbind, "set": cmd_set, "save": cmd_save,
-    "restore": cmd_restore, "topology": cmd_topology, "gateway": cmd_gateway,
+    "restore": cmd_restore, "topology": cmd_topology, "gateway": cmd_gateway, "exporter": cmd_exporter,
 }  # fmt: skip
 
 
