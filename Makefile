@@ -4,6 +4,7 @@
 #   make test    host tests, the VM suite on every kernel, scale-out (what CI runs)
 #   make demo    boot a VM, build the reference topology, run fio, tear down
 #   make perf    stock LIO vs offload, two VMs, results + plots in perf/results/
+#   make deb     the Debian packages (debian/) in build/deb/, lintian-clean
 SHELL := /bin/bash
 TOP := $(CURDIR)
 VENV := $(TOP)/.venv
@@ -15,7 +16,7 @@ VMTESTS ?= tests/vm
 VMTIMEOUT ?= 2100
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm perf-deps perf perf-micro clean
+.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm perf-deps perf perf-micro deb clean
 
 all: modules
 
@@ -102,6 +103,12 @@ perf: modules perf-deps perf-micro
 # native micro-benchmark of the pure PDU code (host, no VM)
 perf-micro:
 	$(MAKE) -C perf/micro run OUT=$(TOP)/perf/results/micro.json
+
+# cxgbit-ext-dkms and python3-cxgbit-ext, built by dpkg-buildpackage in a
+# copy of the tree under build/deb/ (the checkout stays clean), then lintian:
+# an error or an unexplained warning fails
+deb:
+	$(TOP)/scripts/build-deb $(BUILD)/deb
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,280 @@
+"""The Debian packages in the guest, as an admin installs them.
+
+`apt-get install ./cxgbit-ext-dkms_V_all.deb ./python3-cxgbit-ext_V_all.deb`
+offline (their dependencies are the host's, already installed); the
+package's postinst has dkms build and install the module for the running
+kernel; `modprobe cxgbit` loads it through the packaged modprobe.d rule; a
+target made with the installed commands (targetcli, targetcli-offload
+enable_offload true, cxgbit-ext bind) takes an open-iscsi login made with
+cxe-initiator, fio verifies through it and `cxgbit-ext connections` shows it
+offloaded. Then `apt-get remove`: module, dkms tree, modprobe rule, commands
+and the restore unit's links are gone (a RequiredBy link left to a missing
+unit would stop LIO's own restore at boot); `apt-get purge`: nothing of
+either package is left.
+
+Not in make vm-test's batches: it runs only when this file is named on
+pytest's command line (a batch of `tests/vm` skips it), needs build/deb/
+from `make deb` (skipped without), and is slow under TCG. The dkms build of the module takes ~20 s
+of CPU on the host, 8-15 min here (one TCG thread for both vCPUs, kernel
+headers read over 9p); dkms runs depmod over the whole module tree after
+install and after removal, 2-5 min each; apt and dpkg read the host's
+package database over 9p three times, ~1 min each: 15-30 min in all. Run it
+as a batch of its own, on the newest series (on an older kernel the
+postinst also builds for the newest installed one, doubling the build):
+
+    make deb && .venv/bin/python testbed/run --kernel 6.12 --timeout 3600 -- tests/vm/test_packages.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed import fio, topo
+
+from .conftest import TOP, connection_lines, lun_disk, wait_for
+
+# packaging, not a kernel difference of ours (tests/host/test_dkms.py builds
+# on every kernel): the last series of kernels.conf, where dkms builds once
+pytestmark = [pytest.mark.dealt(share=-1), pytest.mark.timeout(3600)]
+
+PACKAGES = ("cxgbit-ext-dkms", "python3-cxgbit-ext")
+IQN = "iqn.2026-11.org.cxgbit-ext:packages"
+LINK = topo.LINKS[0]
+PORTAL = "0.0.0.0:3260"
+# What a root shell of the target host has: Debian's python3 and the
+# package's commands in /usr/bin, not the testbed's .venv.
+ENV = {
+    **{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")},
+    "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+    "DEBIAN_FRONTEND": "noninteractive",
+}
+# apt-get and dpkg under TCG over 9p, a dkms build and depmod included
+APT_TIMEOUT = 2400
+
+
+def code_version() -> str:
+    m = re.search(
+        r'^#define\s+CXE_VERSION\s+"([^"]+)"', (TOP / "kmod/cxgbit-ext/cxgbit_ext.h").read_text(), re.MULTILINE
+    )
+    assert m, "no CXE_VERSION in cxgbit_ext.h"
+    return m.group(1)
+
+
+def run(*cmd: str, netns: bool = False, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """A command as root on the target host; in its network namespace
+    (portals and netdev names are resolved there) with ``netns``."""
+    argv = ["nsenter", f"--net=/run/netns/{topo.TGT_NS}", *cmd] if netns else list(cmd)
+    p = subprocess.run(argv, env=ENV, cwd="/", capture_output=True, text=True, timeout=timeout)
+    assert not check or p.returncode == 0, f"{' '.join(argv)}: exit {p.returncode}\n{p.stdout}{p.stderr}"
+    return p
+
+
+def status(pkg: str) -> str:
+    """dpkg's status of pkg ("install ok installed", "deinstall ok
+    config-files", or "" when dpkg does not know it)."""
+    p = run("dpkg-query", "-W", "-f=${Status}", pkg, check=False)
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
+def deb_files(deb: Path) -> list[str]:
+    """The regular files and symlinks a .deb installs, as absolute paths."""
+    out = run("dpkg-deb", "-c", str(deb)).stdout
+    return [ln.split(maxsplit=5)[5].split(" -> ")[0].removeprefix(".") for ln in out.splitlines() if ln[0] in "-l"]
+
+
+def module_files(kver: str) -> list[Path]:
+    return list(Path(f"/lib/modules/{kver}").glob("updates/dkms/cxgbit_ext.ko*"))
+
+
+def unit_links(name: str = "cxgbit-ext*.service") -> list[Path]:
+    """The links systemctl enable (deb-systemd-helper) made to our units."""
+    return list(Path("/etc/systemd/system").glob(f"*/{name}"))
+
+
+@pytest.fixture
+def debs(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
+    """The two .debs `make deb` built on the host, copied where apt's
+    unprivileged _apt user can read them (not the 9p share, nor pytest's
+    private tmp_path)."""
+    if not any(Path(a.split("::")[0]).name == Path(__file__).name for a in request.config.args):
+        pytest.skip("15-30 min under TCG: runs only when named (testbed/run ... -- tests/vm/test_packages.py)")
+    v = code_version()
+    built = [TOP / "build/deb" / f"{pkg}_{v}_all.deb" for pkg in PACKAGES]
+    missing = [p.name for p in built if not p.exists()]
+    if missing:
+        pytest.skip(f"no {', '.join(missing)} in build/deb: run `make deb` on the host first")
+    where = Path("/tmp/cxe-debs")
+    where.mkdir(mode=0o755, exist_ok=True)
+    copies = [Path(shutil.copy(p, where / p.name)) for p in built]
+    for c in copies:
+        c.chmod(0o644)
+    yield copies
+    shutil.rmtree(where)
+
+
+@pytest.fixture
+def offline_apt(kver: str) -> Iterator[None]:
+    """apt and dpkg as the guest has them, made usable offline.
+
+    The guest's /var is the host's under an overlay, so dpkg's database is
+    the host's and writes go to the overlay (virtme-ng bind-mounts fresh
+    dpkg lock files); /var/lib/apt, /var/cache and /var/log are empty
+    tmpfs, so apt's directories are made and it resolves from dpkg's
+    status alone. man-db's trigger would index every manual page over 9p
+    (minutes): off for the test. The module build reads LIO's private
+    headers from `make deps`' cache on the host, hidden here under the empty
+    /var/cache, instead of decompressing linux-source under TCG (another
+    10-20 min; tests/host/test_dkms.py builds from linux-source)."""
+    for d in ("/var/lib/apt/lists/partial", "/var/cache/apt/archives/partial", "/var/log/apt"):
+        Path(d).mkdir(parents=True, exist_ok=True)
+    auto = Path("/var/lib/man-db/auto-update")
+    had_auto = auto.exists()
+    auto.unlink(missing_ok=True)
+    host = Path("/run/cxe-hostroot")
+    host.mkdir(exist_ok=True)
+    # a non-recursive bind of / is the 9p root without the guest's overlays
+    run("mount", "--bind", "/", str(host))
+    try:
+        cache = host / "var/cache/cxgbit-ext/src" / kver
+        if (cache / "drivers/target/iscsi/iscsi_target_login.h").exists():
+            shutil.copytree(cache, f"/var/cache/cxgbit-ext/src/{kver}", symlinks=True, dirs_exist_ok=True)
+    finally:
+        run("umount", str(host))
+    yield
+    if had_auto:
+        auto.touch()
+
+
+def purge_everything() -> None:
+    """Whatever state the test left the guest in: LIO cleared, the module
+    unloaded, both packages purged."""
+    run("iscsiadm", "-m", "node", "--logoutall=all", check=False)
+    if Path("/sys/kernel/config/target/iscsi").exists():
+        run("targetcli", "clearconfig", "confirm=True", netns=True, check=False, timeout=120)
+    if Path("/sys/module/cxgbit_ext").exists():
+        run("rmmod", "cxgbit_ext", check=False)
+    if any(status(p) for p in PACKAGES):
+        run("apt-get", "purge", "-y", *PACKAGES, check=False, timeout=APT_TIMEOUT)
+
+
+def test_install_use_remove_purge(debs: list[Path], offline_apt: None, iscsid: None, kver: str) -> None:
+    v = code_version()
+    assert not module_files(kver) and not any(status(p) for p in PACKAGES), "installed before the test"
+    t0 = time.monotonic()
+    try:
+        install(debs, kver, v)
+        print(f"install (dkms build and install for {kver}): {time.monotonic() - t0:.0f} s")
+        t1 = time.monotonic()
+        use_offloaded()
+        print(f"target, login, fio verify: {time.monotonic() - t1:.0f} s")
+        t2 = time.monotonic()
+        remove(debs, kver, v)
+        print(f"remove: {time.monotonic() - t2:.0f} s")
+        purge(debs, v)
+    finally:
+        purge_everything()
+
+
+def install(debs: list[Path], kver: str, v: str) -> None:
+    p = run("apt-get", "install", "-y", "--no-download", "--no-install-recommends", *map(str, debs),
+            check=False, timeout=APT_TIMEOUT)  # fmt: skip
+    if p.returncode != 0:
+        log = Path(f"/var/lib/dkms/cxgbit-ext/{v}/build/make.log")
+        tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no dkms make.log)"
+        pytest.fail(f"apt-get install: exit {p.returncode}\n{p.stdout}{p.stderr}\ndkms make.log:\n{tail}")
+    for pkg in PACKAGES:
+        assert status(pkg) == "install ok installed", pkg
+    for deb in debs:
+        absent = [f for f in deb_files(deb) if not os.path.lexists(f)]
+        assert not absent, f"{deb.name}: not installed: {absent}"
+    # the postinst's dkms build and install, for this kernel
+    assert f"cxgbit-ext/{v}, {kver}, {os.uname().machine}: installed" in run("dkms", "status", "cxgbit-ext").stdout
+    (ko,) = module_files(kver)
+    assert run("modinfo", "-n", "cxgbit_ext").stdout.strip() == str(ko), "depmod's index does not name it"
+    assert run("modinfo", "-F", "version", str(ko)).stdout.strip() == v
+    # the installed commands run Debian's python3 on the packaged library
+    imports = "import cxgbit_ext, targetcli_offload, iscsi_initiator as i; print(i.__file__)"
+    where = run("/usr/bin/python3", "-c", imports)
+    assert where.stdout.startswith("/usr/lib/python3/dist-packages/"), where.stdout
+    # the restore unit enabled (not started: no systemd runs in the guest), daemons not
+    assert {p.parent.name for p in unit_links("cxgbit-ext.service")} == {
+        "multi-user.target.wants", "rtslib-fb-targetctl.service.requires"
+    }  # fmt: skip
+    assert unit_links() == unit_links("cxgbit-ext.service"), "a daemon unit was enabled"
+
+
+def use_offloaded() -> None:
+    """A target from the installed commands, offloaded, logged in, verified."""
+    run("modprobe", "iscsi_target_mod")
+    # the packaged /lib/modprobe.d rule: LIO's request for cxgbit loads ours
+    run("modprobe", "cxgbit")
+    assert Path("/sys/module/cxgbit_ext").exists() and not Path("/sys/module/cxgbit").exists()
+    run("/usr/bin/cxgbit-ext", "bind", "soft0", LINK.tgt_dev, netns=True)
+    for line in (
+        "/backstores/ramdisk create name=pkg0 size=32M",
+        f"/iscsi create {IQN}",  # and its default portal 0.0.0.0:3260, in the target's namespace
+        f"/iscsi/{IQN}/tpg1/luns create /backstores/ramdisk/pkg0",
+        f"/iscsi/{IQN}/tpg1 set attribute authentication=0 demo_mode_write_protect=0 "
+        "generate_node_acls=1 cache_dynamic_acls=1",
+    ):
+        run("targetcli", *line.split(), netns=True, timeout=180)
+    run("/usr/bin/targetcli-offload", f"/iscsi/{IQN}/tpg1/portals/{PORTAL}", "enable_offload", "true",
+        netns=True, timeout=180)  # fmt: skip
+    portals = json.loads(run("/usr/bin/cxgbit-ext", "--json", "portals").stdout)
+    assert any(p["target"] == IQN and p.get("offloaded") for p in portals), portals
+
+    run("/usr/bin/cxe-initiator", "login", "--portal", f"{LINK.tgt_ip}:3260", timeout=180)
+    dev = lun_disk(IQN, LINK.tgt_ip, 0)
+    (res,) = fio.write_verify(dev, size="16M")
+    assert res.read_bytes == 16 << 20, res
+    conns = json.loads(run("/usr/bin/cxgbit-ext", "--json", "connections").stdout)
+    assert len(conns) == 1, conns
+    (c,) = conns
+    assert c["peer"].startswith(f"{LINK.ini_ip}:") and c["adapter"] == "soft0", c
+    assert c["counters"]["pdus_rx"] > 0 and c["offloads"]["ddp"] == "on", c
+    assert f"{LINK.ini_ip}:" in run("/usr/bin/cxgbit-ext", "connections").stdout
+
+    run("/usr/bin/cxe-initiator", "logout")
+    run("targetcli", "clearconfig", "confirm=True", netns=True, timeout=180)
+    wait_for("the offloaded connection ends", lambda: not connection_lines(), 30)
+    run("rmmod", "cxgbit_ext")
+
+
+def remove(debs: list[Path], kver: str, v: str) -> None:
+    run("apt-get", "remove", "-y", *PACKAGES, timeout=APT_TIMEOUT)
+    assert status("cxgbit-ext-dkms") == "" or status("cxgbit-ext-dkms").endswith("not-installed")
+    # the postrm purge hook of debhelper's units keeps python3-cxgbit-ext in config-files until purge
+    assert status("python3-cxgbit-ext") == "deinstall ok config-files"
+    assert not module_files(kver), module_files(kver)
+    assert run("modinfo", "cxgbit_ext", check=False).returncode != 0, "depmod's index still names cxgbit_ext"
+    assert not Path(f"/var/lib/dkms/cxgbit-ext/{v}").exists()
+    assert not Path(f"/usr/src/cxgbit-ext-{v}").exists()
+    assert not Path("/lib/modprobe.d/cxgbit-ext.conf").exists()
+    assert not unit_links(), f"links left to removed units: {unit_links()}"
+    for deb in debs:
+        left = [f for f in deb_files(deb) if os.path.lexists(f)]
+        assert not left, f"{deb.name}: left after remove: {left}"
+
+
+def purge(debs: list[Path], v: str) -> None:
+    run("apt-get", "purge", "-y", *PACKAGES, timeout=APT_TIMEOUT)
+    for pkg in PACKAGES:
+        assert status(pkg) in ("", "unknown ok not-installed"), (pkg, status(pkg))
+    left = [p for p in (Path("/usr/lib/python3/dist-packages/cxgbit_ext"), Path("/var/lib/dkms/cxgbit-ext"),
+                        Path(f"/usr/src/cxgbit-ext-{v}"), Path("/usr/share/doc/python3-cxgbit-ext"),
+                        Path("/usr/share/doc/cxgbit-ext-dkms")) if p.exists()]  # fmt: skip
+    left += [p for p in Path("/var/lib/systemd").glob("deb-systemd-helper-*/**/cxgbit-ext*")]
+    left += unit_links()
+    assert not left, f"left after purge: {left}"
+    for deb in debs:
+        remaining = [f for f in deb_files(deb) if os.path.lexists(f)]
+        assert not remaining, f"{deb.name}: left after purge: {remaining}"
