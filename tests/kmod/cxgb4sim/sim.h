@@ -32,6 +32,23 @@
 #define C4SIM_NL2T	64
 #define C4SIM_IMM_LEN	64		/* an immediate response: IQ entry */
 
+/* A listening server, as the chip's server table holds it */
+struct c4sim_server {
+	bool			live;
+	bool			v6;
+	unsigned int		queue;		/* where its SYNs are reported */
+	__be32			ip;		/* IPv4; 0: any */
+	__be16			port;
+};
+
+/* What the chip knows of a TID it reported */
+struct c4sim_tid {
+	bool			live;
+	bool			flowc;		/* FW_FLOWC_WR went first */
+	unsigned int		rss_queue;	/* from the accept reply's opt2 */
+	unsigned int		port;
+};
+
 struct c4sim_rxq {
 	struct napi_struct	napi;
 	struct t4_lro_mgr	lro_mgr;
@@ -50,6 +67,10 @@ struct c4sim_adapter {
 	struct cxgb4_virt_res	vr;
 	unsigned short		mtus[NMTUS];
 	unsigned short		rxq_ids[C4SIM_NRXQ];
+	unsigned int		nrxq, ntxq;	/* the ULD's, as cxgb4 sizes them */
+	struct c4sim_server	servers[C4SIM_NSTIDS];
+	struct c4sim_tid	conns[C4SIM_NTIDS];
+	spinlock_t		chip_lock;	/* servers, conns */
 	struct c4sim_rxq	rxq[C4SIM_NRXQ];
 	void			*iscsi_ppm;
 	const struct cxgb4_uld_info *uld;	/* CXGB4_ULD_ISCSIT */
@@ -62,6 +83,14 @@ extern struct c4sim_adapter *c4sim;
 void c4sim_trace(const char *fmt, ...) __printf(1, 2);
 /* hand an immediate message (RSS header filled in here) to queue abs_id */
 int c4sim_deliver(unsigned int abs_id, const void *cpl, unsigned int len);
+/* the same for a message the chip puts in free-list buffers */
+int c4sim_deliver_fl(unsigned int abs_id, const void *msg, unsigned int len);
+/* the chip: servers, SYNs off the wire, the ULD's work requests */
+void c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
+		      __be16 port, unsigned int queue);
+bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb);
+void c4sim_chip_tx(const char *via, struct sk_buff *skb);
+void c4sim_chip_tid_release(unsigned int tid);
 int c4sim_uld_init(struct c4sim_adapter *a);
 void c4sim_uld_exit(struct c4sim_adapter *a);
 const char *c4sim_opname(unsigned int op);

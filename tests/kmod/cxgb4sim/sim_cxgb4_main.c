@@ -123,10 +123,31 @@ static netdev_tx_t c4sim_port_xmit(struct sk_buff *skb, struct net_device *dev)
 static netdev_tx_t c4sim_peer_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct c4sim_peer *p = netdev_priv(dev);
+	struct port_info *pi = netdev_priv(p->other);
 
+	/* what the chip takes off the wire never reaches the host */
+	skb_reset_mac_header(skb);
+	if (c4sim_chip_rx(pi->port_id, skb))
+		return NETDEV_TX_OK;
 	dev_forward_skb(p->other, skb);
 	return NETDEV_TX_OK;
 }
+
+#if IS_ENABLED(CONFIG_DCB)
+/*
+ * cxgb4's ports carry DCB operations, which ULDs call unchecked (cxgbit
+ * asks each connection's port for its DCB state); DCB is off until DCBX
+ * negotiates it, so it stays off here.
+ */
+static u8 c4sim_dcb_getstate(struct net_device *dev)
+{
+	return 0;
+}
+
+static const struct dcbnl_rtnl_ops c4sim_dcb_ops = {
+	.getstate	= c4sim_dcb_getstate,
+};
+#endif
 
 static const struct net_device_ops c4sim_port_ops = {
 	.ndo_start_xmit		= c4sim_port_xmit,
@@ -176,6 +197,9 @@ static int c4sim_ports_init(struct c4sim_adapter *a)
 		snprintf(dev->name, IFNAMSIZ, "c4sim%u", i);
 		snprintf(peer->name, IFNAMSIZ, "c4peer%u", i);
 		dev->netdev_ops = &c4sim_port_ops;
+#if IS_ENABLED(CONFIG_DCB)
+		dev->dcbnl_ops = &c4sim_dcb_ops;
+#endif
 		peer->netdev_ops = &c4sim_peer_ops;
 		dev->pcpu_stat_type = NETDEV_PCPU_STAT_TSTATS;
 		eth_hw_addr_random(dev);
@@ -187,6 +211,7 @@ static int c4sim_ports_init(struct c4sim_adapter *a)
 		pi->tx_chan = i;
 		pi->lport = i;
 		pi->smt_idx = i;
+		pi->link_cfg.speed = SPEED_25000;
 		((struct c4sim_peer *)netdev_priv(peer))->other = dev;
 		a->ports[i] = dev;
 		a->peers[i] = peer;
@@ -297,6 +322,7 @@ void cxgb4_remove_tid(struct tid_info *t, unsigned int qid, unsigned int tid,
 		      unsigned short family)
 {
 	c4sim_trace("tx ctrl TID_RELEASE tid=%u qid=%u family=%u", tid, qid, family);
+	c4sim_chip_tid_release(tid);
 	if (tid - t->tid_base < t->ntids && t->tid_tab[tid - t->tid_base]) {
 		t->tid_tab[tid - t->tid_base] = NULL;
 		atomic_dec(family == AF_INET6 ? &t->hash_tids_in_use : &t->tids_in_use);
@@ -332,6 +358,7 @@ int cxgb4_create_server(const struct net_device *dev, unsigned int stid,
 		return -EINVAL;
 	c4sim_trace("tx ctrl CPL_PASS_OPEN_REQ stid=%u ip=%pI4 port=%u queue=%u",
 		    stid, &sip, ntohs(sport), queue);
+	c4sim_server_set(stid, true, false, sip, sport, queue);
 	return c4sim_server_reply(CPL_PASS_OPEN_RPL, stid, queue);
 }
 EXPORT_SYMBOL(cxgb4_create_server);
@@ -344,6 +371,7 @@ int cxgb4_create_server6(const struct net_device *dev, unsigned int stid,
 		return -EINVAL;
 	c4sim_trace("tx ctrl CPL_PASS_OPEN_REQ6 stid=%u ip=%pI6c port=%u queue=%u",
 		    stid, sip, ntohs(sport), queue);
+	c4sim_server_set(stid, true, true, 0, sport, queue);
 	return c4sim_server_reply(CPL_PASS_OPEN_RPL, stid, queue);
 }
 EXPORT_SYMBOL(cxgb4_create_server6);
@@ -355,6 +383,7 @@ int cxgb4_remove_server(const struct net_device *dev, unsigned int stid,
 		return -EINVAL;
 	c4sim_trace("tx ctrl CPL_CLOSE_LISTSRV_REQ stid=%u queue=%u ipv6=%d",
 		    stid, queue, ipv6);
+	c4sim_server_set(stid, false, false, 0, 0, 0);
 	return c4sim_server_reply(CPL_CLOSE_LISTSRV_RPL, stid, queue);
 }
 EXPORT_SYMBOL(cxgb4_remove_server);
@@ -414,6 +443,7 @@ static int __init c4sim_init(void)
 	a->pdev = pdev;
 	a->nports = nports;
 	a->t5 = !strcmp(chip, "t5");
+	spin_lock_init(&a->chip_lock);
 	spin_lock_init(&a->tids.stid_lock);
 	spin_lock_init(&a->tids.atid_lock);
 	spin_lock_init(&a->tids.ftid_lock);

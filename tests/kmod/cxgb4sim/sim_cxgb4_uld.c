@@ -19,6 +19,9 @@
 
 static DEFINE_MUTEX(c4sim_uld_mutex);
 
+static struct pkt_gl *c4sim_gl(const struct sk_buff *skb);
+static void c4sim_gl_free(struct pkt_gl *gl);
+
 static struct c4sim_rxq *c4sim_rxq(unsigned int abs_id)
 {
 	unsigned int i = abs_id - C4SIM_RXQ_BASE;
@@ -40,18 +43,28 @@ static int c4sim_poll(struct napi_struct *napi, int budget)
 	int done = 0;
 
 	while (done < budget && (skb = skb_dequeue(&q->pending))) {
-		memcpy(rsp, skb->data, sizeof(rsp));
-		kfree_skb(skb);
+		struct pkt_gl *gl = NULL;
+		bool fl;
+
 		done++;
 		if (!uld) {
 			c4sim_trace("error: q=%u: a message before the ULD's add returned",
 				    q->abs_id);
+			kfree_skb(skb);
 			continue;
 		}
+		fl = skb->len > C4SIM_IMM_LEN;
+		memcpy(rsp, skb->data, sizeof(rsp));
+		if (fl)
+			gl = c4sim_gl(skb);
+		kfree_skb(skb);
+		if (fl && !gl)
+			continue;	/* no buffer: dropped, as on a full free list */
 		if (uld->lro)
-			uld->lro_rx_handler(c4sim->handle, rsp, NULL, &q->lro_mgr, napi);
+			uld->lro_rx_handler(c4sim->handle, rsp, gl, &q->lro_mgr, napi);
 		else
-			uld->rx_handler(c4sim->handle, rsp, NULL);
+			uld->rx_handler(c4sim->handle, rsp, gl);
+		c4sim_gl_free(gl);
 	}
 	if (uld && uld->lro && uld->lro_flush)
 		uld->lro_flush(&q->lro_mgr);
@@ -60,24 +73,75 @@ static int c4sim_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
-int c4sim_deliver(unsigned int abs_id, const void *cpl, unsigned int len)
+/*
+ * A free-list message (queued as an skb: the 64-byte response with its RSS
+ * header, then the message) in free-list buffers of a page each, as many
+ * as it takes. The ULD takes references on what it keeps
+ * (cxgb4_pktgl_to_skb); the free list drops its own afterwards.
+ */
+static struct pkt_gl *c4sim_gl(const struct sk_buff *skb)
+{
+	unsigned int len = skb->len - C4SIM_IMM_LEN, off = 0, i;
+	struct pkt_gl *gl;
+
+	if (DIV_ROUND_UP(len, PAGE_SIZE) > MAX_SKB_FRAGS)
+		return NULL;
+	gl = kzalloc(sizeof(*gl), GFP_ATOMIC);
+	if (!gl)
+		return NULL;
+	for (i = 0; off < len; i++) {
+		unsigned int n = min_t(unsigned int, len - off, PAGE_SIZE);
+		struct page *page = alloc_page(GFP_ATOMIC);
+
+		if (!page) {
+			c4sim_gl_free(gl);
+			return NULL;
+		}
+		memcpy(page_address(page), skb->data + C4SIM_IMM_LEN + off, n);
+		gl->frags[i].page = page;
+		gl->frags[i].offset = 0;
+		gl->frags[i].size = n;
+		gl->nfrags = i + 1;
+		off += n;
+	}
+	gl->va = page_address(gl->frags[0].page);
+	gl->tot_len = len;
+	return gl;
+}
+
+static void c4sim_gl_free(struct pkt_gl *gl)
+{
+	unsigned int i;
+
+	if (!gl)
+		return;
+	for (i = 0; i < gl->nfrags; i++)
+		put_page(gl->frags[i].page);
+	kfree(gl);
+}
+
+static int c4sim_queue(unsigned int abs_id, const void *cpl, unsigned int len, bool fl)
 {
 	struct c4sim_rxq *q = c4sim_rxq(abs_id);
 	struct rss_header *rss;
 	struct sk_buff *skb;
 
-	if (!q || len > C4SIM_IMM_LEN - sizeof(*rss)) {
-		c4sim_trace("error: a reply for queue %u, which no ULD has", abs_id);
+	if (!q || abs_id - C4SIM_RXQ_BASE >= c4sim->nrxq ||
+	    (!fl && len > C4SIM_IMM_LEN - sizeof(*rss))) {
+		c4sim_trace("error: a message for queue %u, which no ULD has", abs_id);
 		return -EINVAL;
 	}
-	skb = alloc_skb(C4SIM_IMM_LEN, GFP_ATOMIC);
+	skb = alloc_skb(C4SIM_IMM_LEN + (fl ? len : 0), GFP_ATOMIC);
 	if (!skb)
 		return NET_XMIT_DROP;
 	rss = skb_put_zero(skb, C4SIM_IMM_LEN);
 	rss->opcode = *(const u8 *)cpl;
 	rss->qid = htons(abs_id);
-	memcpy(rss + 1, cpl, len);
-	c4sim_trace("rx q=%u %s tid=%u", abs_id,
+	if (fl)
+		skb_put_data(skb, cpl, len);
+	else
+		memcpy(rss + 1, cpl, len);
+	c4sim_trace("rx q=%u%s %s tid=%u", abs_id, fl ? " fl" : "",
 		    c4sim_opname(rss->opcode) ?: "CPL",
 		    GET_TID((const struct cpl_pass_open_rpl *)cpl));
 	skb_queue_tail(&q->pending, skb);
@@ -85,6 +149,16 @@ int c4sim_deliver(unsigned int abs_id, const void *cpl, unsigned int len)
 	napi_schedule(&q->napi);
 	local_bh_enable();
 	return 0;
+}
+
+int c4sim_deliver_fl(unsigned int abs_id, const void *msg, unsigned int len)
+{
+	return c4sim_queue(abs_id, msg, len, true);
+}
+
+int c4sim_deliver(unsigned int abs_id, const void *cpl, unsigned int len)
+{
+	return c4sim_queue(abs_id, cpl, len, false);
 }
 
 static void c4sim_lldi(struct c4sim_adapter *a, const struct cxgb4_uld_info *p,
@@ -99,8 +173,8 @@ static void c4sim_lldi(struct c4sim_adapter *a, const struct cxgb4_uld_info *p,
 	l->mtus = a->mtus;
 	l->rxq_ids = a->rxq_ids;
 	l->ciq_ids = a->rxq_ids;
-	l->nrxq = C4SIM_NRXQ;
-	l->ntxq = p->ntxq;
+	l->nrxq = a->nrxq;
+	l->ntxq = a->ntxq;
 	l->nchan = a->nports;
 	l->nports = a->nports;
 	l->wr_cred = C4SIM_WR_CRED;
@@ -142,6 +216,10 @@ void cxgb4_register_uld(enum cxgb4_uld type, const struct cxgb4_uld_info *p)
 		return;
 	}
 	mutex_lock(&c4sim_uld_mutex);
+	/* as cxgb4 sizes a ULD's queues without MSI-X: per CPU, whole per port */
+	a->nrxq = min_t(unsigned int, roundup(min_t(unsigned int, p->nrxq, num_online_cpus()),
+					      a->nports), C4SIM_NRXQ);
+	a->ntxq = roundup(min_t(unsigned int, p->ntxq, num_online_cpus()), a->nports);
 	if (a->uld) {
 		/* cxgb4 does not check either: the later one replaces */
 		pr_warn("cxgb4sim: %s takes the iSCSI target slot from %s\n",

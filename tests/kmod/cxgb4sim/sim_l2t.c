@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * cxgb4sim (sim.h says what it is): the L2 table. Stands for l2t.c,
- * whose exported symbols it defines. Work requests sent through an entry
- * are recorded and dropped for now: the chip model does not take them yet.
+ * whose exported symbols it defines. Messages sent through an entry go to
+ * the chip (sim_chip.c) as if the entry's next hop were resolved.
  */
 #include "l2t_inc.h"
 #include "sim.h"
@@ -45,13 +45,10 @@ EXPORT_SYMBOL(cxgb4_l2t_release);
 int cxgb4_l2t_send(struct net_device *dev, struct sk_buff *skb,
 		   struct l2t_entry *e)
 {
-	const u8 *op = skb->data + sizeof(struct work_request_hdr);
+	char via[24];
 
-	c4sim_trace("tx l2t idx=%u queue=%u %s len=%u", e->idx,
-		    skb_get_queue_mapping(skb),
-		    skb->len > sizeof(struct work_request_hdr) ?
-		    (c4sim_opname(*op) ?: "WR") : "short", skb->len);
-	kfree_skb(skb);
+	snprintf(via, sizeof(via), "l2t%u", e->idx);
+	c4sim_chip_tx(via, skb);
 	return NET_XMIT_SUCCESS;
 }
 EXPORT_SYMBOL(cxgb4_l2t_send);

@@ -2,20 +2,14 @@
 /*
  * cxgb4sim (sim.h says what it is): the offload transmit queues and the
  * free-list buffers. Stands for sge.c, whose exported symbols it defines.
- * Work requests are recorded (queue, opcode, length) and dropped for now:
- * the chip model does not take them yet.
+ * Work requests go to the chip (sim_chip.c).
  */
 #include "sge_inc.h"
 #include "sim.h"
 
 int cxgb4_ofld_send(struct net_device *dev, struct sk_buff *skb)
 {
-	const u8 *op = skb->data;
-
-	c4sim_trace("tx ofld dev=%s queue=%u op=%s len=%u", dev->name,
-		    skb_get_queue_mapping(skb),
-		    skb->len ? (c4sim_opname(*op) ?: "WR") : "empty", skb->len);
-	kfree_skb(skb);
+	c4sim_chip_tx("ofld_send", skb);
 	return NET_XMIT_SUCCESS;
 }
 EXPORT_SYMBOL(cxgb4_ofld_send);
