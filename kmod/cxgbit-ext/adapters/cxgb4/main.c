@@ -54,7 +54,8 @@ MODULE_PARM_DESC(cxgb4_hw,
  */
 struct cxe_c4real_tid {
 	struct l2t_entry	*l2t;
-	u16			txq;
+	u16			txq;		/* the port's first offload queue */
+	u16			ctrlq;		/* the port's control queue */
 	bool			replied;
 	bool			ipv6;
 	struct in6_addr		local6;
@@ -308,6 +309,7 @@ static int cxe_c4real_path(struct cxe_c4dev *d,
 	idx = cxgb4_port_idx(port);
 	step = max_t(u32, cr->lldi.ntxq / cr->lldi.nports, 1);
 	rt->txq = idx * step;
+	rt->ctrlq = idx;
 	step = max_t(u32, cr->lldi.nrxq / cr->lldi.nports, 1);
 	a->rss_qid = cr->lldi.rxq_ids[min_t(u32, idx * step, cr->lldi.nrxq - 1)];
 	a->l2t_idx = rt->l2t->idx;
@@ -371,11 +373,18 @@ static int cxe_c4real_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 	rcu_read_lock();
 	rt = xa_load(&cr->tids, tid);
 	if (rt && READ_ONCE(d->up)) {
-		set_wr_txq(skb, CPL_PRIORITY_DATA, rt->txq);
+		/*
+		 * The accept reply is a connection set-up message: the port's
+		 * control queue, through the next hop's L2T entry. The flow's
+		 * own requests (FW_FLOWC_WR first) go on its offload queue,
+		 * where the firmware takes nothing of a flow before its FLOWC.
+		 */
 		if (!rt->replied) {
 			rt->replied = true;
+			set_wr_txq(skb, CPL_PRIORITY_SETUP, rt->ctrlq);
 			ret = cxgb4_l2t_send(cr->lldi.ports[0], skb, rt->l2t);
 		} else {
+			set_wr_txq(skb, CPL_PRIORITY_DATA, rt->txq);
 			ret = cxgb4_ofld_send(cr->lldi.ports[0], skb);
 		}
 		skb = NULL;
@@ -384,7 +393,9 @@ static int cxe_c4real_send(struct cxe_c4dev *d, u32 tid, struct sk_buff *skb)
 	cxe_c4real_leave(d);
 out:
 	kfree_skb(skb);
-	return ret < 0 ? ret : net_xmit_errno(ret);
+	/* cxgb4 answers NET_XMIT_SUCCESS (0) or NET_XMIT_DROP, or an errno */
+	ret = net_xmit_eval(ret);
+	return ret > 0 ? net_xmit_errno(ret) : ret;
 }
 
 /*
