@@ -512,10 +512,12 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 		.iqid		= a.rss_qid,
 		.sndbuf		= t->snd_win,
 		.mss		= 536,
-		.txdataplen_max	= d->limits.max_send_dlen +
-				  CXE_CXGB4_PDU_OVERHEAD,
+		/* ISO requests carry up to 64 KiB: the firmware must know */
+		.txdataplen_max	= d->limits.max_iso_burst ? CXE_CXGB4_TXPLEN_ISO :
+						    CXE_CXGB4_TXPLEN,
 		.rcv_scale	= r.peer_wscale,
-		.ulp_mode	= true,
+		.dcb		= path.dcb,
+		.dcb_prio	= path.dcb_prio,
 	};
 
 	ret = cxe_c4dev_map_tid(d, r.tid, t);

@@ -119,6 +119,8 @@ struct cxe_c4_path {
 	const u16 *mtus;	/* the adapter's MTU table, CXE_C4_NMTUS entries */
 	u32 mtu;		/* the route's MTU toward the peer */
 	u32 speed_mbps;		/* the port's link speed */
+	bool dcb;		/* cxgb4 runs DCB on its ports */
+	u8 dcb_prio;		/* then the next hop's VLAN priority (0 untagged) */
 };
 
 u32 cxe_c4conn_accept_opts(const struct cxe_cpl_accept_req *req,

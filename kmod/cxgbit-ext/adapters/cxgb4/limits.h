@@ -45,6 +45,12 @@ struct cxe_cxgb4_limits {
 #define CXE_CXGB4_T6_MAX_DLEN	16384
 #define CXE_CXGB4_ISO_FW	0x10d2b00
 #define CXE_CXGB4_ISO_MAX	65535
+/*
+ * What FW_FLOWC_WR declares as the largest payload of the flow's transmit
+ * requests: mainline cxgbit's values, with and without ISO.
+ */
+#define CXE_CXGB4_TXPLEN_ISO	65535
+#define CXE_CXGB4_TXPLEN	16384
 #define CXE_CXGB4_DDP_MIN	512
 #define CXE_CXGB4_NEVER		0xffffffffU	/* CXE_NO_LIMIT, adapter.h */
 

@@ -318,6 +318,10 @@ static int cxe_c4real_path(struct cxe_c4dev *d,
 	p->mtus = cr->lldi.mtus;
 	p->mtu = dst_mtu(dst);
 	p->speed_mbps = ((struct port_info *)netdev_priv(port))->link_cfg.speed;
+	/* as cxgbit: with DCB, the flow's priority is its VLAN's, 0 untagged */
+	p->dcb = IS_ENABLED(CONFIG_CHELSIO_T4_DCB);
+	if (rt->l2t->vlan != VLAN_NONE)
+		p->dcb_prio = (rt->l2t->vlan & VLAN_PRIO_MASK) >> VLAN_PRIO_SHIFT;
 	if (v6) {
 		memcpy(rt->local6.s6_addr, ip6[0], 16);
 		if (cxe_c4real_clip_get(cr, &rt->local6)) {
