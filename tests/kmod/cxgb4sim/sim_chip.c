@@ -201,15 +201,21 @@ static void c4sim_accept_rpl(const char *q, const struct cpl_t5_pass_accept_rpl 
 	opt0 = be64_to_cpu(rpl->opt0);
 	opt2 = be32_to_cpu(rpl->opt2);
 	rss = RSS_QUEUE_G(opt2);
-	c4sim_trace("tx %s CPL_PASS_ACCEPT_RPL tid=%u mss_idx=%llu l2t=%llu tx_chan=%llu smac=%llu wscale=%llu rcv_win=%lluK ulp=%llu bypass=%d nagle=%d delack=%d rss=%u%s rx_chan=%u fc_off=%d cong=%u tstamps=%d sack=%d wscale_en=%d ecn=%d iss=%d valid=%d",
-		    q, tid, (opt0 >> MSS_IDX_S) & MSS_IDX_M, (opt0 >> L2T_IDX_S) & C4SIM_L2T_IDX_M,
-		    (opt0 >> TX_CHAN_S) & C4SIM_TX_CHAN_M, (opt0 >> SMAC_SEL_S) & C4SIM_SMAC_SEL_M,
-		    (opt0 >> WND_SCALE_S) & C4SIM_WND_SCALE_M, (opt0 >> RCV_BUFSIZ_S) & RCV_BUFSIZ_M,
-		    (opt0 >> ULP_MODE_S) & C4SIM_ULP_MODE_M, !!(opt0 & TCAM_BYPASS_F),
-		    !!(opt0 & NAGLE_F), !!(opt0 & DELACK_F), rss,
-		    opt2 & RSS_QUEUE_VALID_F ? "" : "(invalid)",
+#define C4SIM_F0(f, m)	((opt0 >> f##_S) & (m))
+	c4sim_trace("tx %s CPL_PASS_ACCEPT_RPL tid=%u", q, tid);
+	c4sim_trace("  opt0 mss_idx=%llu l2t=%llu tx_chan=%llu smac=%llu wscale=%llu rcv_win=%lluK",
+		    C4SIM_F0(MSS_IDX, MSS_IDX_M), C4SIM_F0(L2T_IDX, C4SIM_L2T_IDX_M),
+		    C4SIM_F0(TX_CHAN, C4SIM_TX_CHAN_M), C4SIM_F0(SMAC_SEL, C4SIM_SMAC_SEL_M),
+		    C4SIM_F0(WND_SCALE, C4SIM_WND_SCALE_M), C4SIM_F0(RCV_BUFSIZ, RCV_BUFSIZ_M));
+	c4sim_trace("  opt0 ulp=%llu bypass=%d nagle=%d delack=%d",
+		    C4SIM_F0(ULP_MODE, C4SIM_ULP_MODE_M), !!(opt0 & TCAM_BYPASS_F),
+		    !!(opt0 & NAGLE_F), !!(opt0 & DELACK_F));
+#undef C4SIM_F0
+	c4sim_trace("  opt2 rss=%u%s rx_chan=%u fc_off=%d cong=%u tstamps=%d sack=%d",
+		    rss, opt2 & RSS_QUEUE_VALID_F ? "" : "(invalid)",
 		    (opt2 >> RX_CHANNEL_S) & 1, !!(opt2 & RX_FC_DISABLE_F),
-		    CONG_CNTRL_G(opt2), !!(opt2 & TSTAMPS_EN_F), !!(opt2 & SACK_EN_F),
+		    CONG_CNTRL_G(opt2), !!(opt2 & TSTAMPS_EN_F), !!(opt2 & SACK_EN_F));
+	c4sim_trace("  opt2 wscale_en=%d ecn=%d iss=%d valid=%d",
 		    !!(opt2 & WND_SCALE_EN_F), !!(opt2 & CCTRL_ECN_F), !!(opt2 & T5_ISS_F),
 		    !!(opt2 & T5_OPT_2_VALID_F));
 	ours = rss >= C4SIM_RXQ_BASE && rss < C4SIM_RXQ_BASE + c4sim->nrxq;
