@@ -1135,8 +1135,8 @@ static void golden_accept_opts(void)
 		.ece = random() & 1, .cwr = random() & 1, .sack = random() & 1,
 	};
 	static const u32 speeds[] = { 1000, 10000, 25000, 40000, 50000, 100000 };
-	struct cxe_c4_path p = { mtus, 200 + random() % 9500,
-				 speeds[random() % 6] };
+	struct cxe_c4_path p = { .mtus = mtus, .mtu = 200 + random() % 9500,
+				 .speed_mbps = speeds[random() % 6] };
 	struct cxe_cpl_accept a = { 0 };
 	unsigned int idx, hdr, mtu = p.mtu, scale = p.speed_mbps / 10000;
 	u32 rcv_win = 256 * 1024, snd_win = 256 * 1024, snd;

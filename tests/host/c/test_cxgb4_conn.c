@@ -250,7 +250,7 @@ static void test_accept_opts(void)
 		88, 88, 256, 512, 576, 1024, 1280, 1488, 1500, 2002, 2048,
 		4096, 4352, 8192, 9000, 9600,
 	};
-	struct cxe_c4_path p = { mtus, 1500, 10000 };
+	struct cxe_c4_path p = { .mtus = mtus, .mtu = 1500, .speed_mbps = 10000 };
 	struct cxe_cpl_accept_req req = { .ip_version = 4, .peer_mss = 1460 };
 	struct cxe_cpl_established e = { .mss_idx = 7 };
 	struct cxe_cpl_accept a;
