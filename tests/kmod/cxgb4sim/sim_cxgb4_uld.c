@@ -16,6 +16,7 @@
 #define C4SIM_T6_IOLEN		(16384 + C4SIM_PDU_OVERHEAD)
 #define C4SIM_TAGMASK		0x3fffffff	/* ULP_RX_ISCSI_TAGMASK */
 #define C4SIM_PGSZ_ORDER	0x04020100	/* 4K, 8K, 16K, 64K pods */
+#define C4SIM_PF		4		/* cxgb4's default function */
 
 static DEFINE_MUTEX(c4sim_uld_mutex);
 
@@ -190,6 +191,7 @@ static void c4sim_lldi(struct c4sim_adapter *a, const struct cxgb4_uld_info *p,
 	l->iscsi_llimit = a->vr.iscsi.start;
 	l->iscsi_ppm = &a->iscsi_ppm;
 	l->nodeid = NUMA_NO_NODE;
+	l->pf = C4SIM_PF;
 }
 
 static void c4sim_queues_stop(struct c4sim_adapter *a)
