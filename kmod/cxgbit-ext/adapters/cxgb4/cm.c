@@ -507,6 +507,7 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 	t->mtus = path.mtus;
 	t->flowc = (struct cxe_fw_flowc) {
 		.tid		= r.tid,
+		.pf		= path.pf,
 		.channel	= a.tx_chan,
 		.port		= a.tx_chan,
 		.iqid		= a.rss_qid,

@@ -119,6 +119,7 @@ struct cxe_c4_path {
 	const u16 *mtus;	/* the adapter's MTU table, CXE_C4_NMTUS entries */
 	u32 mtu;		/* the route's MTU toward the peer */
 	u32 speed_mbps;		/* the port's link speed */
+	u8 pf;			/* the PCI function cxgb4 drives the adapter from */
 	bool dcb;		/* cxgb4 runs DCB on its ports */
 	u8 dcb_prio;		/* then the next hop's VLAN priority (0 untagged) */
 };

@@ -318,6 +318,7 @@ static int cxe_c4real_path(struct cxe_c4dev *d,
 	p->mtus = cr->lldi.mtus;
 	p->mtu = dst_mtu(dst);
 	p->speed_mbps = ((struct port_info *)netdev_priv(port))->link_cfg.speed;
+	p->pf = cr->lldi.pf;
 	/* as cxgbit: with DCB, the flow's priority is its VLAN's, 0 untagged */
 	p->dcb = IS_ENABLED(CONFIG_CHELSIO_T4_DCB);
 	if (rt->l2t->vlan != VLAN_NONE)
