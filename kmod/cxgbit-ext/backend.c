@@ -146,8 +146,10 @@ static int cxe_sock_set_transparent(struct socket *sock, int on)
  * transparent or the connection's remote port is the socket's, and a
  * listener's is 0. Without it, any NAT table in the namespace (iptables,
  * Docker's chains) would send every steered SYN to LIO's stock listener.
- * The listener's address is local, so nothing else changes for it.
- * Process context, with the capability to set IP_TRANSPARENT.
+ * Transparency only relaxes the local-source checks of the replies, and
+ * the hook hands over only SYNs addressed to this host. Process context;
+ * -EPERM when the writer of the portal lacks CAP_NET_ADMIN and
+ * CAP_NET_RAW, which the callers log and go on without.
  */
 int cxe_steered_listener(struct socket *sock)
 {

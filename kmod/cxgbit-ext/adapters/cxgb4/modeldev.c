@@ -140,9 +140,9 @@ static int cxe_c4model_listen(struct cxe_c4model *m, struct cxe_c4model_srv *s)
 		return ret;
 	sk = sock->sk;
 	sock_set_reuseaddr(sk);
-	ret = cxe_steered_listener(sock);
-	if (!ret)
-		ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
+	/* as the software adapter's: not transparent only under NAT matters */
+	cxe_steered_listener(sock);
+	ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
 	if (!ret)
 		ret = kernel_listen(sock, CXE_C4MODEL_BACKLOG);
 	if (ret) {

@@ -372,9 +372,11 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 		goto err_free;
 	/* [::]'s is dual-stack, as LIO's own: it takes IPv4 SYNs too */
 	sock_set_reuseaddr(sock->sk);
-	ret = cxe_steered_listener(sock);
-	if (!ret)
-		ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
+	/* without it only a NAT table in the namespace takes logins back */
+	if (cxe_steered_listener(sock))
+		pr_warn("portal %pISpc: listener not transparent (no CAP_NET_ADMIN or CAP_NET_RAW): logins go stock while a NAT table is loaded\n",
+			&cnp->addr);
+	ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
 	if (!ret)
 		ret = kernel_listen(sock, 256);
 	if (ret)
