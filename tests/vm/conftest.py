@@ -15,6 +15,7 @@ import pytest
 
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
+from iscsi_initiator.session import Connection
 from testbed.klog import bad_lines, report
 from testbed.kmod import insmod
 from tests.vm import shares
@@ -250,6 +251,15 @@ def offloaded_target(ko: Path, topo_: Topology, before: Callable[[], None] | Non
 def connection_lines() -> list[str]:
     """Lines of the connections file (the kernel pads the last with spaces)."""
     return [ln for ln in (CFS / "connections").read_text().splitlines() if ln.strip()]
+
+
+def offloaded_line(c: Connection) -> str | None:
+    """The connections line of c, None when it is not offloaded (the
+    module prints the initiator side; IPv4 over a dual-stack portal
+    arrives v4-mapped)."""
+    host, port = c.sock.getsockname()[:2]
+    me = f"[{host}]:{port} " if ":" in host else f"[::ffff:{host}]:{port} "
+    return next((ln for ln in connection_lines() if ln.startswith(me)), None)
 
 
 def offloaded_peers() -> list[str]:

@@ -28,6 +28,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -91,29 +92,40 @@ def intree_cxgbit(kver: str) -> Path:
     return ko
 
 
-def portal_listen_trace() -> list[str]:
-    """Make a target with a portal on SIM_IP:PORT, switch it to cxgbit and
-    back, remove it; the server lines of the trace meanwhile, their server
-    TIDs named by order of appearance (the ULDs number them differently)."""
+@contextmanager
+def portal() -> Iterator[Path]:
+    """A target with a portal on SIM_IP:PORT (its np directory), removed after."""
     tpg = TARGET / IQN / "tpgt_1"
     np = tpg / "np" / f"{SIM_IP}:{PORT}"
-    before = len(trace())
     np.mkdir(parents=True)
     try:
-        (np / "cxgbit").write_text("1")
-        assert (np / "cxgbit").read_text().strip() == "1"
-        (np / "cxgbit").write_text("0")
+        yield np
     finally:
         np.rmdir()
         tpg.rmdir()
         (TARGET / IQN).rmdir()
-    lines = [ln for ln in trace()[before:] if re.match(r"(tx ctrl|rx q=)", ln)]
-    stids: dict[str, str] = {}
+
+
+def numbered(lines: list[str], prefix: str) -> list[str]:
+    """The lines with each TID or server TID named by order of appearance
+    (the ULDs number them differently)."""
+    seen: dict[str, str] = {}
 
     def name(m: re.Match[str]) -> str:
-        return f"{m.group(1)}=S{stids.setdefault(m.group(2), str(len(stids)))}"
+        return f"{m.group(1)}={prefix}{seen.setdefault(m.group(2), str(len(seen)))}"
 
     return [re.sub(r"\b(stid|tid)=(\d+)", name, ln) for ln in lines]
+
+
+def portal_listen_trace() -> list[str]:
+    """The portal switched to cxgbit and back: the server lines of the trace
+    meanwhile, numbered."""
+    before = len(trace())
+    with portal() as np:
+        (np / "cxgbit").write_text("1")
+        assert (np / "cxgbit").read_text().strip() == "1"
+        (np / "cxgbit").write_text("0")
+    return numbered([ln for ln in trace()[before:] if re.match(r"(tx ctrl|rx q=)", ln)], "S")
 
 
 MAINLINE_LISTEN = [
@@ -160,13 +172,10 @@ def test_ours_listens_as_mainline_does(stand_in: None, module_ko: Path) -> None:
 
 
 def syn_trace() -> list[str]:
-    """A portal on SIM_IP:PORT switched to the loaded ULD, one SYN from the
-    peer; the trace from the SYN until the ULD released the TID, with the
-    peer's port and the TID named by order of appearance."""
-    tpg = TARGET / IQN / "tpgt_1"
-    np = tpg / "np" / f"{SIM_IP}:{PORT}"
-    np.mkdir(parents=True)
-    try:
+    """The portal switched to the loaded ULD, one SYN from the peer; the
+    trace from the SYN until the ULD released the TID, numbered, with the
+    peer's port named P."""
+    with portal() as np:
         (np / "cxgbit").write_text("1")
         before = len(trace())
         # one SYN: the connect gives up before TCP's first retransmission
@@ -177,19 +186,10 @@ def syn_trace() -> list[str]:
             time.sleep(0.2)
         lines = trace()[before:]
         (np / "cxgbit").write_text("0")
-    finally:
-        np.rmdir()
-        tpg.rmdir()
-        (TARGET / IQN).rmdir()
     start = next((i for i, ln in enumerate(lines) if ln.startswith("chip: SYN")), None)
     assert start is not None, "the peer's SYN never reached the chip:\n" + "\n".join(lines)
-    tids: dict[str, str] = {}
-
-    def name(m: re.Match[str]) -> str:
-        return f"{m.group(1)}=T{tids.setdefault(m.group(2), str(len(tids)))}"
-
     end = next((i for i, ln in enumerate(lines) if "TID_RELEASE" in ln), len(lines) - 1)
-    got = [re.sub(r"\b(tid|stid)=(\d+)", name, ln) for ln in lines[start : end + 1]]
+    got = numbered(lines[start : end + 1], "T")
     return [explained(re.sub(rf"{PEER_IP}:\d+", f"{PEER_IP}:P", ln)) for ln in got]
 
 

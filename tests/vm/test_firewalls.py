@@ -31,7 +31,7 @@ from cxgbit_ext import topology
 from iscsi_initiator.session import Connection
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, soft0_counters
+from .conftest import CFS, PDU_INITIATOR, offloaded_line, offloaded_target, soft0_counters
 
 OFF = topo.LINKS[0]
 IQN = "iqn.2026-11.org.cxgbit-ext:firewalls"
@@ -152,14 +152,6 @@ def target(iscsid: None, module_ko: Path) -> Iterator[None]:
         topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{V6_TGT}/64", "dev", OFF.tgt_dev, check=False)
 
 
-def landed(c: Connection) -> str | None:
-    """The connections line of c (its initiator side, as the module prints
-    it: IPv4 over a dual-stack portal arrives v4-mapped), None if stock."""
-    host, port = c.sock.getsockname()[:2]
-    me = f"[{host}]:{port} " if ":" in host else f"[::ffff:{host}]:{port} "
-    return next((ln for ln in connection_lines() if ln.startswith(me)), None)
-
-
 def claimed() -> str:
     """What portal_state says of the portal."""
     (line,) = [ln for ln in (CFS / "portal_state").read_text().splitlines() if ln.startswith(f"[::]:{PORT} ")]
@@ -181,7 +173,7 @@ def test_logins_are_offloaded_under_the_firewall(target: None, firewall: str, fa
             data = os.urandom(8192)
             c.scsi_write(8, data)
             assert c.scsi_read(8, len(data) // 512) == data
-            assert landed(c) is not None, (
+            assert offloaded_line(c) is not None, (
                 f"{firewall}: a login to {host} went to stock TCP while portal_state says {state!r}"
                 f" (syn_steered {steered} -> {soft0_counters()['syn_steered']})"
             )

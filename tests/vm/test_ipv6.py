@@ -22,7 +22,7 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, TargetcliShell, connection_lines, offloaded_target
+from .conftest import CFS, PDU_INITIATOR, TargetcliShell, connection_lines, offloaded_line, offloaded_target
 
 OFF, STOCK = topo.LINKS
 IQN_A = "iqn.2026-11.org.cxgbit-ext:v6-a"
@@ -67,13 +67,6 @@ def login(host: str, iqn: str, port: int = 3260, params: Params | None = None) -
     return c
 
 
-def offloaded(c: Connection) -> str | None:
-    """The connections line of c, None when it is not offloaded."""
-    host, port = c.sock.getsockname()[:2]
-    me = f"[{host}]:{port} " if ":" in host else f"[::ffff:{host}]:{port} "
-    return next((ln for ln in connection_lines() if ln.startswith(me)), None)
-
-
 def roundtrip(c: Connection, lba: int) -> None:
     data = os.urandom(16384)
     c.scsi_write(lba, data)
@@ -92,22 +85,22 @@ def test_v4_and_v6_on_one_port_with_digests(targets: None) -> None:
     v4 = login(OFF.tgt_ip, IQN_A, params=DIGESTS)
     try:
         for c in (v6, v4):
-            line = offloaded(c)
+            line = offloaded_line(c)
             assert line and " adapter=soft0 login=0 hdigest=1 ddigest=1 " in line, f"not offloaded with digests: {line}"
         roundtrip(v6, 0)
         roundtrip(v4, 32)
         roundtrip(v6, 64)
-        line = offloaded(v6)
+        line = offloaded_line(v6)
         assert line and "bytes_placed=32768" in line, line
     finally:
         v6.close()
         v4.close()
 
 
-def test_v6_specific_address_offloaded(targets: None) -> None:
+def test_v6_specific_address_offloaded_line(targets: None) -> None:
     c = login(V6[OFF][1], IQN_B, port=3263)
     try:
-        assert offloaded(c), "a login to [2001:2::1]:3263 was not offloaded"
+        assert offloaded_line(c), "a login to [2001:2::1]:3263 was not offloaded"
         roundtrip(c, 0)
     finally:
         c.close()
@@ -117,7 +110,7 @@ def test_v6_over_another_netdev_is_stock(targets: None) -> None:
     """soft0 serves tgt0 only: over tgt1 the [::]:3260 portal is served by stock TCP."""
     c = login(V6[STOCK][1], IQN_A)
     try:
-        assert offloaded(c) is None
+        assert offloaded_line(c) is None
         roundtrip(c, 96)
     finally:
         c.close()
