@@ -91,8 +91,6 @@ void c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
 bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb);
 void c4sim_chip_tx(const char *via, struct sk_buff *skb);
 void c4sim_chip_tid_release(unsigned int tid);
-int c4sim_uld_init(struct c4sim_adapter *a);
-void c4sim_uld_exit(struct c4sim_adapter *a);
 const char *c4sim_opname(unsigned int op);
 
 #endif /* C4SIM_H */

@@ -464,9 +464,6 @@ static int __init c4sim_init(void)
 	ret = c4sim_ports_init(a);
 	if (ret)
 		goto err;
-	ret = c4sim_uld_init(a);
-	if (ret)
-		goto err;
 	c4sim_dir = debugfs_create_dir("cxgb4sim", NULL);
 	debugfs_create_file("trace", 0444, c4sim_dir, NULL, &c4sim_trace_fops);
 	pr_info("cxgb4sim: a %s stand-in for cxgb4 at %s, %u ports (c4sim0..), for tests only\n",
@@ -481,7 +478,6 @@ err:
 static void __exit c4sim_exit(void)
 {
 	debugfs_remove_recursive(c4sim_dir);
-	c4sim_uld_exit(c4sim);
 	c4sim_adapter_free(c4sim);
 	c4sim_trace_free();
 }

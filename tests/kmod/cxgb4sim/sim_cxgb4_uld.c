@@ -23,11 +23,12 @@ static DEFINE_MUTEX(c4sim_uld_mutex);
 static struct pkt_gl *c4sim_gl(const struct sk_buff *skb);
 static void c4sim_gl_free(struct pkt_gl *gl);
 
+/* The ULD's response queue of that absolute id, NULL if it has none */
 static struct c4sim_rxq *c4sim_rxq(unsigned int abs_id)
 {
 	unsigned int i = abs_id - C4SIM_RXQ_BASE;
 
-	return i < C4SIM_NRXQ ? &c4sim->rxq[i] : NULL;
+	return i < c4sim->nrxq ? &c4sim->rxq[i] : NULL;
 }
 
 /*
@@ -127,8 +128,7 @@ static int c4sim_queue(unsigned int abs_id, const void *cpl, unsigned int len, b
 	struct rss_header *rss;
 	struct sk_buff *skb;
 
-	if (!q || abs_id - C4SIM_RXQ_BASE >= c4sim->nrxq ||
-	    (!fl && len > C4SIM_IMM_LEN - sizeof(*rss))) {
+	if (!q || (!fl && len > C4SIM_IMM_LEN - sizeof(*rss))) {
 		c4sim_trace("error: a message for queue %u, which no ULD has", abs_id);
 		return -EINVAL;
 	}
@@ -274,14 +274,3 @@ int cxgb4_unregister_uld(enum cxgb4_uld type)
 	return 0;
 }
 EXPORT_SYMBOL(cxgb4_unregister_uld);
-
-int c4sim_uld_init(struct c4sim_adapter *a)
-{
-	return 0;
-}
-
-void c4sim_uld_exit(struct c4sim_adapter *a)
-{
-	if (a->uld)
-		pr_warn("cxgb4sim: unloaded under %s\n", a->uld->name);
-}
