@@ -185,7 +185,7 @@ def test_install_use_remove_purge(debs: list[Path], offline_apt: None, iscsid: N
 
 
 def install(debs: list[Path], kver: str, v: str) -> None:
-    p = run("apt-get", "install", "-y", "--no-download", "--no-install-recommends", *map(str, debs),
+    p = run("apt-get", "install", "-y", "--no-install-recommends", *map(str, debs),
             check=False, timeout=APT_TIMEOUT)  # fmt: skip
     if p.returncode != 0:
         log = Path(f"/var/lib/dkms/cxgbit-ext/{v}/build/make.log")
