@@ -146,8 +146,9 @@ bool cxe_model_conn_ack(struct cxe_model_conn *m)
 		return false;
 	m->established = true;
 	p = queue(m, CXE_CPL_PASS_ESTABLISH, CXE_CPL_PASS_ESTABLISH_LEN);
-	cxe_put_be32(p + 16, m->snd_isn);
-	cxe_put_be32(p + 20, m->rcv_isn);
+	/* the sequence numbers after the SYNs: each way's first byte of data */
+	cxe_put_be32(p + 16, m->snd_isn + 1);
+	cxe_put_be32(p + 20, m->rcv_isn + 1);
 	return true;
 }
 

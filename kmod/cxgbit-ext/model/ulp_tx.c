@@ -188,12 +188,12 @@ long cxe_model_tx_wr(const struct cxe_model_tx *m, const u8 *wr, u32 wr_len,
 
 #define WR_COMPL		BIT(21)
 
-void cxe_model_txcred_init(struct cxe_model_txcred *m, u32 tid, u32 snd_isn)
+void cxe_model_txcred_init(struct cxe_model_txcred *m, u32 tid, u32 snd_nxt)
 {
 	m->tid = tid;
 	m->held = 0;
 	m->owed = 0;
-	m->snd_nxt = snd_isn;
+	m->snd_nxt = snd_nxt;
 }
 
 void cxe_model_txcred_took(struct cxe_model_txcred *m, const u8 *wr, u32 wire)

@@ -55,7 +55,8 @@ struct cxe_model_txcred {
 	u32 snd_nxt;		/* after the last byte sent */
 };
 
-void cxe_model_txcred_init(struct cxe_model_txcred *m, u32 tid, u32 snd_isn);
+/* snd_nxt: the first byte's sequence number (CPL_PASS_ESTABLISH's snd_isn) */
+void cxe_model_txcred_init(struct cxe_model_txcred *m, u32 tid, u32 snd_nxt);
 /* a request cxe_model_tx_wr() took (its bytes), which sent wire bytes */
 void cxe_model_txcred_took(struct cxe_model_txcred *m, const u8 *wr, u32 wire);
 /*

@@ -114,7 +114,7 @@ static bool life_deliver(struct life *l)
 	switch (buf[0]) {
 	case CXE_CPL_PASS_ESTABLISH:
 		CHECK(cxe_cpl_parse_pass_establish(buf, len, &e) == (int)len);
-		CHECK(e.tid == l->c.tid && e.snd_isn == l->m.snd_isn);
+		CHECK(e.tid == l->c.tid && e.snd_isn == l->m.snd_isn + 1);
 		what = cxe_c4conn_established(&l->c);
 		break;
 	case CXE_CPL_PEER_CLOSE:

@@ -396,6 +396,7 @@ struct cxe_cpl_established {
 	bool wscale_ok;
 	bool sack;
 	bool tstamp;
+	/* the sequence numbers after the SYNs: each way's first byte of data */
 	u32 snd_isn;
 	u32 rcv_isn;
 };

@@ -900,7 +900,7 @@ static void cxe_c4model_take(struct cxe_c4model_srv *s, struct socket *sock)
 	c->tx.chip = m->d.chip;
 	c->tx.tid = tid;
 	c->tx.max_dlen = m->d.limits.max_send_dlen;
-	cxe_model_txcred_init(&c->cred, tid, snd_isn);
+	cxe_model_txcred_init(&c->cred, tid, snd_isn + 1);
 	len = cxe_model_accept_req(c->syn, sizeof(c->syn), m->d.chip, &syn);
 	why = "no CPL_PASS_ACCEPT_REQ for it";
 	if (len < 0)
