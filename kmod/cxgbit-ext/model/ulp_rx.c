@@ -341,3 +341,13 @@ int cxe_model_rx_feed(struct cxe_model_rx *m, const u8 *buf, size_t len,
 	}
 	return 0;
 }
+
+u32 cxe_model_rx_charge(enum cxe_chip chip, const u8 *msg, u32 len)
+{
+	if (chip != CXE_CHIP_T6 || len < 8)
+		return 0;
+	/* both carry their length at byte 6 */
+	if (msg[0] != CXE_CPL_ISCSI_DATA && msg[0] != CXE_CPL_RX_ISCSI_CMP)
+		return 0;
+	return (u32)msg[6] << 8 | msg[7];
+}

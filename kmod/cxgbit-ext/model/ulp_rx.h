@@ -111,6 +111,17 @@ int cxe_model_rx_feed(struct cxe_model_rx *m, const u8 *buf, size_t len,
  */
 u32 cxe_model_rx_want(const struct cxe_model_rx *m);
 
+/*
+ * The receive window a message the chip hands up takes, which the driver
+ * gives back with CPL_RX_DATA_ACK. A T5 charges every byte it takes off
+ * the wire (its CPL_RX_ISCSI_DDP carries the PDU's length on the wire,
+ * which mainline cxgbit gives back): 0 here. A T6 charges only what it
+ * hands up, the header in CPL_RX_ISCSI_CMP and the data in
+ * CPL_ISCSI_DATA (their length fields): mainline cxgbit gives back those
+ * alone, so a T6 does not charge placed data, digests or padding.
+ */
+u32 cxe_model_rx_charge(enum cxe_chip chip, const u8 *msg, u32 len);
+
 /* The end of a receive batch: hand up a completion held back */
 int cxe_model_rx_flush(struct cxe_model_rx *m,
 		       const struct cxe_model_rx_ops *ops, void *ctx);

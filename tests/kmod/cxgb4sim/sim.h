@@ -24,6 +24,7 @@
 #include <linux/spinlock.h>
 #include <linux/skbuff.h>
 #include "cxgb4.h"
+#include "ppod.h"
 
 #define C4SIM_NRXQ	4		/* response queues per ULD */
 #define C4SIM_RXQ_BASE	0x40		/* their absolute ids start here */
@@ -31,6 +32,15 @@
 #define C4SIM_NTIDS	1024
 #define C4SIM_NL2T	64
 #define C4SIM_IMM_LEN	64		/* an immediate response: IQ entry */
+/*
+ * the most of a message an IQ entry holds: 64 bytes less the RSS header
+ * and the response descriptor (cxgb4's struct rsp_ctrl)
+ */
+#define C4SIM_IMM_MAX	(C4SIM_IMM_LEN - 8 - 16)
+#define C4SIM_PDU_OVERHEAD	312		/* BHS, AHS, digests */
+#define C4SIM_T5_IOLEN	16224
+#define C4SIM_T6_IOLEN	(16384 + C4SIM_PDU_OVERHEAD)
+#define C4SIM_TAGMASK	0x3fffffff	/* ULP_RX_ISCSI_TAGMASK */
 
 /* A listening server, as the chip's server table holds it */
 struct c4sim_server {
@@ -41,12 +51,20 @@ struct c4sim_server {
 	__be16			port;
 };
 
-/* What the chip knows of a TID it reported */
-struct c4sim_tid {
-	bool			live;
-	bool			flowc;		/* FW_FLOWC_WR went first */
-	unsigned int		rss_queue;	/* from the accept reply's opt2 */
-	unsigned int		port;
+struct c4sim_conn;	/* a TID's connection (sim_tcp.c) */
+
+/* What the chip carried (debugfs cxgb4sim/stats, a line each) */
+enum c4sim_stat {
+	C4SIM_ESTABLISHED,	/* connections the chip's TCP brought up */
+	C4SIM_TX_DATA_WRS,	/* data work requests sent */
+	C4SIM_TX_GATHERED,	/* of them, with a gather list */
+	C4SIM_TX_ISO,		/* of them, Data-In bursts the chip cuts (ISO) */
+	C4SIM_TX_BYTES,		/* their bytes on the wire */
+	C4SIM_POD_WRITES,	/* page pod writes */
+	C4SIM_RX_BYTES,		/* TCP payload through the receive model */
+	C4SIM_RX_PLACED,	/* of it, data placed through page pods */
+	C4SIM_FW4_ACKS,		/* credit returns */
+	C4SIM_NSTATS
 };
 
 struct c4sim_rxq {
@@ -69,8 +87,11 @@ struct c4sim_adapter {
 	unsigned short		rxq_ids[C4SIM_NRXQ];
 	unsigned int		nrxq, ntxq;	/* the ULD's, as cxgb4 sizes them */
 	struct c4sim_server	servers[C4SIM_NSTIDS];
-	struct c4sim_tid	conns[C4SIM_NTIDS];
+	struct c4sim_conn	*conns[C4SIM_NTIDS];
 	spinlock_t		chip_lock;	/* servers, conns */
+	spinlock_t		ppm_lock;	/* pod writes and placement */
+	struct cxe_model_ppm	ppm;		/* the iSCSI pod region */
+	atomic64_t		stats[C4SIM_NSTATS];
 	struct c4sim_rxq	rxq[C4SIM_NRXQ];
 	void			*iscsi_ppm;
 	const struct cxgb4_uld_info *uld;	/* CXGB4_ULD_ISCSIT */
@@ -85,6 +106,17 @@ void c4sim_trace(const char *fmt, ...) __printf(1, 2);
 int c4sim_deliver(unsigned int abs_id, const void *cpl, unsigned int len);
 /* the same for a message the chip puts in free-list buffers */
 int c4sim_deliver_fl(unsigned int abs_id, const void *msg, unsigned int len);
+/* free-list pages a ULD took over and still holds; forgotten at unload */
+unsigned long c4sim_fl_pages_held(void);
+void c4sim_fl_pages_forget(void);
+/* either, as the chip chooses (sim_cxgb4_uld.c) */
+int c4sim_deliver_any(unsigned int abs_id, const void *msg, unsigned int len);
+/*
+ * The bytes of a work request cxgb4 writes into the queue (the rest it
+ * gathers), as sim_chip.c took it in
+ */
+u32 c4sim_skb_imm(const struct sk_buff *skb);
+
 /* the chip: servers, SYNs off the wire, the ULD's work requests */
 void c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
 		      __be16 port, unsigned int queue);
@@ -92,5 +124,23 @@ bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb);
 void c4sim_chip_tx(const char *via, struct sk_buff *skb);
 void c4sim_chip_tid_release(unsigned int tid);
 const char *c4sim_opname(unsigned int op);
+static inline void c4sim_count(enum c4sim_stat s, u64 n)
+{
+	atomic64_add(n, &c4sim->stats[s]);
+}
+
+/* the TCP engine (sim_tcp.c) */
+struct c4sim_conn *c4sim_conn_new(unsigned int tid, unsigned int port, struct sk_buff *syn,
+				  __be32 saddr, __be16 sport, __be32 daddr, __be16 dport);
+bool c4sim_conn_match(const struct c4sim_conn *c, __be32 saddr, __be16 sport,
+		      __be32 daddr, __be16 dport);
+void c4sim_conn_accepted(struct c4sim_conn *c, unsigned int queue, unsigned int mss_idx,
+			 u32 rcv_win);
+void c4sim_conn_tx(struct c4sim_conn *c, struct sk_buff *skb);
+void c4sim_conn_peer_rst(struct c4sim_conn *c);
+void c4sim_conn_release(struct c4sim_conn *c);
+void c4sim_conns_halt(void);
+int c4sim_tcp_init(void);
+void c4sim_tcp_exit(void);
 
 #endif /* C4SIM_H */

@@ -9,9 +9,12 @@
  * index past its queues or the firmware would refuse a request is traced
  * as "error: ...", which fails the tests.
  *
- * It has no TCP engine yet: once the ULD has answered a SYN, the peer
- * resets the connection (CPL_ABORT_REQ_RSS on the queue the answer
- * named), and the ULD must clean up as it would on a chip.
+ * A work request is taken as cxgb4's SGE takes it (c4sim_wr_split()):
+ * whole into the queue when it is short enough, else the bytes before
+ * the skb's transport header into the queue and the rest gathered; what
+ * would make cxgb4 BUG or WARN, or the firmware misread the request, is
+ * an error. The TCP engine (sim_tcp.c) then carries the TID's
+ * connection.
  */
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
@@ -33,6 +36,7 @@
 #define C4SIM_FLOWID(x)		(((x) >> FW_WR_FLOWID_S) & 0xfffff)
 #define C4SIM_LEN16(x)		(((x) >> FW_WR_LEN16_S) & 0xff)
 #define C4SIM_NPARAMS(x)	(((x) >> FW_FLOWC_WR_NPARAMS_S) & 0xff)
+#define C4SIM_RCV_BUFSIZ_M	0x3ffULL	/* 52..61 */
 
 void c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
 		      __be16 port, unsigned int queue)
@@ -89,6 +93,23 @@ static void c4sim_syn_opts(const struct tcphdr *th, struct tcp_options *o)
 	}
 }
 
+/* The peer's RST for a TID of the chip's: its TCP sees it (the host's too) */
+static void c4sim_chip_rst(const struct iphdr *iph, const struct tcphdr *th)
+{
+	unsigned int tid;
+
+	spin_lock_bh(&c4sim->chip_lock);
+	for (tid = 0; tid < C4SIM_NTIDS; tid++) {
+		struct c4sim_conn *c = c4sim->conns[tid];
+
+		if (c && c4sim_conn_match(c, iph->saddr, th->source, iph->daddr, th->dest)) {
+			c4sim_conn_peer_rst(c);
+			break;
+		}
+	}
+	spin_unlock_bh(&c4sim->chip_lock);
+}
+
 /*
  * A frame from the wire for port: a SYN for a listening server is the
  * chip's (reported to the ULD, not to the host); everything else goes on
@@ -97,6 +118,7 @@ static void c4sim_syn_opts(const struct tcphdr *th, struct tcp_options *o)
 bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb)
 {
 	struct cpl_pass_accept_req *req;
+	struct c4sim_conn *conn;
 	const struct tcphdr *th;
 	const struct iphdr *iph;
 	unsigned int ethlen = ETH_HLEN, iplen, tcplen, len, tid;
@@ -114,25 +136,40 @@ bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb)
 		return false;
 	th = (const struct tcphdr *)((const u8 *)iph + iplen);
 	tcplen = th->doff * 4;
+	if (th->rst) {
+		c4sim_chip_rst(iph, th);
+		return false;
+	}
 	if (!th->syn || th->ack || skb->len < ethlen + iplen + tcplen)
 		return false;
 	spin_lock_bh(&c4sim->chip_lock);
 	stid = c4sim_server_find(iph->daddr, th->dest);
+	for (tid = 0; stid >= 0 && tid < C4SIM_NTIDS; tid++) {
+		struct c4sim_conn *c = c4sim->conns[tid];
+
+		/* a SYN again for a TID the chip has: it holds the first */
+		if (c && c4sim_conn_match(c, iph->saddr, th->source, iph->daddr, th->dest)) {
+			spin_unlock_bh(&c4sim->chip_lock);
+			kfree_skb(skb);
+			return true;
+		}
+	}
 	for (tid = 0; stid >= 0 && tid < C4SIM_NTIDS; tid++)
-		if (!c4sim->conns[tid].live)
+		if (!c4sim->conns[tid])
 			break;
 	if (stid < 0 || tid == C4SIM_NTIDS) {
 		spin_unlock_bh(&c4sim->chip_lock);
 		return false;
 	}
-	c4sim->conns[tid] = (struct c4sim_tid){ .live = true, .port = port };
 	queue = c4sim->servers[stid].queue;
 	spin_unlock_bh(&c4sim->chip_lock);
 
 	len = sizeof(*req) + ethlen + iplen + tcplen;
 	msg = kzalloc(len, GFP_ATOMIC);
-	if (!msg)
+	if (!msg) {
+		kfree_skb(skb);
 		return true;	/* the chip dropped it: the peer retries */
+	}
 	req = (struct cpl_pass_accept_req *)msg;
 	req->ot.opcode_tid = htonl(MK_OPCODE_TID(CPL_PASS_ACCEPT_REQ, tid));
 	req->len = htons(ethlen + iplen + tcplen);
@@ -150,9 +187,19 @@ bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb)
 	c4sim_trace("chip: SYN %pI4:%u -> %pI4:%u on port %u: tid=%u stid=%u",
 		    &iph->saddr, ntohs(th->source), &iph->daddr, ntohs(th->dest),
 		    port, tid, stid + c4sim->tids.stid_base);
-	c4sim_deliver_fl(queue, msg, len);
+	/* the SYN waits in the chip for the ULD's answer, the sender's no more */
+	skb_orphan(skb);
+	skb_set_transport_header(skb, ethlen + iplen);
+	spin_lock_bh(&c4sim->chip_lock);
+	conn = c4sim->conns[tid] ? NULL :
+	       c4sim_conn_new(tid, port, skb, iph->saddr, th->source, iph->daddr, th->dest);
+	c4sim->conns[tid] = c4sim->conns[tid] ?: conn;
+	spin_unlock_bh(&c4sim->chip_lock);
+	if (conn)
+		c4sim_deliver_fl(queue, msg, len);
+	else
+		kfree_skb(skb);	/* no memory, or the TID taken meanwhile: the peer retries */
 	kfree(msg);
-	kfree_skb(skb);
 	return true;
 }
 
@@ -172,20 +219,7 @@ static bool c4sim_txq(const struct sk_buff *skb, char *name, size_t size)
 	return false;
 }
 
-static void c4sim_peer_reset(unsigned int tid)
-{
-	struct cpl_abort_req_rss rst = {};
-	unsigned int queue;
-
-	spin_lock_bh(&c4sim->chip_lock);
-	queue = c4sim->conns[tid].rss_queue;
-	spin_unlock_bh(&c4sim->chip_lock);
-	rst.ot.opcode_tid = htonl(MK_OPCODE_TID(CPL_ABORT_REQ_RSS, tid));
-	rst.status = CPL_ERR_CONN_RESET;
-	c4sim_trace("chip: the peer resets tid=%u (no TCP engine yet)", tid);
-	c4sim_deliver(queue, &rst, sizeof(rst));
-}
-
+/* The accept reply, traced; what the chip keeps of it goes to the connection */
 static void c4sim_accept_rpl(const char *q, const struct cpl_t5_pass_accept_rpl *rpl,
 			     unsigned int len)
 {
@@ -210,7 +244,6 @@ static void c4sim_accept_rpl(const char *q, const struct cpl_t5_pass_accept_rpl 
 	c4sim_trace("  opt0 ulp=%llu bypass=%d nagle=%d delack=%d",
 		    C4SIM_F0(ULP_MODE, C4SIM_ULP_MODE_M), !!(opt0 & TCAM_BYPASS_F),
 		    !!(opt0 & NAGLE_F), !!(opt0 & DELACK_F));
-#undef C4SIM_F0
 	c4sim_trace("  opt2 rss=%u%s rx_chan=%u fc_off=%d cong=%u tstamps=%d sack=%d",
 		    rss, opt2 & RSS_QUEUE_VALID_F ? "" : "(invalid)",
 		    (opt2 >> RX_CHANNEL_S) & 1, !!(opt2 & RX_FC_DISABLE_F),
@@ -222,10 +255,11 @@ static void c4sim_accept_rpl(const char *q, const struct cpl_t5_pass_accept_rpl 
 	if (!ours)
 		c4sim_trace("error: tid %u: opt2 names queue %u, not one of the ULD's", tid, rss);
 	spin_lock_bh(&c4sim->chip_lock);
-	c4sim->conns[tid].rss_queue = rss;
+	if (c4sim->conns[tid])
+		c4sim_conn_accepted(c4sim->conns[tid], rss, C4SIM_F0(MSS_IDX, MSS_IDX_M),
+				    C4SIM_F0(RCV_BUFSIZ, C4SIM_RCV_BUFSIZ_M) << 10);
 	spin_unlock_bh(&c4sim->chip_lock);
-	if (ours)
-		c4sim_peer_reset(tid);
+#undef C4SIM_F0
 }
 
 /* The FLOWC's parameters, one line: mnemonic=value */
@@ -245,61 +279,137 @@ static void c4sim_flowc_params(const struct fw_flowc_wr *f, unsigned int len)
 	c4sim_trace("  flowc%s", line);
 }
 
+/* an error found by the first look at a request (q given), not traced again */
+#define C4SIM_SPLIT_ERR(fmt, ...)			\
+	do {						\
+		if (q)					\
+			c4sim_trace(fmt, __VA_ARGS__);	\
+	} while (0)
+
+/*
+ * How cxgb4's SGE writes an offload work request (sge.c: is_ofld_imm(),
+ * calc_tx_flits_ofld(), service_ofldq(); ctrl_xmit() for the control
+ * queues): whole into the queue when it is short enough; else the bytes
+ * before the transport header, then a gather list of the rest (the
+ * linear part after it and each fragment). Returns the bytes written
+ * into the queue, or -1 where cxgb4 would BUG, WARN and drop, or write a
+ * request the firmware misreads (traced).
+ */
+static int c4sim_wr_split(const struct sk_buff *skb, const char *q)
+{
+	const struct work_request_hdr *wr = (const void *)skb->data;
+	unsigned int op = FW_WR_OP_G(be32_to_cpu(wr->wr_hi)), hdr, flits, cnt, len16;
+	bool ctrl = skb_get_queue_mapping(skb) & 1;
+
+	if (ctrl) {
+		if (skb->len <= SGE_MAX_WR_LEN)
+			return skb->len;
+		C4SIM_SPLIT_ERR("error: %s: %u bytes: cxgb4 WARNs, drops (control: at most %u)",
+				q, skb->len, SGE_MAX_WR_LEN);
+		return -1;
+	}
+	if (op == FW_ULPTX_WR ? skb->len <= MAX_IMM_ULPTX_WR_LEN :
+	    skb->len <= MAX_IMM_OFLD_TX_DATA_WR_LEN)
+		return skb->len;
+	if (!skb_transport_header_was_set(skb)) {
+		C4SIM_SPLIT_ERR("error: %s: FW op %#x, %u bytes, no transport header: %s",
+				q, op, skb->len, "cxgb4 takes its offset for the request's length");
+		return -1;
+	}
+	hdr = skb_transport_offset(skb);
+	cnt = skb_shinfo(skb)->nr_frags + (skb_tail_pointer(skb) != skb_transport_header(skb));
+	flits = hdr / 8 + (cnt ? (3 * (cnt - 1)) / 2 + ((cnt - 1) & 1) + 2 : 0);
+	if (skb_transport_offset(skb) < 0 || hdr > skb_headlen(skb) || hdr % 8 || !cnt) {
+		C4SIM_SPLIT_ERR("error: %s: FW op %#x: %d to transport, %u linear, %u pieces: %s",
+				q, op, skb_transport_offset(skb), skb_headlen(skb), cnt,
+				"cxgb4 writes a gather list the request does not frame");
+		return -1;
+	}
+	if (flits > SGE_MAX_WR_LEN / 8) {
+		C4SIM_SPLIT_ERR("error: %s: FW op %#x, %u flits: BUG in flits_to_desc (max %u)",
+				q, op, flits, SGE_MAX_WR_LEN / 8);
+		return -1;
+	}
+	len16 = C4SIM_LEN16(be32_to_cpu(wr->wr_mid));
+	if (op != FW_ULPTX_WR && len16 != DIV_ROUND_UP(flits * 8, 16))
+		C4SIM_SPLIT_ERR("error: %s: FW op %#x says %u 16-byte units, cxgb4 writes %u",
+				q, op, len16, DIV_ROUND_UP(flits * 8, 16));
+	return hdr;
+}
+
 /*
  * A work request or CPL from the ULD (via cxgb4_ofld_send or
- * cxgb4_l2t_send): traced with the fields that tell it apart, checked as
- * cxgb4 and the firmware would; consumed.
+ * cxgb4_l2t_send): checked as cxgb4 and the firmware would, the control
+ * ones traced with the fields that tell them apart, then the TID's
+ * connection's.
  */
 void c4sim_chip_tx(const char *via, struct sk_buff *skb)
 {
 	const struct work_request_hdr *wr = (const void *)skb->data;
-	unsigned int fw, tid = C4SIM_NTIDS, op;
+	unsigned int fw, tid, op = 0;
+	struct c4sim_conn *c;
 	char q[16];
+	int imm;
 
-	if (!c4sim_txq(skb, q, sizeof(q)) || skb->len < sizeof(*wr) + 4) {
-		c4sim_trace("%s %s: %u bytes dropped", via, q, skb->len);
-		goto out;
+	if (!c4sim_txq(skb, q, sizeof(q)) || skb_headlen(skb) < sizeof(*wr)) {
+		c4sim_trace("error: %s %s: %u bytes, %u linear: no work request header",
+			    via, q, skb->len, skb_headlen(skb));
+		goto drop;
 	}
+	/* the ULD may still hold the skb (cxgbit keeps it until acked): read only */
+	imm = c4sim_wr_split(skb, q);
+	if (imm < 0)
+		goto drop;
 	fw = FW_WR_OP_G(be32_to_cpu(wr->wr_hi));
+	tid = C4SIM_FLOWID(be32_to_cpu(wr->wr_mid));
 	if (fw == FW_FLOWC_WR) {
 		const struct fw_flowc_wr *f = (const void *)wr;
 
-		tid = C4SIM_FLOWID(be32_to_cpu(f->flowid_len16));
 		c4sim_trace("tx %s FW_FLOWC_WR tid=%u nparams=%u len16=%u", q, tid,
 			    C4SIM_NPARAMS(be32_to_cpu(f->op_to_nparams)),
 			    C4SIM_LEN16(be32_to_cpu(f->flowid_len16)));
-		c4sim_flowc_params(f, skb->len);
-		if (tid < C4SIM_NTIDS)
-			c4sim->conns[tid].flowc = true;
-		goto out;
+		c4sim_flowc_params(f, skb_headlen(skb));
+	} else if (fw == FW_TP_WR && skb_headlen(skb) >= sizeof(*wr) + 8) {
+		op = skb->data[sizeof(*wr)];
+		tid = GET_TID((const struct cpl_pass_open_rpl *)(skb->data + sizeof(*wr)));
+		if (op == CPL_PASS_ACCEPT_RPL)
+			c4sim_accept_rpl(q, (const void *)skb->data, skb_headlen(skb));
+		else if (op != CPL_RX_DATA_ACK)
+			c4sim_trace("tx %s %s tid=%u len=%u", q, c4sim_opname(op) ?: "CPL", tid,
+				    skb->len);
+	} else if (fw != FW_OFLD_TX_DATA_WR && fw != FW_ISCSI_TX_DATA_WR && fw != FW_ULPTX_WR) {
+		c4sim_trace("tx %s FW op %#x tid=%u len=%u", q, fw, tid, skb->len);
 	}
-	if (fw != FW_TP_WR && fw != FW_ULPTX_WR) {
-		c4sim_trace("tx %s FW op %#x len=%u", q, fw, skb->len);
-		goto out;
-	}
-	op = skb->data[sizeof(*wr)];
-	tid = GET_TID((const struct cpl_pass_open_rpl *)(skb->data + sizeof(*wr)));
-	if (op == CPL_PASS_ACCEPT_RPL)
-		c4sim_accept_rpl(q, (const void *)skb->data, skb->len);
-	else
-		c4sim_trace("tx %s %s tid=%u len=%u", q, c4sim_opname(op) ?: "CPL", tid,
-			    skb->len);
-	/* on an offload queue, the firmware takes nothing of a flow before its FLOWC */
-	if (!(skb_get_queue_mapping(skb) & 1) && tid < C4SIM_NTIDS &&
-	    !c4sim->conns[tid].flowc)
-		c4sim_trace("error: tid %u: %s on an offload queue before FW_FLOWC_WR", tid,
-			    c4sim_opname(op) ?: "a message");
-out:
+	spin_lock_bh(&c4sim->chip_lock);
+	c = tid < C4SIM_NTIDS ? c4sim->conns[tid] : NULL;
+	if (c)
+		c4sim_conn_tx(c, skb);
+	spin_unlock_bh(&c4sim->chip_lock);
+	if (c)
+		return;
+	c4sim_trace("error: %s: FW op %#x (CPL %#x) for tid %u, which the chip does not have",
+		    q, fw, op, tid);
+drop:
 	kfree_skb(skb);
+}
+
+/* what c4sim_wr_split() found when the request came, without a trace */
+u32 c4sim_skb_imm(const struct sk_buff *skb)
+{
+	return c4sim_wr_split(skb, NULL);
 }
 
 void c4sim_chip_tid_release(unsigned int tid)
 {
+	struct c4sim_conn *c;
+
 	if (tid >= C4SIM_NTIDS)
 		return;
 	spin_lock_bh(&c4sim->chip_lock);
-	if (!c4sim->conns[tid].live)
-		c4sim_trace("error: release of tid %u, which is not in use", tid);
-	c4sim->conns[tid] = (struct c4sim_tid){};
+	c = c4sim->conns[tid];
+	if (c)
+		c4sim_conn_release(c);
 	spin_unlock_bh(&c4sim->chip_lock);
+	if (!c)
+		c4sim_trace("error: release of tid %u, which is not in use", tid);
 }

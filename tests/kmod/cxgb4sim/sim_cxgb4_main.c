@@ -8,6 +8,7 @@
 #include <linux/debugfs.h>
 #include <linux/etherdevice.h>
 #include <linux/seq_file.h>
+#include <linux/vmalloc.h>
 #include "sim.h"
 
 static unsigned int nports = 2;
@@ -22,8 +23,12 @@ struct c4sim_adapter *c4sim;
 /* ---- the trace: what crossed the API, one line each ---------------------- */
 
 #define C4SIM_TRACE_MAX	4096
+#define C4SIM_ERRORS_MAX	256
 static LIST_HEAD(c4sim_trace_lines);
 static unsigned int c4sim_trace_len;
+/* the errors, kept apart: the trace forgets its oldest lines */
+static LIST_HEAD(c4sim_error_lines);
+static unsigned int c4sim_errors;
 static DEFINE_SPINLOCK(c4sim_trace_lock);
 static struct dentry *c4sim_dir;
 
@@ -48,6 +53,17 @@ void c4sim_trace(const char *fmt, ...)
 		return;
 	}
 	spin_lock_bh(&c4sim_trace_lock);
+	if (!strncmp(l->text, "error:", 6) && c4sim_errors++ < C4SIM_ERRORS_MAX) {
+		struct c4sim_line *e = kmalloc(sizeof(*e), GFP_ATOMIC);
+
+		if (e) {
+			e->text = kstrdup(l->text, GFP_ATOMIC);
+			if (e->text)
+				list_add_tail(&e->node, &c4sim_error_lines);
+			else
+				kfree(e);
+		}
+	}
 	list_add_tail(&l->node, &c4sim_trace_lines);
 	if (++c4sim_trace_len > C4SIM_TRACE_MAX) {
 		old = list_first_entry(&c4sim_trace_lines, struct c4sim_line, node);
@@ -73,16 +89,65 @@ static int c4sim_trace_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(c4sim_trace);
 
-static void c4sim_trace_free(void)
+/* every error so far: how many, then the first C4SIM_ERRORS_MAX */
+static int c4sim_errors_show(struct seq_file *m, void *v)
+{
+	struct c4sim_line *l;
+
+	spin_lock_bh(&c4sim_trace_lock);
+	seq_printf(m, "%u\n", c4sim_errors);
+	list_for_each_entry(l, &c4sim_error_lines, node)
+		seq_printf(m, "%s\n", l->text);
+	spin_unlock_bh(&c4sim_trace_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(c4sim_errors);
+
+static int c4sim_stats_show(struct seq_file *m, void *v)
+{
+	static const char * const names[C4SIM_NSTATS] = {
+		[C4SIM_ESTABLISHED]	= "established",
+		[C4SIM_TX_DATA_WRS]	= "tx_data_wrs",
+		[C4SIM_TX_GATHERED]	= "tx_gathered",
+		[C4SIM_TX_ISO]		= "tx_iso",
+		[C4SIM_TX_BYTES]	= "tx_bytes",
+		[C4SIM_POD_WRITES]	= "pod_writes",
+		[C4SIM_RX_BYTES]	= "rx_bytes",
+		[C4SIM_RX_PLACED]	= "rx_placed",
+		[C4SIM_FW4_ACKS]	= "fw4_acks",
+	};
+	unsigned int i;
+
+	for (i = 0; i < C4SIM_NSTATS; i++)
+		seq_printf(m, "%s %lld\n", names[i], atomic64_read(&c4sim->stats[i]));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(c4sim_stats);
+
+static int c4sim_fl_pages_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "%lu\n", c4sim_fl_pages_held());
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(c4sim_fl_pages);
+
+static void c4sim_lines_free(struct list_head *lines)
 {
 	struct c4sim_line *l, *n;
 
-	list_for_each_entry_safe(l, n, &c4sim_trace_lines, node) {
+	list_for_each_entry_safe(l, n, lines, node) {
 		kfree(l->text);
 		kfree(l);
 	}
-	INIT_LIST_HEAD(&c4sim_trace_lines);
+	INIT_LIST_HEAD(lines);
+}
+
+static void c4sim_trace_free(void)
+{
+	c4sim_lines_free(&c4sim_trace_lines);
+	c4sim_lines_free(&c4sim_error_lines);
 	c4sim_trace_len = 0;
+	c4sim_errors = 0;
 }
 
 const char *c4sim_opname(unsigned int op)
@@ -100,6 +165,14 @@ const char *c4sim_opname(unsigned int op)
 	case CPL_ABORT_REQ:		return "CPL_ABORT_REQ";
 	case CPL_ABORT_RPL:		return "CPL_ABORT_RPL";
 	case CPL_TX_DATA_ISO:		return "CPL_TX_DATA_ISO";
+	case CPL_PASS_ACCEPT_REQ:	return "CPL_PASS_ACCEPT_REQ";
+	case CPL_PASS_ESTABLISH:	return "CPL_PASS_ESTABLISH";
+	case CPL_PEER_CLOSE:		return "CPL_PEER_CLOSE";
+	case CPL_CLOSE_CON_RPL:		return "CPL_CLOSE_CON_RPL";
+	case CPL_ABORT_REQ_RSS:		return "CPL_ABORT_REQ_RSS";
+	case CPL_ABORT_RPL_RSS:		return "CPL_ABORT_RPL_RSS";
+	case CPL_SET_TCB_RPL:		return "CPL_SET_TCB_RPL";
+	case CPL_FW4_ACK:		return "CPL_FW4_ACK";
 	default:			return NULL;
 	}
 }
@@ -407,6 +480,7 @@ static void c4sim_adapter_free(struct c4sim_adapter *a)
 	kfree(a->tids.stid_tab);
 	bitmap_free(a->tids.stid_bmap);
 	kfree(a->tids.tid_tab);
+	vfree(a->ppm.mem);
 	put_device(&a->pdev->dev);
 	kfree(a);
 }
@@ -433,6 +507,9 @@ static int __init c4sim_init(void)
 	 */
 	device_initialize(&pdev->dev);
 	pdev->dev.release = c4sim_pdev_release;
+	/* it maps the ULD's buffers as a 64-bit function without an IOMMU does */
+	pdev->dev.coherent_dma_mask = DMA_BIT_MASK(64);
+	pdev->dev.dma_mask = &pdev->dev.coherent_dma_mask;
 	pdev->vendor = PCI_VENDOR_ID_CHELSIO;
 	ret = dev_set_name(&pdev->dev, "0000:c4:00.4");
 	if (ret) {
@@ -457,15 +534,27 @@ static int __init c4sim_init(void)
 	a->vr.iscsi.start = 0x1000000;
 	a->vr.iscsi.size = 0x400000;
 	memcpy(a->mtus, c4sim_mtus, sizeof(a->mtus));
+	spin_lock_init(&a->ppm_lock);
+	a->ppm.base = a->vr.iscsi.start;
+	a->ppm.size = a->vr.iscsi.size;
+	a->ppm.mem = vzalloc(a->ppm.size);
 	c4sim = a;
 	ret = -ENOMEM;
-	if (!a->tids.stid_tab || !a->tids.stid_bmap || !a->tids.tid_tab)
+	if (!a->tids.stid_tab || !a->tids.stid_bmap || !a->tids.tid_tab || !a->ppm.mem)
 		goto err;
-	ret = c4sim_ports_init(a);
+	ret = c4sim_tcp_init();
 	if (ret)
 		goto err;
+	ret = c4sim_ports_init(a);
+	if (ret) {
+		c4sim_tcp_exit();
+		goto err;
+	}
 	c4sim_dir = debugfs_create_dir("cxgb4sim", NULL);
 	debugfs_create_file("trace", 0444, c4sim_dir, NULL, &c4sim_trace_fops);
+	debugfs_create_file("errors", 0444, c4sim_dir, NULL, &c4sim_errors_fops);
+	debugfs_create_file("stats", 0444, c4sim_dir, NULL, &c4sim_stats_fops);
+	debugfs_create_file("fl_pages", 0444, c4sim_dir, NULL, &c4sim_fl_pages_fops);
 	pr_info("cxgb4sim: a %s stand-in for cxgb4 at %s, %u ports (c4sim0..), for tests only\n",
 		a->t5 ? "T5" : "T6", pci_name(pdev), nports);
 	return 0;
@@ -477,6 +566,9 @@ err:
 
 static void __exit c4sim_exit(void)
 {
+	c4sim_conns_halt();
+	c4sim_tcp_exit();
+	c4sim_fl_pages_forget();
 	debugfs_remove_recursive(c4sim_dir);
 	c4sim_adapter_free(c4sim);
 	c4sim_trace_free();

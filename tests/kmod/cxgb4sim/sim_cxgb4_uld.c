@@ -11,17 +11,20 @@
 /* What the firmware of the adapter reports (cxgb4's adap_init0) */
 #define C4SIM_FW_VERS		0x011b0500	/* 1.27.5.0: ISO (from 1.13.43.0) */
 #define C4SIM_WR_CRED		128		/* offload queue credits, 16 B */
-#define C4SIM_PDU_OVERHEAD	312		/* BHS, AHS, digests */
-#define C4SIM_T5_IOLEN		16224
-#define C4SIM_T6_IOLEN		(16384 + C4SIM_PDU_OVERHEAD)
-#define C4SIM_TAGMASK		0x3fffffff	/* ULP_RX_ISCSI_TAGMASK */
 #define C4SIM_PGSZ_ORDER	0x04020100	/* 4K, 8K, 16K, 64K pods */
 #define C4SIM_PF		4		/* cxgb4's default function */
 
 static DEFINE_MUTEX(c4sim_uld_mutex);
 
 static struct pkt_gl *c4sim_gl(const struct sk_buff *skb);
-static void c4sim_gl_free(struct pkt_gl *gl);
+static void c4sim_gl_done(struct pkt_gl *gl, int ret);
+
+/*
+ * The free-list pages a ULD took over (cxgb4 gives it all of a message's
+ * but the last), each with a reference of ours, by pfn: one still held by
+ * someone else once the ULD's connections are gone was leaked.
+ */
+static DEFINE_XARRAY_FLAGS(c4sim_fl_pages, XA_FLAGS_LOCK_BH);
 
 /* The ULD's response queue of that absolute id, NULL if it has none */
 static struct c4sim_rxq *c4sim_rxq(unsigned int abs_id)
@@ -42,7 +45,7 @@ static int c4sim_poll(struct napi_struct *napi, int budget)
 	const struct cxgb4_uld_info *uld = READ_ONCE(c4sim->uld);
 	__be64 rsp[C4SIM_IMM_LEN / 8];
 	struct sk_buff *skb;
-	int done = 0;
+	int done = 0, ret;
 
 	while (done < budget && (skb = skb_dequeue(&q->pending))) {
 		struct pkt_gl *gl = NULL;
@@ -63,10 +66,13 @@ static int c4sim_poll(struct napi_struct *napi, int budget)
 		if (fl && !gl)
 			continue;	/* no buffer: dropped, as on a full free list */
 		if (uld->lro)
-			uld->lro_rx_handler(c4sim->handle, rsp, gl, &q->lro_mgr, napi);
+			ret = uld->lro_rx_handler(c4sim->handle, rsp, gl, &q->lro_mgr, napi);
 		else
-			uld->rx_handler(c4sim->handle, rsp, gl);
-		c4sim_gl_free(gl);
+			ret = uld->rx_handler(c4sim->handle, rsp, gl);
+		if (ret)
+			c4sim_trace("error: q=%u: the ULD refused a message (%d): %s", q->abs_id,
+				    ret, "cxgb4 delivers it again, the stand-in does not");
+		c4sim_gl_done(gl, ret);
 	}
 	if (uld && uld->lro && uld->lro_flush)
 		uld->lro_flush(&q->lro_mgr);
@@ -78,8 +84,9 @@ static int c4sim_poll(struct napi_struct *napi, int budget)
 /*
  * A free-list message (queued as an skb: the 64-byte response with its RSS
  * header, then the message) in free-list buffers of a page each, as many
- * as it takes. The ULD takes references on what it keeps
- * (cxgb4_pktgl_to_skb); the free list drops its own afterwards.
+ * as it takes. As cxgb4's process_responses(), a ULD that took the
+ * message owns every page of it but the last, which stays the free
+ * list's (cxgb4_pktgl_to_skb() takes a reference on that one alone).
  */
 static struct pkt_gl *c4sim_gl(const struct sk_buff *skb)
 {
@@ -96,7 +103,7 @@ static struct pkt_gl *c4sim_gl(const struct sk_buff *skb)
 		struct page *page = alloc_page(GFP_ATOMIC);
 
 		if (!page) {
-			c4sim_gl_free(gl);
+			c4sim_gl_done(gl, -ENOMEM);
 			return NULL;
 		}
 		memcpy(page_address(page), skb->data + C4SIM_IMM_LEN + off, n);
@@ -111,15 +118,63 @@ static struct pkt_gl *c4sim_gl(const struct sk_buff *skb)
 	return gl;
 }
 
-static void c4sim_gl_free(struct pkt_gl *gl)
+static void c4sim_gl_done(struct pkt_gl *gl, int ret)
 {
 	unsigned int i;
 
 	if (!gl)
 		return;
-	for (i = 0; i < gl->nfrags; i++)
-		put_page(gl->frags[i].page);
+	for (i = 0; i < gl->nfrags; i++) {
+		struct page *page = gl->frags[i].page;
+
+		/* cxgb4 takes back a message the ULD refused, whole */
+		if (i + 1 < gl->nfrags && !ret) {
+			get_page(page);
+			if (xa_insert(&c4sim_fl_pages, page_to_pfn(page), page, GFP_ATOMIC))
+				put_page(page);	/* not watched */
+			continue;
+		}
+		put_page(page);
+	}
 	kfree(gl);
+}
+
+/*
+ * The free-list pages ULDs took over that are still held: those let go
+ * of (ours the only reference left) are forgotten first. Process context.
+ */
+unsigned long c4sim_fl_pages_held(void)
+{
+	unsigned long pfn, held = 0;
+	struct page *page;
+
+	xa_for_each(&c4sim_fl_pages, pfn, page) {
+		if (page_ref_count(page) > 1) {
+			held++;
+			continue;
+		}
+		xa_erase_bh(&c4sim_fl_pages, pfn);
+		put_page(page);
+	}
+	return held;
+}
+
+/* At unload: ours dropped, whoever else holds a page keeps it */
+void c4sim_fl_pages_forget(void)
+{
+	unsigned long pfn;
+	struct page *page;
+
+	xa_for_each(&c4sim_fl_pages, pfn, page) {
+		xa_erase_bh(&c4sim_fl_pages, pfn);
+		put_page(page);
+	}
+}
+
+static bool c4sim_quiet(unsigned int op)
+{
+	return op == CPL_ISCSI_HDR || op == CPL_ISCSI_DATA || op == CPL_RX_ISCSI_DDP ||
+	       op == CPL_RX_ISCSI_CMP || op == CPL_FW4_ACK;
 }
 
 static int c4sim_queue(unsigned int abs_id, const void *cpl, unsigned int len, bool fl)
@@ -128,7 +183,7 @@ static int c4sim_queue(unsigned int abs_id, const void *cpl, unsigned int len, b
 	struct rss_header *rss;
 	struct sk_buff *skb;
 
-	if (!q || (!fl && len > C4SIM_IMM_LEN - sizeof(*rss))) {
+	if (!q || (!fl && len > C4SIM_IMM_MAX)) {
 		c4sim_trace("error: a message for queue %u, which no ULD has", abs_id);
 		return -EINVAL;
 	}
@@ -142,9 +197,11 @@ static int c4sim_queue(unsigned int abs_id, const void *cpl, unsigned int len, b
 		skb_put_data(skb, cpl, len);
 	else
 		memcpy(rss + 1, cpl, len);
-	c4sim_trace("rx q=%u%s %s tid=%u", abs_id, fl ? " fl" : "",
-		    c4sim_opname(rss->opcode) ?: "CPL",
-		    GET_TID((const struct cpl_pass_open_rpl *)cpl));
+	/* the data path's messages are counted (sim_tcp.c), not traced */
+	if (!c4sim_quiet(rss->opcode))
+		c4sim_trace("rx q=%u%s %s tid=%u", abs_id, fl ? " fl" : "",
+			    c4sim_opname(rss->opcode) ?: "CPL",
+			    GET_TID((const struct cpl_pass_open_rpl *)cpl));
 	skb_queue_tail(&q->pending, skb);
 	local_bh_disable();
 	napi_schedule(&q->napi);
@@ -160,6 +217,20 @@ int c4sim_deliver_fl(unsigned int abs_id, const void *msg, unsigned int len)
 int c4sim_deliver(unsigned int abs_id, const void *cpl, unsigned int len)
 {
 	return c4sim_queue(abs_id, cpl, len, false);
+}
+
+/*
+ * The chip puts a message that carries a packet's bytes in free-list
+ * buffers, however short (cxgbit takes CPL_ISCSI_DATA from them alone);
+ * the others in the IQ entry when they fit
+ */
+int c4sim_deliver_any(unsigned int abs_id, const void *msg, unsigned int len)
+{
+	unsigned int op = *(const u8 *)msg;
+
+	return c4sim_queue(abs_id, msg, len,
+			   op == CPL_ISCSI_HDR || op == CPL_ISCSI_DATA || op == CPL_RX_ISCSI_CMP ||
+			   op == CPL_RX_DATA || len > C4SIM_IMM_MAX);
 }
 
 static void c4sim_lldi(struct c4sim_adapter *a, const struct cxgb4_uld_info *p,

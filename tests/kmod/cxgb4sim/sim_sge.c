@@ -14,14 +14,20 @@ int cxgb4_ofld_send(struct net_device *dev, struct sk_buff *skb)
 }
 EXPORT_SYMBOL(cxgb4_ofld_send);
 
-/* As cxgb4: pull_len bytes copied, the rest of the buffers as page frags */
+/*
+ * As cxgb4: a short message copied; else pull_len bytes copied and the
+ * buffers as page frags, the pages the ULD owns taken over, a reference
+ * taken on the last one, which the free list keeps
+ */
+#define C4SIM_RX_COPY_THRES	256	/* cxgb4's RX_COPY_THRES */
+
 struct sk_buff *cxgb4_pktgl_to_skb(const struct pkt_gl *gl,
 				   unsigned int skb_len, unsigned int pull_len)
 {
 	struct sk_buff *skb;
 	unsigned int i;
 
-	if (gl->tot_len <= skb_len) {
+	if (gl->tot_len <= C4SIM_RX_COPY_THRES) {
 		skb = dev_alloc_skb(gl->tot_len);
 		if (!skb)
 			return NULL;
@@ -41,9 +47,13 @@ struct sk_buff *cxgb4_pktgl_to_skb(const struct pkt_gl *gl,
 			off += pull_len;
 			len -= pull_len;
 		}
-		get_page(gl->frags[i].page);
-		skb_add_rx_frag(skb, i, gl->frags[i].page, off, len, PAGE_SIZE);
+		__skb_fill_page_desc(skb, i, gl->frags[i].page, off, len);
 	}
+	skb_shinfo(skb)->nr_frags = gl->nfrags;
+	get_page(gl->frags[gl->nfrags - 1].page);
+	skb->len = gl->tot_len;
+	skb->data_len = skb->len - pull_len;
+	skb->truesize += skb->data_len;
 	return skb;
 }
 EXPORT_SYMBOL(cxgb4_pktgl_to_skb);

@@ -86,9 +86,15 @@ static void cxe_c4model_kill(struct cxe_c4model_conn *c)
 static int cxe_c4model_rx_deliver(void *ctx, const u8 *msg, u32 len)
 {
 	struct cxe_c4model_conn *c = ctx;
+	u32 charge = cxe_model_rx_charge(c->m->d.chip, msg, len);
 
 	if (!cxe_c4model_may_tell(c))
 		return -ESHUTDOWN;
+	if (charge) {
+		spin_lock_bh(&c->lock);
+		c->rcv_win -= min(charge, c->rcv_win);
+		spin_unlock_bh(&c->lock);
+	}
 	cxe_c4dev_rx(&c->m->d, msg, len);
 	return 0;
 }
@@ -211,8 +217,10 @@ static void cxe_c4model_rx(struct cxe_c4model_conn *c)
 					     MSG_DONTWAIT);
 		}
 		if (ret > 0) {
+			/* a T5 charges what it takes, a T6 what it hands up */
 			spin_lock_bh(&c->lock);
-			c->rcv_win -= ret;
+			if (c->m->d.chip == CXE_CHIP_T5)
+				c->rcv_win -= ret;
 			spin_unlock_bh(&c->lock);
 			ret = cxe_model_rx_feed(&c->rx, c->rbuf, ret,
 						&cxe_c4model_rx_ops, c);
