@@ -267,6 +267,12 @@ static struct sk_buff *cxe_c4_req_skb(struct cxe_c4c *cc, const u8 *head,
 	if (!skb)
 		return NULL;
 	skb_put_data(skb, head, wr->head_len);
+	/*
+	 * cxgb4 writes the bytes before the transport header into the queue
+	 * and gathers the rest; unset, it takes a wild offset for the
+	 * request's length (and BUGs in flits_to_desc())
+	 */
+	skb_set_transport_header(skb, wr->head_len);
 	skb->data_len = wr->payload;
 	skb->len += wr->payload;
 	if (skb_store_bits(skb, wr->head_len, p, wr->payload)) {
