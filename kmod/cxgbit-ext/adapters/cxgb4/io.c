@@ -206,26 +206,35 @@ struct cxe_c4_req {
 	const struct cxe_seg_burst	*plan;	/* ISO: the burst */
 	const struct cxe_c4tx_slice	*slice;	/* ISO: the slice */
 	u32				dlen;
-	u32				entries;
 };
 
-/*
- * Gather list entries cxgb4 would write, at most: the header, each page
- * of the data (one more for data that starts inside a page), the pad
- */
-static u32 cxe_c4_sgl_entries(u32 dlen)
-{
-	return 1 + DIV_ROUND_UP(dlen, PAGE_SIZE) + 1 + 1;
-}
-
-static int cxe_c4_build(struct cxe_c4c *cc, const struct cxe_c4_req *r,
-			bool compl, u8 *head, struct cxe_c4tx_wr *wr)
+static int cxe_c4_build_n(struct cxe_c4c *cc, const struct cxe_c4_req *r,
+			  u32 entries, bool compl, u8 *head,
+			  struct cxe_c4tx_wr *wr)
 {
 	if (r->slice && r->slice->iso)
 		return cxe_c4tx_iso(head, CXE_C4TX_HEAD_MAX, &cc->txc, r->plan,
-				    r->slice, r->entries, compl, wr);
+				    r->slice, entries, compl, wr);
 	return cxe_c4tx_pdu(head, CXE_C4TX_HEAD_MAX, &cc->txc, CXE_BHS_LEN,
-			    r->dlen, r->entries, compl, wr);
+			    r->dlen, entries, compl, wr);
+}
+
+/*
+ * The request's head. The firmware reads as many 16-byte units of the
+ * queue as the request says, so its length must be what cxgb4 writes: the
+ * head, then a gather list of one entry per page of the payload as
+ * cxe_c4_req_skb() lays it out, which the payload's length (the first
+ * build's) gives.
+ */
+static int cxe_c4_build(struct cxe_c4c *cc, const struct cxe_c4_req *r,
+			bool compl, u8 *head, struct cxe_c4tx_wr *wr)
+{
+	int ret = cxe_c4_build_n(cc, r, 1, compl, head, wr);
+
+	if (ret < 0 || wr->imm)
+		return ret;
+	return cxe_c4_build_n(cc, r, DIV_ROUND_UP(wr->payload, PAGE_SIZE),
+			      compl, head, wr);
 }
 
 /*
@@ -352,7 +361,6 @@ int cxe_c4_send_held(struct cxe_conn *c)
 	if (!skb)
 		return 0;
 	cc->held = NULL;
-	r.entries = cxe_c4_sgl_entries(r.dlen);
 	ret = cxe_c4_send_skb(cc, &r, &cc->held_wr, skb);
 	if (!ret)
 		cxe_cstat(c, CXE_STAT_PDUS_TX, 1);
@@ -367,7 +375,6 @@ int cxe_c4_send_pdu(struct cxe_conn *c, const u8 *bhs,
 	u8 head[CXE_C4TX_HEAD_MAX];
 	int ret;
 
-	r.entries = cxe_c4_sgl_entries(r.dlen);
 	if (!c->logged_in && cxe_c4_last_login_rsp(bhs)) {
 		ret = cxe_c4_build(cc, &r, false, head, &cc->held_wr);
 		if (ret < 0)
@@ -406,7 +413,6 @@ int cxe_c4_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 			.plan = &plan,
 			.slice = &s,
 			.dlen = s.len,
-			.entries = cxe_c4_sgl_entries(s.len),
 		};
 
 		ret = cxe_c4_send_req(cc, &r, s.tmpl, &src);
