@@ -285,7 +285,7 @@ struct cxe_c4c {
 	struct cxe_c4rx_pdu	pdu;		/* the PDU handed up */
 	bool			cur;		/* pdu is handed up */
 	struct sk_buff		*data;		/* its CPL_ISCSI_DATA */
-	u32			pdu_wire;	/* its bytes on the wire */
+	u32			pdu_wire;	/* the receive window it took */
 	u32			rcv_nxt;	/* sequence number after it */
 	bool			seq_known;
 	u32			unacked;	/* bytes taken, window not returned */

@@ -6,10 +6,10 @@
  * work requests (tx.c) within the connection's transmit credits
  * (credits.c), each behind the connection's FW_FLOWC_WR (conn.c).
  *
- * What the chip receives holds its receive window: the bytes of each PDU
- * handed up go back to it with CPL_RX_DATA_ACK, at least every
- * CXE_C4_RX_ACK bytes and whenever the receive side waits, so the window
- * is never closed while nothing is queued.
+ * What the chip receives holds its receive window: what each PDU handed
+ * up took of it (cxe_c4_pdu_wire()) goes back with CPL_RX_DATA_ACK, at
+ * least every CXE_C4_RX_ACK bytes and whenever the receive side waits,
+ * so the window is never closed while nothing is queued.
  *
  * Data-Outs the chip placed through a DDP tag's page pods (ddp.c) come
  * without their data; the others' data is copied from its data message.
@@ -58,7 +58,7 @@ static void cxe_c4_rx_ack(struct cxe_c4c *cc, bool all)
 	spin_unlock_bh(&t->lock);
 }
 
-/* The PDU handed up is done with: its bytes on the wire are the chip's again */
+/* The PDU handed up is done with: the window it took is the chip's again */
 static void cxe_c4_pdu_done(struct cxe_c4c *cc)
 {
 	cc->unacked += cc->pdu_wire;
@@ -69,13 +69,13 @@ static void cxe_c4_pdu_done(struct cxe_c4c *cc)
 }
 
 /*
- * The bytes on the wire the PDU handed up stands for: from the end of the
- * last one to its own end, by their sequence numbers, so that the placed
- * Data-Outs a T6 never hands up (rx.h) give their window back too. Its
- * own length with the digests it was received with (set_params may
- * change them) when there is no last one, or the numbers do not make
- * sense (a chip would not send those). True when it stands for PDUs
- * before it.
+ * The receive window the PDU handed up took, which goes back when it is
+ * done with. On a T5, its bytes on the wire: from the end of the last one
+ * to its own end, by their sequence numbers, or its own length with the
+ * digests it was received with (set_params may change them) when there is
+ * no last one or the numbers do not make sense (a chip would not send
+ * those). True when it stands for PDUs before it (a T6's placed
+ * Data-Outs it never hands up, rx.h).
  */
 static bool cxe_c4_pdu_wire(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu)
 {
@@ -85,13 +85,23 @@ static bool cxe_c4_pdu_wire(struct cxe_c4c *cc, const struct cxe_c4rx_pdu *pdu)
 		   (pdu->dlen && c->ddigest ? CXE_DIGEST_LEN : 0);
 	u32 end = pdu->seq + wire;
 
+	bool before;
+
 	cc->pdu_wire = wire;
 	if (cc->seq_known && end - cc->rcv_nxt >= wire &&
 	    end - cc->rcv_nxt <= CXE_C4_RX_MAX_SPAN)
 		cc->pdu_wire = end - cc->rcv_nxt;
 	cc->rcv_nxt = end;
 	cc->seq_known = true;
-	return cc->pdu_wire > wire;
+	before = cc->pdu_wire > wire;
+	/*
+	 * A T6 charges its window with what it hands up alone, the header
+	 * and the data of a data message (mainline cxgbit gives back those):
+	 * placed data, digests and padding are not the driver's to return.
+	 */
+	if (cc->t->dev->chip == CXE_CHIP_T6)
+		cc->pdu_wire = pdu->hdr_len + (pdu->data ? pdu->dlen : 0);
+	return before;
 }
 
 static bool cxe_c4_rx_ready(struct cxe_c4tid *t)
