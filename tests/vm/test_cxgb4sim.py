@@ -286,21 +286,20 @@ def chip_errors() -> list[str]:
     return [f"{count} errors", *lines] if int(count) else []
 
 
-# Every write by R2T (no immediate or unsolicited data), with both digests
-SESSION_PARAMS = {
-    "HeaderDigest": "CRC32C",
-    "DataDigest": "CRC32C",
-    "InitialR2T": "Yes",
-    "ImmediateData": "No",
-    "MaxBurstLength": "262144",
-}
+# The target's side of the session, both digests: every write by R2T,
+# its data placed through page pods. (Immediate and unsolicited data,
+# handed up in messages of several free-list pages, stall mainline's
+# sessions on the stand-in: docs/cxgb4.md.)
+WRITES = {"r2t": {"InitialR2T": "Yes", "ImmediateData": "No"}}
+SESSIONS = [("t6", "r2t"), ("t5", "r2t")]
 
 
-def session_fio_verify() -> dict[str, int]:
+def session_fio_verify(writes: str) -> dict[str, int]:
     """A 64 MiB ramdisk LUN on SIM_IP:PORT, its portal switched to the
     loaded ULD, open-iscsi logged in through the wire with both digests,
-    fio writing (by R2T) and verifying 16 MiB of 64 KiB blocks; then
-    logout and the target gone. What the chip carried meanwhile."""
+    fio writing (as ``writes`` says) and verifying 16 MiB of 64 KiB
+    blocks; then logout and the target gone. What the chip carried
+    meanwhile."""
     from rtslib_fb import LUN, TPG, FabricModule, NetworkPortal, RDMCPStorageObject, Target
 
     tpg = TPG(Target(FabricModule("iscsi"), IQN), 1)
@@ -309,7 +308,8 @@ def session_fio_verify() -> dict[str, int]:
         tpg.set_attribute(attr, "1")
     tpg.set_attribute("demo_mode_write_protect", "0")
     tpg.set_attribute("authentication", "0")
-    for k, v in SESSION_PARAMS.items():
+    params = {"HeaderDigest": "CRC32C", "DataDigest": "CRC32C", "MaxBurstLength": "262144", **WRITES[writes]}
+    for k, v in params.items():
         tpg.set_parameter(k, v)
     NetworkPortal(tpg, SIM_IP, PORT)
     (TARGET / IQN / "tpgt_1/np" / f"{SIM_IP}:{PORT}" / "cxgbit").write_text("1")
@@ -340,30 +340,31 @@ def assert_carried(uld: str, moved: dict[str, int]) -> None:
     data placed through page pods, reads cut by ISO, credits returned."""
     assert not chip_errors(), f"{uld}: the stand-in refused:\n" + "\n".join(chip_errors())
     assert moved["established"] == 2, (uld, moved)
-    assert moved["rx_placed"] >= 16 * 1024 * 1024 // 2, (uld, moved)
-    assert moved["tx_bytes"] >= 16 * 1024 * 1024, (uld, moved)
-    assert moved["tx_iso"] > 0 and moved["pod_writes"] > 0 and moved["fw4_acks"] > 0, (uld, moved)
+    assert moved["rx_bytes"] >= 16 * 1024 * 1024 and moved["tx_bytes"] >= 16 * 1024 * 1024, (uld, moved)
+    assert moved["rx_placed"] >= 16 * 1024 * 1024 // 2 and moved["pod_writes"] > 0, (uld, moved)
+    assert moved["tx_iso"] > 0 and moved["fw4_acks"] > 0, (uld, moved)
 
 
-@pytest.mark.parametrize("stand_in", ["t6", "t5"], indirect=True)
-def test_mainline_carries_open_iscsi_and_fio_verify(stand_in: None, peer_vrf: None, kver: str) -> None:
+@pytest.mark.parametrize(("stand_in", "writes"), SESSIONS, indirect=["stand_in"])
+def test_mainline_carries_open_iscsi_and_fio_verify(stand_in: None, writes: str, peer_vrf: None, kver: str) -> None:
     """The oracle: Debian's cxgbit.ko on the stand-in carries open-iscsi's
-    discovery and a session with digests, fio verifying over R2T writes."""
+    discovery and a session with digests, fio verifying its writes."""
     sh("modprobe", "iscsi_target_mod")
     sh("insmod", str(intree_cxgbit(kver)))
     try:
-        assert_carried("mainline cxgbit", session_fio_verify())
+        assert_carried("mainline cxgbit", session_fio_verify(writes))
     finally:
         rmmod("cxgbit")
     assert FL_PAGES.read_text().strip() == "0", "free-list pages mainline cxgbit kept after unloading"
 
 
-def test_ours_carries_it_through_the_shipped_glue(peer_vrf: None, module_ko: Path) -> None:
+@pytest.mark.parametrize(("stand_in", "writes"), SESSIONS, indirect=["stand_in"])
+def test_ours_carries_it_through_the_shipped_glue(stand_in: None, writes: str, peer_vrf: None, module_ko: Path) -> None:
     """cxgbit_ext's cxgb4 backend (cxgb4_hw=1), through main.c, carries the
     same discovery and session the oracle carries."""
     load_ours(module_ko)
     try:
-        assert_carried("cxgbit_ext", session_fio_verify())
+        assert_carried("cxgbit_ext", session_fio_verify(writes))
     finally:
         rmmod("cxgbit_ext")
     # cxgb4 gives a ULD every free-list page of a message but the last

@@ -7,14 +7,18 @@
  * adapter: a fake PCI function, real-shaped cxgb4_lld_info, tid tables,
  * port netdevs whose private data is cxgb4's struct port_info, and the
  * ULD's response queues as NAPI instances that hand messages to the ULD
- * as cxgb4's SGE does (an RSS header, then the CPL; immediate up to 64
- * bytes). What the ULD sends is recorded in debugfs (cxgb4sim/trace):
- * the queue it went on, the opcode and the fields that tell it apart.
+ * as cxgb4's SGE does (an RSS header, then the CPL in the IQ entry or in
+ * free-list pages). Below it, the chip (sim_chip.c, sim_tcp.c, and the
+ * chip model of kmod/cxgbit-ext/model) carries the ULD's connections
+ * over the host's TCP. What crosses the API is recorded in debugfs
+ * (cxgb4sim/trace: the queue, the opcode and the fields that tell
+ * messages apart; errors, stats, fl_pages).
  *
- * Each sim_*.c stands for one of cxgb4's files and is compiled with that
- * file's #include list (generated from the kernel's source at build time),
- * so that genksyms gives each exported symbol the CRC cxgb4.ko's has:
- * this header adds no definition those files do not have (cxgb4.h only).
+ * Each sim_cxgb4_*.c, sim_l2t.c, sim_clip_tbl.c and sim_sge.c stands for
+ * one of cxgb4's files and is compiled with that file's #include list
+ * (generated from the kernel's source at build time), so that genksyms
+ * gives each exported symbol the CRC cxgb4.ko's has: this header adds
+ * cxgb4.h and the chip model's ppod.h, whose types no export uses.
  */
 #ifndef C4SIM_H
 #define C4SIM_H

@@ -552,10 +552,9 @@ static void c4sim_accept_work(struct work_struct *work)
 
 /* ---- transmit ------------------------------------------------------------ */
 
-static int c4sim_send_wire(struct c4sim_conn *c, const u8 *buf, size_t len)
+/* the bytes to the host's TCP, all of them unless it fails */
+static int c4sim_send_bytes(struct sock *sk, const u8 *buf, size_t len)
 {
-	struct sock *sk = c->sock->sk;
-
 	while (len) {
 		struct kvec kv = { .iov_base = (void *)buf, .iov_len = len };
 		struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
@@ -571,6 +570,23 @@ static int c4sim_send_wire(struct c4sim_conn *c, const u8 *buf, size_t len)
 		len -= ret;
 	}
 	return 0;
+}
+
+/*
+ * c->mu held, dropped while the socket takes the bytes: a chip's
+ * transmit never holds up its receive. (An initiator whose one work
+ * both sends and receives, as iscsi_tcp's, blocked sending to us while
+ * we wait to send to it, would otherwise never be read from again.)
+ */
+static int c4sim_send_wire(struct c4sim_conn *c, const u8 *buf, size_t len)
+{
+	struct sock *sk = c->sock->sk;
+	int ret;
+
+	mutex_unlock(&c->mu);
+	ret = c4sim_send_bytes(sk, buf, len);
+	mutex_lock(&c->mu);
+	return ret;
 }
 
 /* c->mu held: credits back, those asked for at least; all when eager */
