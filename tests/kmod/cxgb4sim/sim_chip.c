@@ -93,20 +93,29 @@ static void c4sim_syn_opts(const struct tcphdr *th, struct tcp_options *o)
 	}
 }
 
-/* The peer's RST for a TID of the chip's: its TCP sees it (the host's too) */
-static void c4sim_chip_rst(const struct iphdr *iph, const struct tcphdr *th)
+/* The TID's connection of this segment's tuple, NULL if none (chip_lock held) */
+static struct c4sim_conn *c4sim_conn_find(const struct iphdr *iph, const struct tcphdr *th)
 {
 	unsigned int tid;
 
-	spin_lock_bh(&c4sim->chip_lock);
 	for (tid = 0; tid < C4SIM_NTIDS; tid++) {
 		struct c4sim_conn *c = c4sim->conns[tid];
 
-		if (c && c4sim_conn_match(c, iph->saddr, th->source, iph->daddr, th->dest)) {
-			c4sim_conn_peer_rst(c);
-			break;
-		}
+		if (c && c4sim_conn_match(c, iph->saddr, th->source, iph->daddr, th->dest))
+			return c;
 	}
+	return NULL;
+}
+
+/* The peer's RST for a TID of the chip's: its TCP sees it (the host's too) */
+static void c4sim_chip_rst(const struct iphdr *iph, const struct tcphdr *th)
+{
+	struct c4sim_conn *c;
+
+	spin_lock_bh(&c4sim->chip_lock);
+	c = c4sim_conn_find(iph, th);
+	if (c)
+		c4sim_conn_peer_rst(c);
 	spin_unlock_bh(&c4sim->chip_lock);
 }
 
@@ -144,15 +153,11 @@ bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb)
 		return false;
 	spin_lock_bh(&c4sim->chip_lock);
 	stid = c4sim_server_find(iph->daddr, th->dest);
-	for (tid = 0; stid >= 0 && tid < C4SIM_NTIDS; tid++) {
-		struct c4sim_conn *c = c4sim->conns[tid];
-
-		/* a SYN again for a TID the chip has: it holds the first */
-		if (c && c4sim_conn_match(c, iph->saddr, th->source, iph->daddr, th->dest)) {
-			spin_unlock_bh(&c4sim->chip_lock);
-			kfree_skb(skb);
-			return true;
-		}
+	/* a SYN again for a TID the chip has: it holds the first */
+	if (stid >= 0 && c4sim_conn_find(iph, th)) {
+		spin_unlock_bh(&c4sim->chip_lock);
+		kfree_skb(skb);
+		return true;
 	}
 	for (tid = 0; stid >= 0 && tid < C4SIM_NTIDS; tid++)
 		if (!c4sim->conns[tid])
