@@ -264,10 +264,23 @@ def test_units_run_the_packaged_commands(built: Built) -> None:
             assert doc in files, f"{unit}: Documentation {doc} is not in the package"
 
 
+def test_restore_unit_cannot_keep_lio_from_restoring(built: Built) -> None:
+    """LIO's boot-time restore pulls ours in and waits for it, but only
+    Wants it: a restore of ours that fails (no module for a new kernel, a
+    damaged cxgbit-ext.json) leaves LIO's own restore to run, its stock
+    portals up, instead of failing it with ours (Requires/RequiredBy)."""
+    text = built.deb("python3-cxgbit-ext").read("/lib/systemd/system/cxgbit-ext.service")
+    install = text.split("[Install]", 1)[1]
+    assert re.search(r"^WantedBy=.*\brtslib-fb-targetctl\.service\b", install, re.MULTILINE), install
+    assert not re.search(r"^(RequiredBy|RequisiteOf|PartOf|BindsTo)=", text, re.MULTILINE), text
+    assert re.search(r"^Before=.*\brtslib-fb-targetctl\.service\b", text, re.MULTILINE), text
+
+
 def test_units_are_never_started_by_the_package(built: Built) -> None:
-    """None is started at install. The restore unit is enabled and never
-    stopped (it is RequiredBy rtslib-fb-targetctl, whose stop clears LIO),
-    and its links go on remove; the daemons are not enabled."""
+    """None is started at install. The restore unit is enabled, never
+    started or stopped by the package (a restore at upgrade would undo what
+    the admin changed since), and its links go on remove; the daemons are
+    not enabled."""
     deb = built.deb("python3-cxgbit-ext")
     scripts = {s: deb.control(s) for s in ("preinst", "postinst", "prerm", "postrm")}
     daemons = [u for u in UNITS if u not in ENABLED_UNITS]
