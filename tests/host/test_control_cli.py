@@ -140,6 +140,17 @@ def test_cli_json(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert out["transport"] == "cxgbit_ext" and out["portals"][0] == "198.18.0.1:3260"
 
 
+def test_cxgb4_counters_by_adapter(tree: Path, tmp_path: Path) -> None:
+    """The cxgb4 backend's adapters' counters; none for a module built
+    without that backend; ModuleNotLoaded when the whole tree is gone."""
+    ctl = Control(tree)
+    assert ctl.cxgb4_counters() == {}
+    (tree / "cxgb4_counters").write_text("m5 pdus_rx 40\nm5 ddp_bytes 7\nm6 pdus_rx 0\n")
+    assert ctl.cxgb4_counters() == {"m5": {"pdus_rx": 40, "ddp_bytes": 7}, "m6": {"pdus_rx": 0}}
+    with pytest.raises(ModuleNotLoaded):
+        Control(tmp_path / "absent").cxgb4_counters()
+
+
 def test_module_not_loaded_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ModuleNotLoaded, match="not loaded"):
         Control(tmp_path / "absent").status()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cxgbit_ext.control import Control
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection
@@ -308,8 +309,7 @@ def soft0_counters() -> dict[str, int]:
 
 def cxgb4_counters(name: str) -> dict[str, int]:
     """A cxgb4 adapter's counters (empty until it has carried a connection)."""
-    text = (CFS / "cxgb4_counters").read_text()
-    return {k: int(v) for a, k, v in (ln.split() for ln in text.splitlines()) if a == name}
+    return Control(CFS).cxgb4_counters().get(name, {})
 
 
 def set_offload(on: bool) -> None:

@@ -475,6 +475,31 @@ class Control:
                     raise
         return out
 
+    @property
+    def version(self) -> str:
+        """The loaded module's version (CXE_VERSION)."""
+        return self._read("version").strip()
+
+    @property
+    def transport(self) -> str:
+        """The name of the LIO transport the module registered."""
+        return self._read("transport").strip()
+
+    def cxgb4_counters(self) -> dict[str, dict[str, int]]:
+        """The cxgb4 backend's adapters' counters, by adapter (they are not
+        under adapters/); empty for a module built without that backend."""
+        self._need_loaded()
+        try:
+            text = self._read("cxgb4_counters")
+        except FileNotFoundError:
+            return {}
+        out: dict[str, dict[str, int]] = {}
+        for line in text.splitlines():
+            if line.strip():
+                adapter, name, value = line.split()
+                out.setdefault(adapter, {})[name] = int(value)
+        return out
+
     def portals(self) -> list[str]:
         """The offloaded portals LIO has handed to the module, as "ip:port"."""
         return self._read("portals").split()
@@ -657,8 +682,8 @@ class Control:
 
     def status(self) -> Status:
         return Status(
-            version=self._read("version").strip(),
-            transport=self._read("transport").strip(),
+            version=self.version,
+            transport=self.transport,
             portals=self._read("portals").split(),
             adapters=self.adapters(),
             connections=self.connections(),

@@ -144,8 +144,8 @@ class _Scrape:
         return [f for f in self.families.values() if f.samples]
 
     def module(self) -> None:
-        version = self.read("version", lambda: self.ctl._read("version").strip())
-        transport = self.read("transport", lambda: self.ctl._read("transport").strip())
+        version = self.read("version", lambda: self.ctl.version)
+        transport = self.read("transport", lambda: self.ctl.transport)
         if version is not None and transport is not None:
             info = self.gauge(
                 "info", "The module's version and the LIO transport it registers", ("version", "transport")
@@ -198,14 +198,8 @@ class _Scrape:
             self.counter(f"adapter_{stem}", doc, ADAPTER_LABELS).add_metric([name, kind], value)
 
     def cxgb4_counters(self) -> None:
-        """The cxgb4 backend's adapters (not under adapters/): "adapter name value" lines.
-        A module built without that backend has no such file."""
-        text = self.read("cxgb4_counters", partial(self.ctl._read, "cxgb4_counters")) or ""
-        by_adapter: dict[str, dict[str, int]] = {}
-        for line in text.splitlines():
-            if line.strip():
-                adapter, name, value = line.split()
-                by_adapter.setdefault(adapter, {})[name] = int(value)
+        """The cxgb4 backend's adapters (not under adapters/)."""
+        by_adapter = self.read("cxgb4_counters", self.ctl.cxgb4_counters) or {}
         for adapter, counters in by_adapter.items():
             self.adapter_counters(adapter, "cxgb4", counters)
 
