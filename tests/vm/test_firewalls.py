@@ -9,6 +9,14 @@ file lists them, soft0 counts them), carry a write read back, and
 portal_state, which the admin tools read, says offloaded: what it claims
 and where the logins land agree.
 
+The rest of the host still sees its firewall at work while the portal is
+offloaded: a TCP service of the target host beside the portal answers
+where the rules let it in and is dropped where they do not; the NAT
+table's DNAT still carries its own port; and an offloaded portal the
+filter does not let in is dropped for logins too (steering hands a SYN
+to a listener in PRE_ROUTING, before the filter's input hook, which still
+decides).
+
 A NAT table is the case that bites: its LOCAL_IN hook drops the socket a
 SYN was assigned to unless the NAT left the tuple as a lookup would find
 it; for a listener (remote port 0) that test never holds, so on 6.12 every
@@ -20,7 +28,10 @@ none of them touches the portal's traffic.
 from __future__ import annotations
 
 import os
+import select
+import socket
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -38,6 +49,14 @@ IQN = "iqn.2026-11.org.cxgbit-ext:firewalls"
 PORT = 3260
 V6_INI, V6_TGT = "2001:2::2", "2001:2::1"
 BRIDGE, BRIDGE_NET = "cxedock0", "198.19.200"
+# offloaded too, and not let in by the stateful filter
+FILTERED_PORT = 3262
+# a TCP service of the target host's beside the portals, on every address
+SERVICE_PORT, BANNER = 9000, b"cxe-neighbour\n"
+# the NAT table's DNAT: the address and port it rewrites, per family, to
+# the target host's own address and NAT_PORT, where the service listens too
+NAT_PORT = 9999
+NAT = {"ipv4": ("198.18.9.9", "198.18.9.10"), "ipv6": ("2001:2::99", "2001:2::98")}
 
 
 def tgt(*cmd: str) -> None:
@@ -52,10 +71,11 @@ def tgt_quiet(*cmd: str) -> None:
 def iptables_nat() -> Iterator[None]:
     """Debian's iptables (nft-based): a NAT table per family with one DNAT
     rule for an address and port nobody uses here."""
-    tgt("iptables", "-t", "nat", "-A", "PREROUTING", "-d", "198.18.9.9", "-p", "tcp", "--dport", "9999",
-        "-j", "DNAT", "--to-destination", "198.18.9.10:9999")  # fmt: skip
-    tgt("ip6tables", "-t", "nat", "-A", "PREROUTING", "-d", "2001:2::99", "-p", "tcp", "--dport", "9999",
-        "-j", "DNAT", "--to-destination", "[2001:2::98]:9999")  # fmt: skip
+    (v4, to4), (v6, to6) = NAT["ipv4"], NAT["ipv6"]
+    tgt("iptables", "-t", "nat", "-A", "PREROUTING", "-d", v4, "-p", "tcp", "--dport", str(NAT_PORT),
+        "-j", "DNAT", "--to-destination", f"{to4}:{NAT_PORT}")  # fmt: skip
+    tgt("ip6tables", "-t", "nat", "-A", "PREROUTING", "-d", v6, "-p", "tcp", "--dport", str(NAT_PORT),
+        "-j", "DNAT", "--to-destination", f"[{to6}]:{NAT_PORT}")  # fmt: skip
     try:
         yield
     finally:
@@ -137,17 +157,72 @@ FIREWALLS: dict[str, Callable[[], AbstractContextManager[None]]] = {
 }
 
 
+@contextmanager
+def neighbour_service() -> Iterator[None]:
+    """The target host's own TCP service on [::] (both families), on
+    SERVICE_PORT and NAT_PORT: each connection gets BANNER."""
+    with topo.in_netns():
+        socks = []
+        for port in (SERVICE_PORT, NAT_PORT):
+            s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            s.bind(("::", port))
+            s.listen(8)
+            socks.append(s)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            ready, _, _ = select.select(socks, [], [], 0.2)
+            for s in ready:
+                c, _ = s.accept()
+                with c:
+                    c.sendall(BANNER)
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        th.join()
+        for s in socks:
+            s.close()
+
+
+def answers(host: str, port: int) -> bool:
+    """Whether a TCP connection to host:port is answered by the service's
+    banner; False when the firewall drops it (no answer in 3 s)."""
+    try:
+        with socket.create_connection((host, port), timeout=3) as c:
+            return c.recv(len(BANNER)) == BANNER
+    except TimeoutError:
+        return False
+
+
 @pytest.fixture(scope="module")
 def target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    (v4, to4), (v6, to6) = NAT["ipv4"], NAT["ipv6"]
     topo.sh("ip", "-6", "addr", "add", f"{V6_INI}/64", "dev", OFF.ini_dev, "nodad")
     topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "add", f"{V6_TGT}/64", "dev", OFF.tgt_dev, "nodad")
+    # the DNAT's addresses: its target the host's own, its match routed there
+    topo.sh("ip", "-n", topo.TGT_NS, "addr", "add", f"{to4}/32", "dev", "lo")
+    topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "add", f"{to6}/128", "dev", "lo", "nodad")
+    topo.sh("ip", "route", "add", f"{v4}/32", "via", OFF.tgt_ip, "dev", OFF.ini_dev)
+    topo.sh("ip", "-6", "route", "add", f"{v6}/128", "via", V6_TGT, "dev", OFF.ini_dev)
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB,
-                          portals=(("[::]", PORT),), offload=True, name_prefix="fw")  # fmt: skip
+                          portals=(("[::]", PORT), ("[::]", FILTERED_PORT)), offload=True,
+                          name_prefix="fw")  # fmt: skip
     try:
         topo.sh("ping", "-6", "-c1", "-W5", "-I", OFF.ini_dev, V6_TGT)
-        with offloaded_target(module_ko, t):
+        with offloaded_target(module_ko, t), neighbour_service():
             yield
     finally:
+        topo.sh("ip", "route", "del", f"{v4}/32", check=False)
+        topo.sh("ip", "-6", "route", "del", f"{v6}/128", check=False)
+        topo.sh("ip", "-n", topo.TGT_NS, "addr", "del", f"{to4}/32", "dev", "lo", check=False)
+        topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{to6}/128", "dev", "lo", check=False)
         topo.sh("ip", "-6", "addr", "del", f"{V6_INI}/64", "dev", OFF.ini_dev, check=False)
         topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{V6_TGT}/64", "dev", OFF.tgt_dev, check=False)
 
@@ -180,3 +255,21 @@ def test_logins_are_offloaded_under_the_firewall(target: None, firewall: str, fa
             assert soft0_counters()["connections"] == conns + 1
         finally:
             c.close()
+        neighbours_see_the_firewall(firewall, family, host)
+
+
+def neighbours_see_the_firewall(firewall: str, family: str, host: str) -> None:
+    """With the offloaded portal serving, the rest of the host's traffic is
+    still what the rules make it."""
+    filtered = firewall == "nft-stateful-filter"
+    assert answers(host, SERVICE_PORT) is not filtered, f"{firewall}: the host's service on port {SERVICE_PORT} " + (
+        "answers through a default drop" if filtered else "does not answer"
+    )
+    if firewall == "iptables-nat":
+        match, to = NAT[family]
+        assert answers(match, NAT_PORT), f"{firewall}: the DNAT of {match}:{NAT_PORT} to {to} no longer carries"
+    if filtered:
+        conns = soft0_counters()["connections"]
+        with pytest.raises(TimeoutError):
+            Connection(host, FILTERED_PORT, timeout=3).login(PDU_INITIATOR, IQN)
+        assert soft0_counters()["connections"] == conns, "an offloaded login passed the filter's drop"
