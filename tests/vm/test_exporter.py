@@ -157,7 +157,8 @@ def offload_off() -> None:
                 portals.set_offload(np, False)
 
 
-@pytest.mark.dealt
+# on every kernel: what it scrapes is the module's tree, whose files and
+# counters are kernel code of ours (and it unloads and reloads the module)
 def test_exporter_scraped_by_prometheus(iscsid: None, module_ko: Path, tmp_path: Path) -> None:
     if shutil.which(PROMETHEUS) is None:
         pytest.skip(f"no {PROMETHEUS}: make deps installs prometheus on the host")
