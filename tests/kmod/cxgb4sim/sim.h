@@ -139,7 +139,7 @@ struct c4sim_conn *c4sim_conn_new(unsigned int tid, unsigned int port, struct sk
 bool c4sim_conn_match(const struct c4sim_conn *c, __be32 saddr, __be16 sport,
 		      __be32 daddr, __be16 dport);
 void c4sim_conn_accepted(struct c4sim_conn *c, unsigned int queue, unsigned int mss_idx,
-			 u32 rcv_win);
+			 u32 rcv_win, bool rx_fc_off);
 void c4sim_conn_tx(struct c4sim_conn *c, struct sk_buff *skb);
 void c4sim_conn_peer_rst(struct c4sim_conn *c);
 void c4sim_conn_release(struct c4sim_conn *c);

@@ -262,7 +262,8 @@ static void c4sim_accept_rpl(const char *q, const struct cpl_t5_pass_accept_rpl 
 	spin_lock_bh(&c4sim->chip_lock);
 	if (c4sim->conns[tid])
 		c4sim_conn_accepted(c4sim->conns[tid], rss, C4SIM_F0(MSS_IDX, MSS_IDX_M),
-				    C4SIM_F0(RCV_BUFSIZ, C4SIM_RCV_BUFSIZ_M) << 10);
+				    C4SIM_F0(RCV_BUFSIZ, C4SIM_RCV_BUFSIZ_M) << 10,
+				    !!(opt2 & RX_FC_DISABLE_F));
 	spin_unlock_bh(&c4sim->chip_lock);
 #undef C4SIM_F0
 }

@@ -17,6 +17,7 @@
 static DEFINE_MUTEX(c4sim_uld_mutex);
 
 static struct pkt_gl *c4sim_gl(const struct sk_buff *skb);
+static void c4sim_gl_watch(struct pkt_gl *gl);
 static void c4sim_gl_done(struct pkt_gl *gl, int ret);
 
 /*
@@ -65,6 +66,8 @@ static int c4sim_poll(struct napi_struct *napi, int budget)
 		kfree_skb(skb);
 		if (fl && !gl)
 			continue;	/* no buffer: dropped, as on a full free list */
+		if (gl)
+			c4sim_gl_watch(gl);
 		if (uld->lro)
 			ret = uld->lro_rx_handler(c4sim->handle, rsp, gl, &q->lro_mgr, napi);
 		else
@@ -118,6 +121,25 @@ static struct pkt_gl *c4sim_gl(const struct sk_buff *skb)
 	return gl;
 }
 
+/*
+ * A watch on each page the ULD will own (every one but the last), taken
+ * before it sees the message: a ULD may let them go before it returns,
+ * as cxgb4's own handlers do (t4_pktgl_free()).
+ */
+static void c4sim_gl_watch(struct pkt_gl *gl)
+{
+	unsigned int i;
+
+	for (i = 0; i + 1 < gl->nfrags; i++) {
+		struct page *page = gl->frags[i].page;
+
+		get_page(page);
+		if (xa_insert(&c4sim_fl_pages, page_to_pfn(page), page, GFP_ATOMIC))
+			put_page(page);	/* not watched */
+	}
+}
+
+/* After the ULD: the last page is the free list's; the others the ULD's */
 static void c4sim_gl_done(struct pkt_gl *gl, int ret)
 {
 	unsigned int i;
@@ -127,12 +149,12 @@ static void c4sim_gl_done(struct pkt_gl *gl, int ret)
 	for (i = 0; i < gl->nfrags; i++) {
 		struct page *page = gl->frags[i].page;
 
-		/* cxgb4 takes back a message the ULD refused, whole */
-		if (i + 1 < gl->nfrags && !ret) {
-			get_page(page);
-			if (xa_insert(&c4sim_fl_pages, page_to_pfn(page), page, GFP_ATOMIC))
-				put_page(page);	/* not watched */
-			continue;
+		if (i + 1 < gl->nfrags) {
+			if (!ret)
+				continue;
+			/* cxgb4 takes back a message the ULD refused, whole */
+			if (xa_erase(&c4sim_fl_pages, page_to_pfn(page)))
+				put_page(page);
 		}
 		put_page(page);
 	}

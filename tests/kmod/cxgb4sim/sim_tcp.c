@@ -14,7 +14,8 @@
  * not) does the rest: ulp_conn.c takes the ULD's messages on the TID in
  * order and says which connection messages the chip sends; ulp_rx.c
  * turns the socket's bytes into the chip's iSCSI messages within the
- * receive window of the accept reply, which CPL_RX_DATA_ACK reopens;
+ * receive window of the accept reply, which CPL_RX_DATA_ACK reopens
+ * (unless the reply turned receive flow control off: c4sim_rx_charge);
  * ulp_tx.c turns the work requests, split as cxgb4's SGE splits them
  * (sim_chip.c), into the bytes the socket sends; ppod.c is the adapter's
  * page pod memory, which FW_ULPTX_WRs write and Data-Outs are placed
@@ -66,6 +67,8 @@ struct c4sim_conn {
 	u8			mss_idx;	/* the accept reply's */
 	u32			rcv_win;	/* bytes it may still receive */
 	u32			rcv_max;	/* the window, from the accept reply */
+	u64			rx_owed;	/* charged, not yet given back */
+	bool			rx_fc_off;	/* opt2 RX_FC_DISABLE */
 	bool			rx_on;		/* CPL_PASS_ESTABLISH went */
 	bool			fin_sent;
 	bool			eof;
@@ -198,6 +201,22 @@ static void c4sim_kill(struct c4sim_conn *c, const char *why, long err)
 
 /* ---- receive ------------------------------------------------------------- */
 
+/*
+ * c->lock held: what a message or the bytes read take of the window. With
+ * RX_FC_DISABLE in the accept reply (mainline and ours set it on a T6) the
+ * chip does not close the window by them: mainline's T6 code gives the
+ * window back only once a whole window's worth of PDUs has completed,
+ * which on a closed window ends with a PDU cut at its edge and never
+ * completed. The credits are still counted, so that a ULD returning more
+ * than it was given is seen.
+ */
+static void c4sim_rx_charge(struct c4sim_conn *c, u32 charge)
+{
+	c->rx_owed += charge;
+	if (!c->rx_fc_off)
+		c->rcv_win -= min(charge, c->rcv_win);
+}
+
 static int c4sim_rx_deliver(void *ctx, const u8 *msg, u32 len)
 {
 	struct c4sim_conn *c = ctx;
@@ -208,7 +227,7 @@ static int c4sim_rx_deliver(void *ctx, const u8 *msg, u32 len)
 		return -ESHUTDOWN;
 	if (charge) {
 		spin_lock_bh(&c->lock);
-		c->rcv_win -= min(charge, c->rcv_win);
+		c4sim_rx_charge(c, charge);
 		spin_unlock_bh(&c->lock);
 	}
 	c4sim_deliver_any(c->queue, msg, len);
@@ -324,7 +343,7 @@ static void c4sim_rx(struct c4sim_conn *c)
 		if (ret > 0) {
 			spin_lock_bh(&c->lock);
 			if (c4sim->t5)
-				c->rcv_win -= ret;
+				c4sim_rx_charge(c, ret);
 			spin_unlock_bh(&c->lock);
 			c4sim_count(C4SIM_RX_BYTES, ret);
 			ret = cxe_model_rx_feed(&c->rx, c->rbuf, ret, &c4sim_rx_ops, c);
@@ -689,11 +708,14 @@ static void c4sim_rx_data_ack(struct c4sim_conn *c, const u8 *p, u32 len)
 	spin_lock_bh(&c->lock);
 	if (cxe_cpl_parse_rx_data_ack(p, len, &ra) < 0) {
 		why = "a CPL_RX_DATA_ACK the chip cannot read";
-	} else if (ra.credits > c->rcv_max - c->rcv_win) {
+	} else if (ra.credits > c->rx_owed) {
 		why = "CPL_RX_DATA_ACK returns more than was received";
+		c->rx_owed = 0;
 		c->rcv_win = c->rcv_max;
 	} else {
-		c->rcv_win += ra.credits;
+		c->rx_owed -= ra.credits;
+		if (!c->rx_fc_off)
+			c->rcv_win = min(c->rcv_win + ra.credits, c->rcv_max);
 	}
 	spin_unlock_bh(&c->lock);
 	if (why)
@@ -961,10 +983,11 @@ bool c4sim_conn_match(const struct c4sim_conn *c, __be32 saddr, __be16 sport,
 
 /*
  * What the accept reply set that the chip keeps (chip_lock held): the
- * queue its messages go to, the MTU index, the receive window
+ * queue its messages go to, the MTU index, the receive window and
+ * whether received bytes close it
  */
 void c4sim_conn_accepted(struct c4sim_conn *c, unsigned int queue, unsigned int mss_idx,
-			 u32 rcv_win)
+			 u32 rcv_win, bool rx_fc_off)
 {
 	spin_lock(&c->lock);
 	if (!c->mc.accepted) {
@@ -972,6 +995,7 @@ void c4sim_conn_accepted(struct c4sim_conn *c, unsigned int queue, unsigned int 
 		c->mss_idx = mss_idx;
 		c->rcv_max = rcv_win;
 		c->rcv_win = rcv_win;
+		c->rx_fc_off = rx_fc_off;
 	}
 	spin_unlock(&c->lock);
 }
