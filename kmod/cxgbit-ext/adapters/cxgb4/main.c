@@ -696,9 +696,13 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
  * (after the RSS header, up to the control word at the entry's end), or
  * in a gather list, whose fragments (free list buffers: one message may
  * span several) are copied into one piece first. The glue copies what it
- * keeps before it returns, so the buffers are cxgb4's again. Without
- * memory for the copy the message is left to cxgb4, which hands it again
- * later (its "nomem" path), rather than dropped from a TID's stream.
+ * keeps before it returns. Once the handler returns 0, cxgb4 has handed
+ * over every page of the list but the last, which its free list keeps
+ * (the next message may be packed into it): those are released here once
+ * copied, as cxgb4's own t4_pktgl_free() and mainline cxgbit do. Without
+ * memory for the copy the message is left to cxgb4 (a nonzero return: it
+ * takes its pages back and hands the message again later) rather than
+ * dropped from a TID's stream.
  */
 static int cxe_cxgb4_rx(void *handle, const __be64 *rsp,
 			const struct pkt_gl *gl)
@@ -730,6 +734,8 @@ static int cxe_cxgb4_rx(void *handle, const __be64 *rsp,
 	}
 	cxe_c4dev_rx(d, buf, at);
 	kfree(buf);
+	for (i = 0; i < gl->nfrags - 1; i++)
+		put_page(gl->frags[i].page);
 	return 0;
 }
 
