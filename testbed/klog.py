@@ -12,7 +12,11 @@ from collections.abc import Iterable
 # Each entry matches one kind of report the kernel prints when something is
 # wrong. They are anchored on the texts of kernel/panic.c, lib/bug.c,
 # kernel/locking/lockdep.c, kernel/hung_task.c, kernel/watchdog.c, mm/ and
-# the RCU stall detector.
+# the RCU stall detector; and, for the debug kernels of
+# scripts/build-debug-kernel, of KASAN, UBSAN, lib/debugobjects.c,
+# lib/list_debug.c and mm/kmemleak.c (the texts of Linux 6.1 and 6.12). Most
+# of those reports also carry a "BUG: ", a WARN or a "Call Trace:"; each has
+# its own entry all the same, so that none depends on another's format.
 BAD_PATTERNS: tuple[str, ...] = (
     r"\bOops\b",
     r"\bWARNING: CPU: \d+ PID: \d+",
@@ -25,15 +29,29 @@ BAD_PATTERNS: tuple[str, ...] = (
     r"possible recursive locking detected",
     r"inconsistent lock state",
     r"suspicious RCU usage",
+    # lockdep's other reports (each a "WARNING: " line of its own, no CPU/PID)
+    r"WARNING: (?:possible irq lock inversion dependency detected|\S+-safe -> \S+-unsafe lock order detected"
+    r"|bad (?:unlock balance|contention) detected|held lock freed|\S+ still has locks held"
+    r"|lock held when returning to user space|Nested lock was not taken|chain_key collision)",
     r"INFO: task \S+ blocked for more than \d+ seconds",
     r"\bsoft lockup\b",
     r"hard LOCKUP",
     r"rcu: INFO: rcu_\w+ (self-)?detected stalls",
     r"refcount_t: ",
     r"list_(add|del) corruption",
+    r"list_add double add",
     r"UBSAN: ",
     r"KASAN: ",
+    # debugobjects: every "ODEBUG: " line but CONFIG_DEBUG_OBJECTS_SELFTEST's
+    # success is a misuse of an object or the checker giving up
+    r"ODEBUG: (?!selftest passed)",
+    # kmemleak: an object a scan found unreferenced (in the log with
+    # kmemleak.verbose=1, and in /sys/kernel/debug/kmemleak, which
+    # testbed/run saves after the batch), or the checker disabled by its own
+    # error. Not a scan's "N new suspected memory leaks": testbed/run's scan
+    # before the batch prints it for the boot's, which it sets aside
     r"unreferenced object 0x",
+    r"kmemleak: (?:Kernel memory leak detector disabled|Memory pool empty|Cannot )",
     r"Call Trace:",
 )
 _BAD = re.compile("|".join(f"(?:{p})" for p in BAD_PATTERNS))

@@ -29,13 +29,66 @@ SPLATS = {
 }
 
 
+# what scripts/build-debug-kernel's checkers print at a clean boot; and the
+# count of testbed/run's kmemleak scan before the batch, whose findings (the
+# boot's) it sets aside: those after the batch are in its kmemleak.txt
+CLEAN_DEBUG = """\
+[    0.000000] Linux version 6.12.117+deb12-amd64-dbg (root@host) (gcc-12 (Debian 12.2.0-14) 12.2.0)
+[    0.000000] Command line: console=ttyS0 log_buf_len=16M kasan_multi_shot kmemleak=on
+[    0.012000] kasan: KernelAddressSanitizer initialized (generic)
+[    0.230000] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
+[    0.230100] ... MAX_LOCKDEP_CHAINS:      131072
+[    0.230200]  memory used by lock dependency info: 12345 kB
+[    0.300000] rcu: RCU lockdep checking is enabled.
+[    0.400000] ODEBUG: selftest passed
+[    9.100000] kmemleak: Kernel memory leak detector initialized (mem pool available: 15870)
+[   12.000000] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
+""".splitlines()
+
+# the first line of each report of the debug kernel's checkers (6.1, 6.12)
+DEBUG_SPLATS = {
+    "kasan": "[  200.1] BUG: KASAN: slab-use-after-free in iscsit_close_connection+0x5e/0x9f0 [iscsi_target_mod]",
+    "ubsan": "[  201.0] UBSAN: shift-out-of-bounds in kmod/cxgbit-ext/pdu/cxe_seg.c:42:17",
+    "circular": "[  202.0] WARNING: possible circular locking dependency detected",
+    "recursive": "[  203.0] WARNING: possible recursive locking detected",
+    "inconsistent": "[  204.0] WARNING: inconsistent lock state",
+    "irq_order": "[  204.1] WARNING: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected",
+    "irq_inversion": "[  204.2] WARNING: possible irq lock inversion dependency detected",
+    "unlock": "[  204.3] WARNING: bad unlock balance detected!",
+    "held_freed": "[  204.4] WARNING: held lock freed!",
+    "held_exit": "[  204.5] WARNING: kworker/0:1/33 still has locks held!",
+    "held_user": "[  204.6] WARNING: lock held when returning to user space!",
+    "lockdep_off": "[  204.7] BUG: MAX_LOCKDEP_CHAINS too low!",
+    "sleep": "[  205.0] BUG: sleeping function called from invalid context at kernel/locking/mutex.c:283",
+    "atomic": "[  205.1] BUG: scheduling while atomic: kworker/1:1/40/0x00000002",
+    "odebug": "[  206.0] ODEBUG: free active (active state 0) object: ffff888004a1b2c8 object type: timer_list "
+    "hint: cxe_conn_timeout+0x0/0x40 [cxgbit_ext]",
+    "odebug_stack": "[  206.1] ODEBUG: object ffffc90000a37d58 is on stack ffffc90000a30000, but NOT annotated.",
+    "odebug_oom": "[  206.2] ODEBUG: Out of memory. ODEBUG disabled",
+    "list_add": "[  207.0] list_add corruption. next->prev should be prev (ffff888004a1b2c8), but was "
+    "ffff888004a1b2d0. (next=ffff888004a1b2e0).",
+    "list_del": "[  207.1] list_del corruption, ffff888004a1b2c8->next is LIST_POISON1 (dead000000000100)",
+    "list_double": "[  207.2] list_add double add: new=ffff888004a1b2c8, prev=ffff888004a1b2c8, next=ffff888004a1b2e0.",
+    "kmemleak_object": "unreferenced object 0xffff888004a1b2c8 (size 64):",
+    "kmemleak_verbose": "[  208.1] kmemleak: unreferenced object 0xffff888004a1b2c8 (size 64):",
+    "kmemleak_off": "[  208.2] kmemleak: Kernel memory leak detector disabled",
+    "kmemleak_pool": "[  208.3] kmemleak: Memory pool empty, consider increasing CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE",
+    "kmemleak_insert": "[  208.4] kmemleak: Cannot insert 0xffff888004a1b2c8 into the object search tree "
+    "(overlaps existing)",
+    "wq_leak_61": "[  209.0] BUG: workqueue leaked lock or atomic: kworker/0:1/0x00000000/33",
+    "wq_leak_612": "[  209.1] BUG: workqueue leaked atomic, lock or RCU: kworker/0:1[33]",
+    "hung_debug": "[  210.0] INFO: task kworker/u4:2:57 blocked for more than 120 seconds.",
+}
+
+
 def test_clean_log_has_no_bad_lines() -> None:
     assert bad_lines(CLEAN) == []
+    assert bad_lines(CLEAN_DEBUG) == []
 
 
 def test_each_kind_of_splat_is_caught() -> None:
-    for kind, line in SPLATS.items():
-        assert bad_lines([*CLEAN, line]) == [line], kind
+    for kind, line in {**SPLATS, **DEBUG_SPLATS}.items():
+        assert bad_lines([*CLEAN, *CLEAN_DEBUG, line]) == [line], kind
 
 
 WQ_WARN = """\
