@@ -298,6 +298,78 @@ def test_units_are_never_started_by_the_package(built: Built) -> None:
         assert dont_enable.format(unit) in scripts["postinst"], unit
 
 
+# The release whose cxgbit-ext.service was RequiredBy rtslib-fb-targetctl
+PREVIOUS_TAG = "v0.2.0"
+
+
+def unit_links(root: Path) -> set[str]:
+    """The links to our units under root's /etc/systemd/system, as
+    "<dir>/<unit>" (what systemctl enable made, or deb-systemd-helper)."""
+    base = root / "etc/systemd/system"
+    return {str(p.relative_to(base)) for p in base.glob("*/cxgbit-ext*.service")}
+
+
+def test_upgrade_replaces_the_previous_releases_unit_links(built: Built, tmp_path: Path) -> None:
+    """python3-cxgbit-ext's maintainer scripts as dpkg runs them, on a
+    scratch root (DPKG_ROOT, which deb-systemd-helper and the scripts
+    honour): installed over a release whose restore unit was RequiredBy
+    LIO's (its unit file from the tag, enabled as a first install enables
+    it), this version's postinst leaves this version's links only, no
+    .requires that would still fail LIO's restore with ours; remove and
+    purge then leave no link and no state."""
+    p = subprocess.run(["git", "-C", str(TOP), "show", f"{PREVIOUS_TAG}:userspace/systemd/cxgbit-ext.service"],
+                       capture_output=True, text=True)  # fmt: skip
+    if p.returncode != 0:
+        pytest.skip(f"no tag {PREVIOUS_TAG} in this clone (git fetch --tags): {p.stderr.strip()}")
+    old_unit = p.stdout
+    assert "RequiredBy=rtslib-fb-targetctl.service" in old_unit, "the tag's unit is not the one this upgrade replaces"
+    deb = built.deb("python3-cxgbit-ext")
+    root = tmp_path / "root"
+    units = root / "lib/systemd/system"
+    units.mkdir(parents=True)
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    for name in ("postinst", "postrm"):
+        (scripts / name).write_text(deb.control(name))
+    # no byte-compiling and no systemd of the host's: only the links
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    for tool in ("py3compile", "pypy3compile", "systemctl", "deb-systemd-invoke"):
+        (shims / tool).write_text("#!/bin/sh\nexit 0\n")
+        (shims / tool).chmod(0o755)
+    env = {
+        "PATH": f"{shims}:/usr/sbin:/usr/bin:/sbin:/bin",
+        "DPKG_ROOT": str(root),
+        "DPKG_MAINTSCRIPT_PACKAGE": "python3-cxgbit-ext",
+        "DPKG_MAINTSCRIPT_NAME": "",
+    }
+
+    def maint(script: str, *args: str) -> None:
+        env["DPKG_MAINTSCRIPT_NAME"] = script
+        r = subprocess.run(["sh", "-e", str(scripts / script), *args], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, f"{script} {' '.join(args)}: exit {r.returncode}\n{r.stdout}{r.stderr}"
+
+    for unit in UNITS:
+        (units / unit).write_text(deb.read(f"/lib/systemd/system/{unit}"))
+    (units / "cxgbit-ext.service").write_text(old_unit)
+    maint("postinst", "configure", "")
+    assert unit_links(root) == {
+        "multi-user.target.wants/cxgbit-ext.service", "rtslib-fb-targetctl.service.requires/cxgbit-ext.service"
+    }, "the previous release's links, as its first install made them"  # fmt: skip
+
+    (units / "cxgbit-ext.service").write_text(deb.read("/lib/systemd/system/cxgbit-ext.service"))
+    maint("postinst", "configure", "0.2.0")
+    assert unit_links(root) == {
+        "multi-user.target.wants/cxgbit-ext.service", "rtslib-fb-targetctl.service.wants/cxgbit-ext.service"
+    }  # fmt: skip
+
+    maint("postrm", "remove")
+    assert not unit_links(root)
+    maint("postrm", "purge")
+    left = [str(q.relative_to(root)) for q in (root / "var/lib/systemd").rglob("*cxgbit-ext*")]
+    assert not left, f"deb-systemd-helper state left after purge: {left}"
+
+
 @pytest.fixture(scope="module")
 def newest_kernel() -> str:
     p = subprocess.run([str(TOP / "scripts/kernels"), "installed"], capture_output=True, text=True)
