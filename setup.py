@@ -4,7 +4,7 @@ from setuptools import setup
 
 setup(
     name="cxgbit-ext",
-    version="0.2.0",
+    version="0.3.0",
     description="iSCSI PDU-offload target framework for the Linux LIO target",
     license="GPL-2.0-only",
     python_requires=">=3.11",

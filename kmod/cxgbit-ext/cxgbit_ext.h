@@ -27,7 +27,7 @@
 #include "adapter.h"
 
 #define CXE_DRV_NAME	"cxgbit_ext"
-#define CXE_VERSION	"0.2.0"
+#define CXE_VERSION	"0.3.0"
 
 struct iscsi_np;
 struct iscsit_conn;
