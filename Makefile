@@ -16,7 +16,7 @@ VMTESTS ?= tests/vm
 VMTIMEOUT ?= 2100
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm perf-deps perf perf-micro deb package-test clean
+.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm perf-deps perf perf-micro deb deb-previous package-test clean
 
 all: modules
 
@@ -110,10 +110,16 @@ perf-micro:
 deb:
 	$(TOP)/scripts/build-deb $(BUILD)/deb
 
-# The packages installed, used and removed in a guest of each kernel, both
-# side by side (tests/vm/test_packages.py: ~16 min each under TCG, the dkms
-# build and depmod most of it; outside make test's 40-minute budget)
-package-test: deb
+# The previous release's packages (the newest tag v<version> before this
+# tree's version), which the package test upgrades from
+deb-previous:
+	$(TOP)/scripts/build-deb-previous $(BUILD)/deb-previous
+
+# The packages installed, used and removed, and upgraded from the previous
+# release with a session live, in a guest of each kernel, both side by side
+# (tests/vm/test_packages.py: ~45 min under TCG, three dkms builds and their
+# depmods most of it; outside make test's 40-minute budget)
+package-test: deb deb-previous
 	@mkdir -p $(BUILD)/results; pids=""; for k in $(KVERS); do \
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout 3600 \
 			--results $(BUILD)/results/packages-$$k -- tests/vm/test_packages.py --every-share \

@@ -8,18 +8,29 @@ target made with the installed commands (targetcli, targetcli-offload
 enable_offload true, cxgbit-ext bind) takes an open-iscsi login made with
 cxe-initiator, fio verifies through it and `cxgbit-ext connections` shows it
 offloaded. Then `apt-get remove`: module, dkms tree, modprobe rule, commands
-and the restore unit's links are gone (a RequiredBy link left to a missing
-unit would stop LIO's own restore at boot); `apt-get purge`: nothing of
+and the restore unit's links are gone (none is left to a unit file that is
+gone); `apt-get purge`: nothing of
 either package is left.
+
+The upgrade (test_upgrade_with_a_session_live): the previous release's
+packages (`make deb-previous`: the newest v<version> tag before this
+version, built by its own scripts) installed and serving an offloaded
+session, this version's installed over them while that session carries
+fio verify: the loaded module stays the previous version, sessions
+live, and the package says which version loads next; the new one loads
+once the module is unloaded; the previous release's unit links are
+replaced by this one's.
 
 Not in make vm-test's batches: it runs only when this file is named on
 pytest's command line (a batch of `tests/vm` skips it), needs build/deb/
-from `make deb` (skipped without), and is slow under TCG: 16 min on 6.12
-(978 s), most of it the dkms build of the module (~20 s of CPU on the
-host; one TCG thread here, kernel headers read over 9p) and the depmod
-dkms runs over the whole module tree after install and after removal.
-On an older kernel the postinst also builds for the newest installed one.
-`make package-test` runs it on every kernel, side by side:
+from `make deb` (and build/deb-previous/ for the upgrade; skipped
+without), and is slow under TCG: each dkms build of the module takes
+10-15 min of the guest's one TCG thread (~20 s of CPU on the host),
+depmod over the whole module tree 1-2 min more, so the install test
+takes ~16 min and the upgrade, two builds, ~30. /boot shows the guest's
+kernel alone, as on a host with one kernel installed (dkms would also
+build for the newest one in /boot). `make package-test` runs both on
+every kernel, side by side:
 
     make package-test
 """
@@ -31,9 +42,12 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,6 +135,23 @@ def debs(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
 
 
 @pytest.fixture
+def previous_debs(debs: list[Path]) -> list[Path]:
+    """The previous release's two .debs (`make deb-previous`), beside this
+    tree's, for the upgrade."""
+    built = sorted((TOP / "build/deb-previous").glob("*.deb"))
+    if [p.name.split("_")[0] for p in built] != sorted(PACKAGES):
+        pytest.skip("no previous release's packages in build/deb-previous: run `make deb-previous` on the host first")
+    for b in built:
+        shutil.copy(b, debs[0].parent / b.name)
+        (debs[0].parent / b.name).chmod(0o644)
+    return [debs[0].parent / b.name for b in built]
+
+
+def deb_version(deb: Path) -> str:
+    return deb.name.split("_")[1]
+
+
+@pytest.fixture
 def offline_apt(kver: str) -> Iterator[None]:
     """apt and dpkg as the guest has them, made usable offline.
 
@@ -135,6 +166,7 @@ def offline_apt(kver: str) -> Iterator[None]:
     10-20 min; tests/host/test_dkms.py builds from linux-source)."""
     for d in ("/var/lib/apt/lists/partial", "/var/cache/apt/archives/partial", "/var/log/apt"):
         Path(d).mkdir(parents=True, exist_ok=True)
+    one_kernel = one_kernel_installed(kver)
     auto = Path("/var/lib/man-db/auto-update")
     had_auto = auto.exists()
     auto.unlink(missing_ok=True)
@@ -148,9 +180,32 @@ def offline_apt(kver: str) -> Iterator[None]:
             shutil.copytree(cache, f"/var/cache/cxgbit-ext/src/{kver}", symlinks=True, dirs_exist_ok=True)
     finally:
         run("umount", str(host))
-    yield
+    with one_kernel:
+        yield
     if had_auto:
         auto.touch()
+
+
+@contextmanager
+def one_kernel_installed(kver: str) -> Iterator[None]:
+    """/boot as a host with only the running kernel installed has it.
+    dkms builds for the running kernel and for the newest one in /boot;
+    the guest's /boot is the host's, with every kernel of kernels.conf,
+    each of which runs this test in a guest of its own."""
+    own = Path("/run/cxe-boot")
+    own.mkdir(exist_ok=True)
+    run("mount", "-t", "tmpfs", "cxe-boot", str(own))
+    try:
+        for f in ("config", "vmlinuz", "System.map"):
+            if Path(f"/boot/{f}-{kver}").exists():
+                shutil.copy2(f"/boot/{f}-{kver}", own)
+        run("mount", "--bind", str(own), "/boot")
+        try:
+            yield
+        finally:
+            run("umount", "/boot")
+    finally:
+        run("umount", str(own))
 
 
 def purge_everything() -> None:
@@ -183,13 +238,26 @@ def test_install_use_remove_purge(debs: list[Path], offline_apt: None, iscsid: N
         purge_everything()
 
 
-def install(debs: list[Path], kver: str, v: str) -> None:
+def install(debs: list[Path], kver: str, v: str, links: bool = True) -> None:
+    """apt-get install of debs (version v) and what it must have done;
+    ``links``: the restore unit's links are this version's."""
+    apt_install(debs, kver, v)
+    check_installed(debs, kver, v)
+    if links:
+        check_unit_links()
+
+
+def apt_install(debs: list[Path], kver: str, v: str) -> subprocess.CompletedProcess[str]:
     p = run("apt-get", "install", "-y", "--no-install-recommends", *map(str, debs),
             check=False, timeout=APT_TIMEOUT)  # fmt: skip
     if p.returncode != 0:
         log = Path(f"/var/lib/dkms/cxgbit-ext/{v}/build/make.log")
         tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no dkms make.log)"
         pytest.fail(f"apt-get install: exit {p.returncode}\n{p.stdout}{p.stderr}\ndkms make.log:\n{tail}")
+    return p
+
+
+def check_installed(debs: list[Path], kver: str, v: str) -> None:
     for pkg in PACKAGES:
         assert status(pkg) == "install ok installed", pkg
     for deb in debs:
@@ -204,15 +272,41 @@ def install(debs: list[Path], kver: str, v: str) -> None:
     imports = "import cxgbit_ext, targetcli_offload, iscsi_initiator as i; print(i.__file__)"
     where = run("/usr/bin/python3", "-c", imports)
     assert where.stdout.startswith("/usr/lib/python3/dist-packages/"), where.stdout
-    # the restore unit enabled (not started: no systemd runs in the guest), daemons not
+
+
+def check_unit_links() -> None:
+    """The restore unit enabled as this version's [Install] says (not
+    started: no systemd runs in the guest), and nothing else: no link a
+    previous version's [Install] made, no daemon."""
     assert {p.parent.name for p in unit_links("cxgbit-ext.service")} == {
-        "multi-user.target.wants", "rtslib-fb-targetctl.service.requires"
+        "multi-user.target.wants", "rtslib-fb-targetctl.service.wants"
     }  # fmt: skip
     assert unit_links() == unit_links("cxgbit-ext.service"), "a daemon unit was enabled"
 
 
 def use_offloaded() -> None:
     """A target from the installed commands, offloaded, logged in, verified."""
+    dev = log_in_offloaded()
+    (res,) = fio.write_verify(dev, size="16M")
+    assert res.read_bytes == 16 << 20, res
+    conn = the_connection()
+    assert conn["counters"]["pdus_rx"] > 0 and conn["offloads"]["ddp"] == "on", conn
+    assert f"{LINK.ini_ip}:" in run("/usr/bin/cxgbit-ext", "connections").stdout
+    log_out_and_unload()
+
+
+def the_connection() -> dict[str, Any]:
+    """The one offloaded connection, as `cxgbit-ext --json connections` shows it."""
+    conns = json.loads(run("/usr/bin/cxgbit-ext", "--json", "connections").stdout)
+    assert len(conns) == 1, conns
+    (c,) = conns
+    assert c["peer"].startswith(f"{LINK.ini_ip}:") and c["adapter"] == "soft0", c
+    return c
+
+
+def log_in_offloaded() -> str:
+    """The module loaded as LIO asks for it, a target from the installed
+    commands on an offloaded portal, logged in with cxe-initiator; its disk."""
     run("modprobe", "iscsi_target_mod")
     # the packaged /lib/modprobe.d rule: LIO's request for cxgbit loads ours
     run("modprobe", "cxgbit")
@@ -232,16 +326,10 @@ def use_offloaded() -> None:
     assert any(p["target"] == IQN and p.get("offloaded") for p in portals), portals
 
     run("/usr/bin/cxe-initiator", "login", "--portal", f"{LINK.tgt_ip}:3260", timeout=180)
-    dev = lun_disk(IQN, LINK.tgt_ip, 0)
-    (res,) = fio.write_verify(dev, size="16M")
-    assert res.read_bytes == 16 << 20, res
-    conns = json.loads(run("/usr/bin/cxgbit-ext", "--json", "connections").stdout)
-    assert len(conns) == 1, conns
-    (c,) = conns
-    assert c["peer"].startswith(f"{LINK.ini_ip}:") and c["adapter"] == "soft0", c
-    assert c["counters"]["pdus_rx"] > 0 and c["offloads"]["ddp"] == "on", c
-    assert f"{LINK.ini_ip}:" in run("/usr/bin/cxgbit-ext", "connections").stdout
+    return lun_disk(IQN, LINK.tgt_ip, 0)
 
+
+def log_out_and_unload() -> None:
     run("/usr/bin/cxe-initiator", "logout")
     run("targetcli", "clearconfig", "confirm=True", netns=True, timeout=180)
     wait_for("the offloaded connection ends", lambda: not connection_lines(), 30)
@@ -277,3 +365,83 @@ def purge(debs: list[Path], v: str) -> None:
     for deb in debs:
         remaining = [f for f in deb_files(deb) if os.path.lexists(f)]
         assert not remaining, f"{deb.name}: left after purge: {remaining}"
+
+
+def test_upgrade_with_a_session_live(
+    debs: list[Path], previous_debs: list[Path], offline_apt: None, iscsid: None, kver: str
+) -> None:
+    """The previous release installed and serving an offloaded session;
+    this one installed over it while that session reads and writes. The
+    module is never unloaded under its sessions: the session carries I/O
+    through the upgrade, the loaded module stays the previous version, and
+    the package says which version loads next. Once the target is torn
+    down and the module unloaded, modprobe loads the new one, which then
+    carries a session. The previous release's unit links are replaced by
+    this one's."""
+    old, new = deb_version(previous_debs[0]), code_version()
+    assert old != new, f"the previous release is this version ({new})"
+    assert not module_files(kver) and not any(status(p) for p in PACKAGES), "installed before the test"
+    try:
+        install(previous_debs, kver, old, links=False)
+        dev = log_in_offloaded()
+        before = the_connection()
+        io = BackgroundVerify(dev)
+        with io:
+            p = apt_install(debs, kver, new)
+        assert io.rounds >= 2, f"no I/O went through the session during the upgrade ({io.rounds} rounds)"
+        assert f"cxgbit_ext {old} stays loaded" in p.stdout + p.stderr, p.stdout + p.stderr
+        assert Path("/sys/module/cxgbit_ext/version").read_text().strip() == old
+        assert run("modinfo", "-F", "version", "cxgbit_ext").stdout.strip() == new
+        after = the_connection()
+        assert after["peer"] == before["peer"], "the session was not the same one after the upgrade"
+        assert after["counters"]["pdus_rx"] > before["counters"]["pdus_rx"], (before, after)
+        check_installed(debs, kver, new)
+        check_unit_links()
+        assert f"cxgbit-ext/{old}" not in run("dkms", "status", "cxgbit-ext").stdout
+        log_out_and_unload()
+
+        use_offloaded_version(new)
+        remove(debs, kver, new)
+        purge(debs, new)
+    finally:
+        purge_everything()
+
+
+class BackgroundVerify:
+    """fio write-and-verify rounds of 1 MiB on dev, one every 15 s (the
+    upgrade's dkms build shares the guest's one TCG thread), in a thread
+    while the block runs; any verify error fails the test when it ends."""
+
+    def __init__(self, dev: str) -> None:
+        self.dev, self.rounds = dev, 0
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self) -> None:
+        try:
+            while not self.stop.wait(15):
+                fio.write_verify(self.dev, size="1M", iodepth=4)
+                self.rounds += 1
+        except Exception as e:  # reported when the block ends
+            self.error = e
+
+    def __enter__(self) -> BackgroundVerify:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(600)
+        if self.error is not None:
+            raise AssertionError(f"I/O through the session failed during the upgrade: {self.error}")
+
+
+def use_offloaded_version(v: str) -> None:
+    """use_offloaded(), checking that modprobe loaded version v."""
+    dev = log_in_offloaded()
+    assert Path("/sys/module/cxgbit_ext/version").read_text().strip() == v
+    (res,) = fio.write_verify(dev, size="16M")
+    assert res.read_bytes == 16 << 20, res
+    assert the_connection()["offloads"]["ddp"] == "on"
+    log_out_and_unload()
