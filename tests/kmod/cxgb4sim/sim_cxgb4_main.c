@@ -256,7 +256,7 @@ static int c4sim_ports_init(struct c4sim_adapter *a)
 {
 	struct net_device *dev, *peer;
 	struct port_info *pi;
-	unsigned int i;
+	u8 i;	/* nports is 1-4: the names fit IFNAMSIZ */
 	int ret;
 
 	for (i = 0; i < a->nports; i++) {
