@@ -284,9 +284,12 @@ def check_unit_links() -> None:
     assert unit_links() == unit_links("cxgbit-ext.service"), "a daemon unit was enabled"
 
 
-def use_offloaded() -> None:
-    """A target from the installed commands, offloaded, logged in, verified."""
+def use_offloaded(version: str | None = None) -> None:
+    """A target from the installed commands, offloaded, logged in, verified;
+    the module modprobe loaded of ``version``, when given."""
     dev = log_in_offloaded()
+    if version is not None:
+        assert Path("/sys/module/cxgbit_ext/version").read_text().strip() == version
     (res,) = fio.write_verify(dev, size="16M")
     assert res.read_bytes == 16 << 20, res
     conn = the_connection()
@@ -400,7 +403,7 @@ def test_upgrade_with_a_session_live(
         assert f"cxgbit-ext/{old}" not in run("dkms", "status", "cxgbit-ext").stdout
         log_out_and_unload()
 
-        use_offloaded_version(new)
+        use_offloaded(new)
         remove(debs, kver, new)
         purge(debs, new)
     finally:
@@ -435,13 +438,3 @@ class BackgroundVerify:
         self.thread.join(600)
         if self.error is not None:
             raise AssertionError(f"I/O through the session failed during the upgrade: {self.error}")
-
-
-def use_offloaded_version(v: str) -> None:
-    """use_offloaded(), checking that modprobe loaded version v."""
-    dev = log_in_offloaded()
-    assert Path("/sys/module/cxgbit_ext/version").read_text().strip() == v
-    (res,) = fio.write_verify(dev, size="16M")
-    assert res.read_bytes == 16 << 20, res
-    assert the_connection()["offloads"]["ddp"] == "on"
-    log_out_and_unload()

@@ -488,7 +488,6 @@ class Control:
     def cxgb4_counters(self) -> dict[str, dict[str, int]]:
         """The cxgb4 backend's adapters' counters, by adapter (they are not
         under adapters/); empty for a module built without that backend."""
-        self._need_loaded()
         try:
             text = self._read("cxgb4_counters")
         except FileNotFoundError:
