@@ -15,7 +15,7 @@
  * order and says which connection messages the chip sends; ulp_rx.c
  * turns the socket's bytes into the chip's iSCSI messages within the
  * receive window of the accept reply, which CPL_RX_DATA_ACK reopens
- * (unless the reply turned receive flow control off: c4sim_rx_charge);
+ * (unless the reply turned receive flow control off: c4sim_rx_window);
  * ulp_tx.c turns the work requests, split as cxgb4's SGE splits them
  * (sim_chip.c), into the bytes the socket sends; ppod.c is the adapter's
  * page pod memory, which FW_ULPTX_WRs write and Data-Outs are placed
@@ -65,7 +65,6 @@ struct c4sim_conn {
 	struct sk_buff_head	txq;
 	unsigned int		queue;		/* the ULD's, from the accept reply */
 	u8			mss_idx;	/* the accept reply's */
-	u32			rcv_win;	/* bytes it may still receive */
 	u32			rcv_max;	/* the window, from the accept reply */
 	u64			rx_owed;	/* charged, not yet given back */
 	bool			rx_fc_off;	/* opt2 RX_FC_DISABLE */
@@ -202,19 +201,19 @@ static void c4sim_kill(struct c4sim_conn *c, const char *why, long err)
 /* ---- receive ------------------------------------------------------------- */
 
 /*
- * c->lock held: what a message or the bytes read take of the window. With
- * RX_FC_DISABLE in the accept reply (mainline and ours set it on a T6) the
- * chip does not close the window by them: mainline's T6 code gives the
- * window back only once a whole window's worth of PDUs has completed,
- * which on a closed window ends with a PDU cut at its edge and never
- * completed. The credits are still counted, so that a ULD returning more
- * than it was given is seen.
+ * c->lock held: the bytes it may still receive, the accept reply's window
+ * less what was charged and not given back. With RX_FC_DISABLE in the
+ * reply (mainline and ours set it on a T6) the chip does not close the
+ * window by them: mainline's T6 code gives the window back only once a
+ * whole window's worth of PDUs has completed, which on a closed window
+ * ends with a PDU cut at its edge and never completed. What is owed is
+ * still counted, so that a ULD returning more than it was given is seen.
  */
-static void c4sim_rx_charge(struct c4sim_conn *c, u32 charge)
+static u32 c4sim_rx_window(const struct c4sim_conn *c)
 {
-	c->rx_owed += charge;
-	if (!c->rx_fc_off)
-		c->rcv_win -= min(charge, c->rcv_win);
+	if (c->rx_fc_off)
+		return c->rcv_max;
+	return c->rcv_max - min_t(u64, c->rx_owed, c->rcv_max);
 }
 
 static int c4sim_rx_deliver(void *ctx, const u8 *msg, u32 len)
@@ -227,7 +226,7 @@ static int c4sim_rx_deliver(void *ctx, const u8 *msg, u32 len)
 		return -ESHUTDOWN;
 	if (charge) {
 		spin_lock_bh(&c->lock);
-		c4sim_rx_charge(c, charge);
+		c->rx_owed += charge;
 		spin_unlock_bh(&c->lock);
 	}
 	c4sim_deliver_any(c->queue, msg, len);
@@ -320,7 +319,7 @@ static void c4sim_rx(struct c4sim_conn *c)
 	for (;;) {
 		spin_lock_bh(&c->lock);
 		go = c->rx_on && !c->released && !c->mc.peer_reset && !c->mc.abort_in;
-		win = c->rcv_win;
+		win = c4sim_rx_window(c);
 		spin_unlock_bh(&c->lock);
 		if (!go)
 			return;
@@ -343,7 +342,7 @@ static void c4sim_rx(struct c4sim_conn *c)
 		if (ret > 0) {
 			spin_lock_bh(&c->lock);
 			if (c4sim->t5)
-				c4sim_rx_charge(c, ret);
+				c->rx_owed += ret;
 			spin_unlock_bh(&c->lock);
 			c4sim_count(C4SIM_RX_BYTES, ret);
 			ret = cxe_model_rx_feed(&c->rx, c->rbuf, ret, &c4sim_rx_ops, c);
@@ -711,11 +710,8 @@ static void c4sim_rx_data_ack(struct c4sim_conn *c, const u8 *p, u32 len)
 	} else if (ra.credits > c->rx_owed) {
 		why = "CPL_RX_DATA_ACK returns more than was received";
 		c->rx_owed = 0;
-		c->rcv_win = c->rcv_max;
 	} else {
 		c->rx_owed -= ra.credits;
-		if (!c->rx_fc_off)
-			c->rcv_win = min(c->rcv_win + ra.credits, c->rcv_max);
 	}
 	spin_unlock_bh(&c->lock);
 	if (why)
@@ -994,7 +990,6 @@ void c4sim_conn_accepted(struct c4sim_conn *c, unsigned int queue, unsigned int 
 		c->queue = queue;
 		c->mss_idx = mss_idx;
 		c->rcv_max = rcv_win;
-		c->rcv_win = rcv_win;
 		c->rx_fc_off = rx_fc_off;
 	}
 	spin_unlock(&c->lock);
