@@ -32,8 +32,12 @@ TOP = Path(__file__).resolve().parents[2]
 SELF_LOCKING = {"sock_sendmsg", "kernel_sendmsg", "kernel_sendpage", "tcp_sendmsg", "tcp_sendpage"}
 
 
-def exported(kver: str) -> set[str]:
-    symvers = Path(f"/lib/modules/{kver}/build/Module.symvers")
+def exported(ko: Path) -> set[str]:
+    """What the kernel the module was built against exports: an installed
+    Debian kernel's, or the debug kernel's the build names (debug-kernel)."""
+    debug = ko.parent / "debug-kernel"
+    kdir = Path(debug.read_text().strip()) / "build" if debug.exists() else Path(f"/lib/modules/{ko.parent.name}/build")
+    symvers = kdir / "Module.symvers"
     return {ln.split("\t")[1] for ln in symvers.read_text().splitlines() if ln.count("\t") >= 2}
 
 
@@ -53,7 +57,7 @@ def test_data_in_pages_go_to_tcp_without_a_copy() -> None:
     for ko in built():
         kver = ko.parent.name
         imports = imported(ko)
-        if "tcp_sendpage_locked" in exported(kver):
+        if "tcp_sendpage_locked" in exported(ko):
             assert "tcp_sendpage_locked" in imports, f"{kver}: pages are not sent with tcp_sendpage_locked"
             assert "sock_sendmsg" not in imports, f"{kver}: sock_sendmsg would copy the pages on this kernel"
         else:
@@ -64,7 +68,7 @@ def test_a_pdu_goes_to_tcp_under_one_socket_lock() -> None:
     for ko in built():
         kver = ko.parent.name
         imports = imported(ko)
-        if "tcp_sendpage_locked" in exported(kver):
+        if "tcp_sendpage_locked" in exported(ko):
             need = {"lock_sock_nested", "release_sock", "tcp_sendmsg_locked", "tcp_sendpage_locked"}
             assert need <= imports, f"{kver}: not sent under the adapter's own lock: {sorted(need - imports)}"
             per_piece = imports & SELF_LOCKING
@@ -81,7 +85,7 @@ def test_the_cxgb4_backend_is_built_in_where_the_kernel_has_cxgb4() -> None:
     it imports the registration and modprobe loads cxgb4 before it."""
     for ko in built():
         kver = ko.parent.name
-        if "cxgb4_register_uld" not in exported(kver):
+        if "cxgb4_register_uld" not in exported(ko):
             continue
         uld = {"cxgb4_register_uld", "cxgb4_unregister_uld"}
         assert uld <= imported(ko), f"{kver}: the cxgb4 backend is not in the module"
