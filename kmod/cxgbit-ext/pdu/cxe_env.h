@@ -12,6 +12,7 @@
 #define CXE_ENV_H
 
 #ifdef __KERNEL__
+#include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/string.h>
 #include <linux/errno.h>
