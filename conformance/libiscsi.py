@@ -18,10 +18,16 @@ from xml.sax.saxutils import escape
 def run(url: str, initiator: str, timeout: float = 1200, test: str = "ALL") -> dict[str, str]:
     """Run iscsi-test-cu -t test (ALL, or ALL.SUITE.TEST) on url; {SUITE.TEST: passed|failed}."""
     with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run(
-            ["iscsi-test-cu", "-x", "-d", "-t", test, "-i", initiator, "-I", initiator + "-2", url],
-            cwd=tmp, capture_output=True, text=True, timeout=timeout,
-        )  # fmt: skip
+        try:
+            p = subprocess.run(
+                ["iscsi-test-cu", "-x", "-d", "-t", test, "-i", initiator, "-I", initiator + "-2", url],
+                cwd=tmp, capture_output=True, text=True, timeout=timeout,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            tail = "\n".join(out.splitlines()[-15:])
+            raise RuntimeError(f"iscsi-test-cu -t {test} on {url} did not end in {timeout:.0f} s; "
+                               f"its output ended with:\n{tail}") from e  # fmt: skip
         xmls = sorted(Path(tmp).glob("*Results.xml"))
         if not xmls:
             raise RuntimeError(f"iscsi-test-cu wrote no results (exit {p.returncode}): {p.stderr[-2000:]}")

@@ -278,15 +278,6 @@ struct cxe_backend {
 	 * the stock portal has not answered yet. Optional.
 	 */
 	void (*reset_handed_back)(const char *target);
-	/*
-	 * A SYN for the offloaded portal cnp came in on dev, for this host:
-	 * the listening socket of one of the backend's devices that takes
-	 * it (with a reference), or NULL. For devices whose TCP is the
-	 * host's own (modelled adapters); the portal's backend steers the
-	 * SYN there. Softirq, rcu_read_lock held. Optional.
-	 */
-	struct sock *(*steer)(const struct cxe_np *cnp,
-			      const struct net_device *dev);
 };
 
 #endif /* CXE_ADAPTER_H */

@@ -113,23 +113,6 @@ void cxe_backends_unlisten(struct cxe_np *cnp)
 			cxe_backends[i]->ops->unlisten(cnp);
 }
 
-/* The device that takes a SYN for the portal on dev, if one does */
-struct sock *cxe_backends_steer(const struct cxe_np *cnp,
-				const struct net_device *dev)
-{
-	struct sock *sk;
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
-		if (!cxe_backends[i] || !cxe_backends[i]->steer)
-			continue;
-		sk = cxe_backends[i]->steer(cnp, dev);
-		if (sk)
-			return sk;
-	}
-	return NULL;
-}
-
 static int cxe_sock_set_transparent(struct socket *sock, int on)
 {
 	bool v6 = sock->sk->sk_family == AF_INET6;

@@ -21,9 +21,6 @@
  *   connections  offloaded connections, one per line: peer, local, adapter,
  *                digests, offloads, counters (a binary attribute: not
  *                limited to a page, 1024 connections take ~200 KiB)
- *   cxgb4_models with the cxgb4 backend: modelled Chelsio adapters, one
- *                per line; write "add NAME chip=t5|t6 netdev=IF ..." or
- *                "del NAME" (adapters/cxgb4/modeldev.c)
  *   cxgb4_counters  with the cxgb4 backend: each of its adapters that has
  *                carried connections, its counters as "adapter name
  *                value" lines (a binary attribute, as connections)
@@ -135,20 +132,6 @@ static ssize_t cxe_root_login_holds_store(struct config_item *item,
 CONFIGFS_ATTR(cxe_root_, login_holds);
 
 #ifdef CXE_HAVE_CXGB4
-/* modelled Chelsio adapters under the cxgb4 backend (adapters/cxgb4/modeldev.c) */
-static ssize_t cxe_root_cxgb4_models_show(struct config_item *item, char *page)
-{
-	return cxe_c4model_show(page);
-}
-
-static ssize_t cxe_root_cxgb4_models_store(struct config_item *item,
-					   const char *page, size_t count)
-{
-	return cxe_c4model_store(page, count);
-}
-
-CONFIGFS_ATTR(cxe_root_, cxgb4_models);
-
 /* the cxgb4 backend's adapters' counters (adapters/cxgb4/dev.c) */
 static ssize_t cxe_root_cxgb4_counters_read(struct config_item *item,
 					    void *buf, size_t size)
@@ -167,9 +150,6 @@ static struct configfs_attribute *cxe_root_attrs[] = {
 	&cxe_root_attr_portal_state,
 	&cxe_root_attr_backends,
 	&cxe_root_attr_login_holds,
-#ifdef CXE_HAVE_CXGB4
-	&cxe_root_attr_cxgb4_models,
-#endif
 	NULL,
 };
 
@@ -432,10 +412,6 @@ static int cxe_netdev_event(struct notifier_block *nb, unsigned long event,
 
 	if (event != NETDEV_CHANGENAME && event != NETDEV_UNREGISTER)
 		return NOTIFY_DONE;
-#ifdef CXE_HAVE_CXGB4
-	if (event == NETDEV_UNREGISTER)
-		cxe_c4model_netdev_gone(dev);
-#endif
 	spin_lock_bh(&cxe_adapters_lock);
 	list_for_each_entry(a, &cxe_adapters, node) {
 		if (!cxe_adapter_bound_to(a, dev_net(dev), dev->ifindex))

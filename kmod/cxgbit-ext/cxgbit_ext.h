@@ -52,8 +52,8 @@ enum cxe_stat {
 	CXE_STAT_RX_WAITS,	/* times RX found nothing queued and slept */
 	CXE_STAT_HANDED_BACK,	/* logins given to the stock listener */
 	CXE_STAT_LOGINS_HELD,	/* refusals answered here: the target was held */
-	CXE_STAT_MODEL_CPLS,	/* messages a Chelsio chip (or model) handed up */
-	CXE_STAT_MODEL_WRS,	/* work requests sent to a chip (or model) */
+	CXE_STAT_MODEL_CPLS,	/* messages a Chelsio chip handed up */
+	CXE_STAT_MODEL_WRS,	/* work requests sent to a chip */
 	CXE_STAT_RANGE_BYTES,	/* placed bytes a later Data-Out completed */
 	CXE_STAT_TX_INLINE,	/* responses sent by the thread that completed them */
 	CXE_STAT_DCACHE_HITS,	/* data buffers lent from the connection's cache */
@@ -235,8 +235,6 @@ void cxe_backends_reset_handed_back(const char *target);
 void cxe_backends_listen(struct cxe_np *cnp);
 int cxe_backends_accepting(const struct cxe_backend **out, int n);
 void cxe_backends_unlisten(struct cxe_np *cnp);
-struct sock *cxe_backends_steer(const struct cxe_np *cnp,
-				const struct net_device *dev);
 int cxe_steered_listener(struct socket *sock);
 void cxe_steered_child(struct socket *sock);
 

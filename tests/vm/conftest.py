@@ -46,8 +46,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="test_pdu_fuzz.py's seed: make test uses a fixed one, make fuzz-vm a new one each run",
     )  # fmt: skip
     parser.addoption(
-        "--cxgb4-model", choices=("t5", "t6"), default=None,
-        help="test_conformance.py, test_pdu_fuzz.py, test_pdu_suite.py: the offloaded side through a cxgb4 model",
+        "--cxgb4-sim", choices=("t5", "t6"), default=None,
+        help="test_conformance.py, test_pdu_fuzz.py, test_pdu_suite.py: the offloaded side through the cxgb4 "
+        "backend on the stand-in (tests/kmod/cxgb4sim) presenting that chip",
+    )  # fmt: skip
+    parser.addoption(
+        "--libiscsi-tests", default=None,
+        help="test_conformance.py: iscsi-test-cu's -t pattern (ALL.SUITE*), not this kernel's share",
+    )  # fmt: skip
+    parser.addoption(
+        "--libiscsi-timeout", type=float, default=1200,
+        help="test_conformance.py: seconds one iscsi-test-cu run may take before it fails, naming where it was",
     )  # fmt: skip
     parser.addoption(
         "--fuzz-semantic", action="store_true",
@@ -79,7 +88,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
         return
     for item in items:
-        if not config.getoption("--lio-fuzz") and item.path.name == "test_pdu_fuzz.py" and "[stock]" in item.name:
+        params = getattr(item, "callspec", None)
+        path = params.params.get("path") if params else None
+        if not config.getoption("--lio-fuzz") and item.path.name == "test_pdu_fuzz.py" and path == "stock":
             item.add_marker(pytest.mark.skip(reason=LIO_FUZZ_SKIP))
         elif (dealt := item.get_closest_marker("dealt")) is not None:
             share = dealt.kwargs.get("share")
@@ -214,9 +225,16 @@ CFS = Path("/sys/kernel/config/cxgbit_ext")
 
 
 @contextmanager
-def offloaded_target(ko: Path, topo_: Topology, before: Callable[[], None] | None = None) -> Iterator[None]:
-    """LIO + cxgbit_ext with soft0 serving tgt0 only, and the target of topo_
-    (made after ``before``, when given, has run).
+def offloaded_target(
+    ko: Path,
+    topo_: Topology,
+    before: Callable[[], None] | None = None,
+    params: tuple[str, ...] = (),
+    provided: tuple[str, ...] = (),
+) -> Iterator[None]:
+    """LIO + cxgbit_ext (loaded with params, and its dependencies but those
+    provided by a stand-in) with soft0 serving tgt0 only, and the target of
+    topo_ (made after ``before``, when given, has run).
 
     The target is created from the target host (netns tgt); a portal on
     0.0.0.0 is then reached offloaded over tgt0 and stock over tgt1.
@@ -226,7 +244,8 @@ def offloaded_target(ko: Path, topo_: Topology, before: Callable[[], None] | Non
     from testbed import topo
 
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    assert insmod(ko).returncode == 0
+    p = insmod(ko, *params, provided=provided)
+    assert p.returncode == 0, f"insmod {ko}: {p.stderr}"
     created = False
     try:
         (CFS / "adapters/soft0/netdev").write_text(topo.LINKS[0].tgt_dev)

@@ -41,35 +41,14 @@ import pytest
 from iscsi_initiator import iscsiadm
 from testbed import fio
 
-from .conftest import CFS, TOP, dmesg_since, kmsg_mark, lio_clear, lun_disk
+from . import c4sim
+from .c4sim import chip_errors, rmmod, sh, stats, trace
+from .conftest import CFS, cxgb4_adapter, dmesg_since, kmsg_mark, lio_clear, lun_disk
 
-SIM_IP, PEER_IP, PEER_NS, PORT = "198.18.40.1", "198.18.40.2", "c4ini", 3260
-VRF, VRF_TABLE, IFACE = "c4vrf", "40", "c4peer"
+SIM_IP, PEER_IP, PEER_NS, PORT = c4sim.LINK.tgt_ip, c4sim.LINK.ini_ip, "c4ini", 3260
+IFACE = "c4peer"
 IQN = "iqn.2026-11.org.cxgbit-ext:c4sim"
-TRACE = Path("/sys/kernel/debug/cxgb4sim/trace")
-ERRORS = Path("/sys/kernel/debug/cxgb4sim/errors")
-STATS = Path("/sys/kernel/debug/cxgb4sim/stats")
-FL_PAGES = Path("/sys/kernel/debug/cxgb4sim/fl_pages")
 TARGET = Path("/sys/kernel/config/target/iscsi")
-
-
-def sh(*cmd: str) -> str:
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    assert p.returncode == 0, f"{' '.join(cmd)}: {p.stderr or p.stdout}"
-    return p.stdout
-
-
-def loaded(mod: str) -> bool:
-    return Path(f"/sys/module/{mod}").exists()
-
-
-def rmmod(mod: str) -> None:
-    if loaded(mod):
-        sh("rmmod", mod)
-
-
-def trace() -> list[str]:
-    return TRACE.read_text().splitlines()
 
 
 @pytest.fixture
@@ -77,22 +56,8 @@ def stand_in(request: pytest.FixtureRequest, kver: str, lio: None) -> Iterator[N
     """cxgb4sim and libcxgb loaded (cxgb4 not), c4sim0 up at SIM_IP in this
     namespace (mainline cxgbit finds its ports in the initial one); a T6,
     or the chip a test's parameter names."""
-    for mod in ("cxgbit_ext", "cxgbit", "libcxgb", "cxgb4"):
-        rmmod(mod)
-    ko = TOP / "build" / kver / "cxgb4sim/cxgb4sim.ko"
-    assert ko.exists(), f"{ko} missing: make modules"
-    sh("modprobe", "libcrc32c")  # the chip model's digests
-    sh("insmod", str(ko), f"chip={getattr(request, 'param', 't6')}")
-    try:
-        # libcxgb imports nothing of cxgb4; cxgbit and ours import both
-        sh("modprobe", "libcxgb")
-        assert not loaded("cxgb4")
-        sh("ip", "link", "set", "c4sim0", "up")
-        sh("ip", "addr", "add", f"{SIM_IP}/24", "dev", "c4sim0")
+    with c4sim.stand_in(kver, getattr(request, "param", "t6")):
         yield
-    finally:
-        for mod in ("cxgbit_ext", "cxgbit", "libcxgb", "cxgb4sim"):
-            rmmod(mod)
 
 
 @pytest.fixture
@@ -112,43 +77,25 @@ def peer_ns(stand_in: None) -> Iterator[None]:
 @pytest.fixture
 def peer_vrf(stand_in: None) -> Iterator[None]:
     """The wire's other end, c4peer0, at PEER_IP in VRF c4vrf of this
-    namespace, with open-iscsi's iface c4peer bound to it. open-iscsi's
-    kernel initiator and mainline cxgbit's ports both live in the initial
-    namespace only; a socket bound into the VRF reaches SIM_IP over the
-    wire once the local table's rule comes after the VRF's (else SIM_IP is
-    local to it)."""
-    sh("modprobe", "vrf")
-    sh("ip", "link", "add", VRF, "type", "vrf", "table", VRF_TABLE)
-    try:
-        sh("ip", "rule", "add", "pref", "32765", "table", "local")
-        sh("ip", "rule", "del", "pref", "0", "table", "local")
-        sh("ip", "link", "set", VRF, "up")
-        sh("ip", "link", "set", "c4peer0", "master", VRF, "up")
-        sh("ip", "addr", "add", f"{PEER_IP}/24", "dev", "c4peer0")
-        route = sh("ip", "-o", "route", "get", SIM_IP, "vrf", VRF)
-        assert route.startswith(f"{SIM_IP} dev c4peer0"), f"not over the wire: {route}"
-        sh("ping", "-c1", "-W5", "-I", VRF, SIM_IP)
+    namespace (c4sim.peer_vrf), with open-iscsi's iface c4peer bound to it:
+    open-iscsi's kernel initiator and mainline cxgbit's ports both live in
+    the initial namespace only."""
+    with c4sim.peer_vrf():
         iscsiadm.iface_bind(IFACE, "c4peer0")
-        yield
-    finally:
-        iscsiadm.logout()
-        iscsiadm.delete_nodes()
-        iscsiadm.iface_delete(IFACE)
-        subprocess.run(["ip", "link", "del", VRF], capture_output=True)
-        subprocess.run(["ip", "rule", "add", "pref", "0", "table", "local"], capture_output=True)
-        subprocess.run(["ip", "rule", "del", "pref", "32765", "table", "local"], capture_output=True)
-
-
-def intree_cxgbit(kver: str) -> Path:
-    (ko,) = Path(f"/lib/modules/{kver}/kernel/drivers/target/iscsi/cxgbit").glob("cxgbit.ko*")
-    return ko
+        try:
+            yield
+        finally:
+            iscsiadm.logout()
+            iscsiadm.delete_nodes()
+            iscsiadm.iface_delete(IFACE)
 
 
 @contextmanager
-def portal() -> Iterator[Path]:
-    """A target with a portal on SIM_IP:PORT (its np directory), removed after."""
+def portal(addr: str = f"{SIM_IP}:{PORT}") -> Iterator[Path]:
+    """A target with a portal on addr (its np directory), removed after;
+    made in the calling thread's network namespace, as LIO makes it."""
     tpg = TARGET / IQN / "tpgt_1"
-    np = tpg / "np" / f"{SIM_IP}:{PORT}"
+    np = tpg / "np" / addr
     np.mkdir(parents=True)
     try:
         yield np
@@ -156,6 +103,11 @@ def portal() -> Iterator[Path]:
         np.rmdir()
         tpg.rmdir()
         (TARGET / IQN).rmdir()
+
+
+def c4sim_adapter() -> dict[str, str]:
+    """The cxgb4 backend's words on the stand-in's adapter (backends file)."""
+    return cxgb4_adapter(c4sim.ADAPTER)
 
 
 def numbered(lines: list[str], prefix: str) -> list[str]:
@@ -191,7 +143,7 @@ MAINLINE_LISTEN = [
 def test_mainline_cxgbit_attaches_and_listens(stand_in: None, kver: str) -> None:
     mark = kmsg_mark("cxgbit on cxgb4sim")
     sh("modprobe", "iscsi_target_mod")
-    sh("insmod", str(intree_cxgbit(kver)))
+    sh("insmod", str(c4sim.intree_cxgbit(kver)))
     try:
         assert "uld add cxgbit: state UP" in trace(), trace()
         log = dmesg_since(mark)
@@ -259,7 +211,7 @@ def normalized(line: str) -> str:
 
 def test_a_syn_is_answered_as_mainline_answers_it(peer_ns: None, kver: str, module_ko: Path) -> None:
     sh("modprobe", "iscsi_target_mod")
-    sh("insmod", str(intree_cxgbit(kver)))
+    sh("insmod", str(c4sim.intree_cxgbit(kver)))
     try:
         mainline = syn_trace()
     finally:
@@ -275,15 +227,6 @@ def test_a_syn_is_answered_as_mainline_answers_it(peer_ns: None, kver: str, modu
     finally:
         rmmod("cxgbit_ext")
     assert ours == mainline, "ours:\n" + "\n".join(ours) + "\nmainline:\n" + "\n".join(mainline)
-
-
-def stats() -> dict[str, int]:
-    return {k: int(v) for k, v in (ln.split() for ln in STATS.read_text().splitlines())}
-
-
-def chip_errors() -> list[str]:
-    count, *lines = ERRORS.read_text().splitlines()
-    return [f"{count} errors", *lines] if int(count) else []
 
 
 # The target's side of a session: both digests; its writes either every
@@ -325,7 +268,7 @@ def session_fio_verify(session: str) -> dict[str, int]:
         (res,) = fio.write_verify(lun_disk(IQN, SIM_IP, 0), size="16M", bs="64k")
         assert res.write_bytes == 16 * 1024 * 1024
     except Exception as e:
-        e.add_note(f"the chip's errors:\n{ERRORS.read_text()}\nwhat it carried: {stats()}")
+        e.add_note(f"the chip's errors:\n{c4sim.ERRORS.read_text()}\nwhat it carried: {stats()}")
         e.add_note("the trace's end:\n" + "\n".join(trace()[-60:]))
         raise
     finally:
@@ -340,7 +283,7 @@ def assert_carried(uld: str, session: str, moved: dict[str, int]) -> None:
     """The chip carried the discovery and the session's every byte: R2T
     write data placed through page pods, reads cut by ISO, credits returned."""
     assert not chip_errors(), f"{uld}: the stand-in refused:\n" + "\n".join(chip_errors())
-    assert moved["established"] == 2, (uld, moved)
+    assert moved["established"] == 2 and moved["rx_refused"] == 0, (uld, moved)
     assert moved["rx_bytes"] >= 16 * 1024 * 1024 and moved["tx_bytes"] >= 16 * 1024 * 1024, (uld, moved)
     if session == "r2t":
         assert moved["rx_placed"] >= 16 * 1024 * 1024 // 2 and moved["pod_writes"] > 0, (uld, moved)
@@ -353,12 +296,12 @@ def test_mainline_carries_open_iscsi_and_fio_verify(stand_in: None, peer_vrf: No
     """The oracle: Debian's cxgbit.ko on the stand-in carries open-iscsi's
     discovery and a session with digests, fio verifying its writes."""
     sh("modprobe", "iscsi_target_mod")
-    sh("insmod", str(intree_cxgbit(kver)))
+    sh("insmod", str(c4sim.intree_cxgbit(kver)))
     try:
         assert_carried("mainline cxgbit", session, session_fio_verify(session))
     finally:
         rmmod("cxgbit")
-    assert FL_PAGES.read_text().strip() == "0", "free-list pages mainline cxgbit kept after unloading"
+    assert c4sim.FL_PAGES.read_text().strip() == "0", "free-list pages mainline cxgbit kept after unloading"
 
 
 @pytest.mark.parametrize("session", list(SESSIONS))
@@ -374,4 +317,4 @@ def test_ours_carries_it_through_the_shipped_glue(
     finally:
         rmmod("cxgbit_ext")
     # cxgb4 gives a ULD every free-list page of a message but the last
-    assert FL_PAGES.read_text().strip() == "0", "free-list pages cxgbit_ext kept after unloading"
+    assert c4sim.FL_PAGES.read_text().strip() == "0", "free-list pages cxgbit_ext kept after unloading"

@@ -59,21 +59,23 @@ from iscsi_initiator.fuzz import FATAL, Fuzzed, Limits, PduFuzzer, is_write
 from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, nop_out
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params
 
+from . import c4sim
 from . import test_pdu_suite as suite
-from .conftest import CFS, PDU_INITIATOR, PDU_IQN, soft0_counters
+from .conftest import PDU_INITIATOR, PDU_IQN, soft0_counters
 
 background_fio = suite.background_fio
 
 
-@pytest.fixture(scope="module")
-def dual_target(iscsid: None, module_ko: Path, request: pytest.FixtureRequest) -> Iterator[None]:
-    """The PDU suite's target (and module load), of this module's own; with
-    --cxgb4-model, the offloaded path through the cxgb4 backend on a
-    modelled adapter of tgt0 (made before the portal, which opens its
-    server)."""
-    c4 = request.config.getoption("--cxgb4-model")
-    add = f"add m0 chip={c4} netdev={suite.OFF.tgt_dev}\n"
-    with suite.pdu_target(module_ko, (lambda: (CFS / "cxgb4_models").write_text(add)) if c4 else None):
+@pytest.fixture(scope="module", params=["soft0", "cxgb4sim"])
+def dual_target(iscsid: None, module_ko: Path, kver: str, request: pytest.FixtureRequest) -> Iterator[None]:
+    """The PDU suite's target (and module load), of this module's own: its
+    offloaded path through soft0, then through the cxgb4 backend on the
+    stand-in (dealt as the suite's)."""
+    chip = None
+    if request.param == "cxgb4sim":
+        c4sim.skip_unless_here(request.config, "the PDU suite and fuzz", c4sim.SUITE_SHARE)
+        chip = c4sim.chip_here(request.config)
+    with suite.suite_target(module_ko, kver, chip):
         yield
 
 
@@ -303,6 +305,8 @@ class Fuzzing:
 def test_seeded_malformed_pdus(
     path: str, request: pytest.FixtureRequest, background_fio: suite.BackgroundFio, lio_core: str
 ) -> None:
+    if path == "stock" and suite.through_chip("offload"):
+        pytest.skip("the stock side runs beside soft0's path")
     background_fio.current = request.node.nodeid
     seed = request.config.getoption("--fuzz-seed")
     seed = DEFAULT_SEED if seed is None else seed
@@ -334,7 +338,7 @@ def test_seeded_malformed_pdus(
     assert c.logout() == 0
     if path == "offload":
         moved = soft0_counters()["drops"] - drops
-        # through a modelled cxgb4 adapter soft0 counts none: the model's connections are its own
+        # through the cxgb4 stand-in soft0 counts none: the chip's connections are its adapter's
         assert moved <= run.lost, f"soft0 counted {moved} drops for {run.lost} connections lost"
         assert run.sent == FUZZ_PDUS, (
             f"stuck: {run.sent} of {FUZZ_PDUS} PDUs in {elapsed:.0f} s ({run.sent / elapsed:.0f} PDUs/s, "

@@ -15,9 +15,11 @@ pass after pass, for as long as the module's cases run; the module
 fixture's teardown stops it and fails unless every pass verified and the
 session never reconnected. So the negative cases on both paths run beside a
 live offloaded session, and soft0's counters are read net of what that
-session counts itself. With --cxgb4-model t5|t6 the offloaded path goes
-through the cxgb4 backend on a modelled adapter of tgt0 instead, whose
-counters are read the same way.
+session counts itself. Every case then runs again with the offloaded path
+through the cxgb4 backend's shipped glue on the cxgb4 stand-in
+(tests/vm/c4sim.py: its port c4sim0, reached over the wire; the chip and
+the kernel that runs it dealt by c4sim), whose adapter's counters are read
+the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +56,7 @@ from iscsi_initiator.pdu import (
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
 from testbed import fio, topo
 
-from . import shares
+from . import c4sim, shares
 from .conftest import (
     CFS,
     PDU_INITIATOR,
@@ -74,15 +76,17 @@ FIO_LUN = 1  # the background session's; every PDU case stays on LUN 0
 LIO_MRDSL = 262144  # what LIO declares by default (its TPG MaxXmitDataSegmentLength)
 
 
-def pdu_target(module_ko: Path, before: Callable[[], None] | None = None) -> AbstractContextManager[None]:
-    """The suite's target, offloaded on every address (after ``before``)."""
+def pdu_target(module_ko: Path, kver: str, chip: str | None) -> AbstractContextManager[None]:
+    """The suite's target, offloaded on every address; with chip (t5|t6),
+    the offloaded path through the cxgb4 backend on the stand-in presenting
+    it (c4sim.suite_target), whose port's link then is OFF."""
     t = topology.Topology(iqn=PDU_IQN, backstores=("ramdisk", "ramdisk"), lun_size=16 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
-    return offloaded_target(module_ko, t, before)
+    return c4sim.suite_target(module_ko, t, kver, chip) if chip else offloaded_target(module_ko, t)
 
 
 # The adapter whose counters the offloaded path moves: soft0, or with
-# --cxgb4-model the modelled cxgb4 adapter m0 (dual_target sets it).
+# --cxgb4-sim the stand-in's (dual_target sets it, and OFF).
 _counted: str | None = None
 
 
@@ -92,7 +96,7 @@ def offload_counters() -> dict[str, int]:
 
 
 def through_chip(path: str) -> bool:
-    """Whether path is the offloaded one through a modelled cxgb4 adapter."""
+    """Whether path is the offloaded one through the cxgb4 stand-in."""
     return path == "offload" and _counted is not None
 
 
@@ -106,22 +110,30 @@ def offload_recv_limit(path: str, declared: int) -> int:
     return min(declared, int(cxgb4_adapter(_counted)["recv"].split("(")[0]))
 
 
-@pytest.fixture(scope="module")
-def dual_target(iscsid: None, module_ko: Path, request: pytest.FixtureRequest) -> Iterator[None]:
-    """With --cxgb4-model, the offloaded path through the cxgb4 backend on
-    a modelled adapter of tgt0 (made before the portal opens its server)."""
-    global _counted
-    c4 = request.config.getoption("--cxgb4-model")
-
-    def add_model() -> None:
-        (CFS / "cxgb4_models").write_text(f"add m0 chip={c4} netdev={OFF.tgt_dev}\n")
-
-    with pdu_target(module_ko, add_model if c4 else None):
-        _counted = "m0" if c4 else None
+@contextmanager
+def suite_target(module_ko: Path, kver: str, chip: str | None) -> Iterator[None]:
+    """pdu_target, with OFF and the counted adapter those of its offloaded path."""
+    global _counted, OFF
+    with pdu_target(module_ko, kver, chip):
+        if chip:
+            _counted, OFF = c4sim.ADAPTER, c4sim.LINK
         try:
             yield
         finally:
-            _counted = None
+            _counted, OFF = None, topo.LINKS[0]
+
+
+@pytest.fixture(scope="module", params=["soft0", "cxgb4sim"])
+def dual_target(iscsid: None, module_ko: Path, kver: str, request: pytest.FixtureRequest) -> Iterator[None]:
+    """The suite's target, its offloaded path through soft0, then through
+    the cxgb4 backend on the stand-in (its chip and kernel dealt:
+    c4sim.SUITE_SHARE)."""
+    chip = None
+    if request.param == "cxgb4sim":
+        c4sim.skip_unless_here(request.config, "the PDU suite and fuzz", c4sim.SUITE_SHARE)
+        chip = c4sim.chip_here(request.config)
+    with suite_target(module_ko, kver, chip):
+        yield
 
 
 # -- the background session ------------------------------------------------------
@@ -248,6 +260,8 @@ def path(request: pytest.FixtureRequest, dual_target: None, background_fio: Back
     """The transport under test, by the address that reaches it. The
     offloaded side of every case runs on every kernel; the stock side, the
     reference, is dealt across kernels.conf's series (tests/vm/shares.py)."""
+    if request.param == "stock" and _counted:
+        pytest.skip("the stock side of each case runs beside soft0's path")
     if request.param == "stock":
         case = request.node.nodeid
         if not shares.runs_here(case, request.config.getoption("--every-share")):

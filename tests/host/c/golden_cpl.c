@@ -648,7 +648,7 @@ static void golden_iscsi(void)
 }
 
 /*
- * The chip model's messages (kmod/cxgbit-ext/model) against the same structs:
+ * The chip model's messages (tests/chipmodel) against the same structs:
  * the backend is tested against messages laid out as the chip's.
  */
 static void golden_model_rx(void)

@@ -2,7 +2,7 @@
 /*
  * The life of an offloaded connection in user space: the backend's state
  * machine (kmod/cxgbit-ext/adapters/cxgb4/conn.c) against the model of
- * the chip's connection side (kmod/cxgbit-ext/model/conn.c). Every message
+ * the chip's connection side (tests/chipmodel/conn.c). Every message
  * the backend sends is built by cpl.c and taken by the model, which
  * refuses what the firmware would refuse; every message the model sends
  * is parsed by cpl.c and fed to the state machine.

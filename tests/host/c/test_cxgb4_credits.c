@@ -3,7 +3,7 @@
  * Transmit credits in user space: the backend's ledger
  * (kmod/cxgbit-ext/adapters/cxgb4/credits.c) sending requests whose heads
  * cpl.c builds, and the chip's side in the transmit model
- * (kmod/cxgbit-ext/model/ulp_tx.c) returning their credits in
+ * (tests/chipmodel/ulp_tx.c) returning their credits in
  * CPL_FW4_ACKs, which cpl.c parses. The refusals first; then two chips:
  * a lazy one that acks only what a request asked for, and only when the
  * sender waits (the sender must never wait with nothing asked for: that

@@ -2,7 +2,7 @@
 /*
  * The life of a listening server in user space: the backend's state
  * machine (kmod/cxgbit-ext/adapters/cxgb4/listen.c) against the model of
- * the chip's server table (kmod/cxgbit-ext/model/ulp_lsn.c). The glue's
+ * the chip's server table (tests/chipmodel/ulp_lsn.c). The glue's
  * part is played here: it takes and frees STIDs, asks the model for what
  * the state machine's bits say, parses the model's answers with cpl.c and
  * feeds them back, and stands a wait's end in for an answer that is late.

@@ -2,7 +2,7 @@
 /*
  * Page pods in user space: the backend's ULP_TX_MEM_WRITE requests
  * (kmod/cxgbit-ext/adapters/cxgb4/cpl.c, cxe_ulp_ppod_write) written into
- * the model of the chip's pod memory (kmod/cxgbit-ext/model/ppod.c), then
+ * the model of the chip's pod memory (tests/chipmodel/ppod.c), then
  * every byte of the buffer located as the chip would place a Data-Out,
  * against the page list the pods were made from. The builder's refusals
  * first; then random buffers (1 to 80 pages, any start in the first page,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The cxgb4 backend's receive assembler (adapters/cxgb4/rx.c) under the
- * chip model's receive side (kmod/cxgbit-ext/model/ulp_rx.c), against the
+ * chip model's receive side (tests/chipmodel/ulp_rx.c), against the
  * software adapter's stream parser (pdu/cxe_rx.c) on the same bytes.
  *
  * A random stream of PDUs (R2T windows of four tasks cut into Data-Outs,

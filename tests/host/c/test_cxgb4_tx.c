@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The cxgb4 backend's work requests (adapters/cxgb4/tx.c) through the
- * chip model's transmit side (kmod/cxgbit-ext/model/ulp_tx.c), against what the
+ * chip model's transmit side (tests/chipmodel/ulp_tx.c), against what the
  * software adapter sends for the same PDUs (pdu/: the wire form of each
  * PDU, and the segmentation planner for Data-In bursts).
  *

@@ -9,7 +9,7 @@
  * ULD's response queues as NAPI instances that hand messages to the ULD
  * as cxgb4's SGE does (an RSS header, then the CPL in the IQ entry or in
  * free-list pages). Below it, the chip (sim_chip.c, sim_tcp.c, and the
- * chip model of kmod/cxgbit-ext/model) carries the ULD's connections
+ * chip model of tests/chipmodel) carries the ULD's connections
  * over the host's TCP. What crosses the API is recorded in debugfs
  * (cxgb4sim/trace: the queue, the opcode and the fields that tell
  * messages apart; errors, stats, fl_pages).
@@ -68,8 +68,27 @@ enum c4sim_stat {
 	C4SIM_RX_BYTES,		/* TCP payload through the receive model */
 	C4SIM_RX_PLACED,	/* of it, data placed through page pods */
 	C4SIM_FW4_ACKS,		/* credit returns */
+	C4SIM_RESET_CONNS,	/* connections a reset of the adapter ended */
+	C4SIM_LOST_IN_RESET,	/* requests the ULD sent while the chip was reset */
+	C4SIM_AFTER_DETACH,	/* calls of the ULD after cxgb4 detached it */
+	C4SIM_RX_REFUSED,	/* connections reset for a stream the chip refuses */
 	C4SIM_NSTATS
 };
+
+/*
+ * What cxgb4 did to the adapter (debugfs cxgb4sim/state drives it,
+ * sim_cxgb4_uld.c says how each maps to cxgb4's calls). Only C4SIM_UP
+ * has a running chip; the others are after its reset.
+ */
+enum c4sim_state {
+	C4SIM_UP,
+	C4SIM_RECOVERY,		/* EEH: between error_detected and slot_reset */
+	C4SIM_DOWN,		/* a function reset: reset_prepare to reset_done */
+	C4SIM_DETACHED,		/* removed (remove_one), until a new probe */
+};
+
+/* the probes of the adapter a module's life sees, at most (c4sim_adapter.ppm_slots) */
+#define C4SIM_PROBES	16
 
 struct c4sim_rxq {
 	struct napi_struct	napi;
@@ -77,6 +96,7 @@ struct c4sim_rxq {
 	struct sk_buff_head	pending;	/* messages for the ULD */
 	unsigned short		abs_id;
 	int			uld;
+	bool			on;		/* delivering (pending.lock) */
 };
 
 struct c4sim_adapter {
@@ -92,13 +112,28 @@ struct c4sim_adapter {
 	unsigned int		nrxq, ntxq;	/* the ULD's, as cxgb4 sizes them */
 	struct c4sim_server	servers[C4SIM_NSTIDS];
 	struct c4sim_conn	*conns[C4SIM_NTIDS];
-	spinlock_t		chip_lock;	/* servers, conns */
+	spinlock_t		chip_lock;	/* state, servers, conns, lost_tids */
+	enum c4sim_state	state;		/* changed under the ULD mutex too */
+	/* TIDs whose connections a reset took, not since given to a new one */
+	DECLARE_BITMAP(lost_tids, C4SIM_NTIDS);
 	spinlock_t		ppm_lock;	/* pod writes and placement */
 	struct cxe_model_ppm	ppm;		/* the iSCSI pod region */
 	atomic64_t		stats[C4SIM_NSTATS];
 	struct c4sim_rxq	rxq[C4SIM_NRXQ];
-	void			*iscsi_ppm;
-	const struct cxgb4_uld_info *uld;	/* CXGB4_ULD_ISCSIT */
+	bool			rxq_added;	/* the ULD's queues exist */
+	bool			rxq_on;		/* and deliver */
+	/*
+	 * The cxgb4_lld_info.iscsi_ppm of each probe (the adapter's own
+	 * field; a new probe's is another): libcxgb's pod manager, which
+	 * clears it when the last reference goes. ppm_held, a bit a probe:
+	 * the ULD still had one when cxgb4 removed the adapter.
+	 */
+	void			*ppm_slots[C4SIM_PROBES];
+	unsigned long		ppm_held;
+	unsigned int		probe;		/* this one's */
+	/* the ULD registered with cxgb4, attached to the adapter or not */
+	const struct cxgb4_uld_info *registered;
+	const struct cxgb4_uld_info *uld;	/* CXGB4_ULD_ISCSIT, attached */
 	void			*handle;
 	unsigned int		clips;
 };
@@ -121,9 +156,39 @@ int c4sim_deliver_any(unsigned int abs_id, const void *msg, unsigned int len);
  */
 u32 c4sim_skb_imm(const struct sk_buff *skb);
 
+/* the ULD's queues, once at load (sim_cxgb4_uld.c) */
+void c4sim_uld_init(struct c4sim_adapter *a);
+/*
+ * debugfs cxgb4sim/state: the adapter's state now, and the change a word
+ * asks for as cxgb4 makes it (-EINVAL: no such word, or not now)
+ */
+const char *c4sim_state_name(void);
+int c4sim_state_write(const char *word);
+/*
+ * A ULD's call for the adapter once cxgb4 removed it: traced as an
+ * error, true (the caller refuses it)
+ */
+bool c4sim_detached(const char *call);
+/* what a ULD that held libcxgb's pod manager past the removal did since */
+void c4sim_ppm_check(void);
+/* a new probe's host tables: TIDs, STIDs (sim_cxgb4_main.c), L2T */
+void c4sim_tables_fresh(struct c4sim_adapter *a);
+void c4sim_l2t_fresh(void);
+
 /* the chip: servers, SYNs off the wire, the ULD's work requests */
-void c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
+static inline bool c4sim_running(void)
+{
+	return READ_ONCE(c4sim->state) == C4SIM_UP;
+}
+
+/* false: the chip is reset and lost the request (traced, counted) */
+bool c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
 		      __be16 port, unsigned int queue);
+/*
+ * The chip is reset under the ULD, the adapter in state from now on:
+ * its connections, servers and page pods are gone (process context)
+ */
+void c4sim_chip_reset(enum c4sim_state state);
 bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb);
 void c4sim_chip_tx(const char *via, struct sk_buff *skb);
 void c4sim_chip_tid_release(unsigned int tid);
@@ -144,6 +209,8 @@ void c4sim_conn_tx(struct c4sim_conn *c, struct sk_buff *skb);
 void c4sim_conn_peer_rst(struct c4sim_conn *c);
 void c4sim_conn_release(struct c4sim_conn *c);
 void c4sim_conns_halt(void);
+/* every connection ends at the chip's reset; how many (process context) */
+unsigned int c4sim_conns_reset(void);
 int c4sim_tcp_init(void);
 void c4sim_tcp_exit(void);
 

@@ -38,22 +38,36 @@
 #define C4SIM_NPARAMS(x)	(((x) >> FW_FLOWC_WR_NPARAMS_S) & 0xff)
 #define C4SIM_RCV_BUFSIZ_M	0x3ffULL	/* 52..61 */
 
-void c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
+/* A request the ULD sent while the chip is reset: lost, as in a real one */
+static void c4sim_lost(const char *what, unsigned int id)
+{
+	c4sim_count(C4SIM_LOST_IN_RESET, 1);
+	c4sim_trace("chip: reset: %s %u lost", what, id);
+}
+
+bool c4sim_server_set(unsigned int stid, bool live, bool v6, __be32 ip,
 		      __be16 port, unsigned int queue)
 {
 	struct c4sim_server *s;
+	bool running;
 
 	stid -= c4sim->tids.stid_base;
 	if (stid >= C4SIM_NSTIDS)
-		return;
+		return true;	/* as before: the reply still comes */
 	s = &c4sim->servers[stid];
 	spin_lock_bh(&c4sim->chip_lock);
-	s->live = live;
-	s->v6 = v6;
-	s->ip = ip;
-	s->port = port;
-	s->queue = queue;
+	running = c4sim_running();
+	if (running) {
+		s->live = live;
+		s->v6 = v6;
+		s->ip = ip;
+		s->port = port;
+		s->queue = queue;
+	}
 	spin_unlock_bh(&c4sim->chip_lock);
+	if (!running)
+		c4sim_lost("the request of stid", stid + c4sim->tids.stid_base);
+	return running;
 }
 
 static int c4sim_server_find(__be32 ip, __be16 port)
@@ -196,14 +210,18 @@ bool c4sim_chip_rx(unsigned int port, struct sk_buff *skb)
 	skb_orphan(skb);
 	skb_set_transport_header(skb, ethlen + iplen);
 	spin_lock_bh(&c4sim->chip_lock);
-	conn = c4sim->conns[tid] ? NULL :
+	/* not if the chip was reset meanwhile: it forgot the server */
+	conn = c4sim->conns[tid] || !c4sim_running() ? NULL :
 	       c4sim_conn_new(tid, port, skb, iph->saddr, th->source, iph->daddr, th->dest);
-	c4sim->conns[tid] = c4sim->conns[tid] ?: conn;
+	if (conn) {
+		c4sim->conns[tid] = conn;
+		__clear_bit(tid, c4sim->lost_tids);
+	}
 	spin_unlock_bh(&c4sim->chip_lock);
 	if (conn)
 		c4sim_deliver_fl(queue, msg, len);
-	else
-		kfree_skb(skb);	/* no memory, or the TID taken meanwhile: the peer retries */
+	else	/* no memory, the TID taken meanwhile, a reset: the peer retries */
+		kfree_skb(skb);
 	kfree(msg);
 	return true;
 }
@@ -260,7 +278,7 @@ static void c4sim_accept_rpl(const char *q, const struct cpl_t5_pass_accept_rpl 
 	if (!ours)
 		c4sim_trace("error: tid %u: opt2 names queue %u, not one of the ULD's", tid, rss);
 	spin_lock_bh(&c4sim->chip_lock);
-	if (c4sim->conns[tid])
+	if (c4sim_running() && c4sim->conns[tid])
 		c4sim_conn_accepted(c4sim->conns[tid], rss, C4SIM_F0(MSS_IDX, MSS_IDX_M),
 				    C4SIM_F0(RCV_BUFSIZ, C4SIM_RCV_BUFSIZ_M) << 10,
 				    !!(opt2 & RX_FC_DISABLE_F));
@@ -354,6 +372,7 @@ void c4sim_chip_tx(const char *via, struct sk_buff *skb)
 	const struct work_request_hdr *wr = (const void *)skb->data;
 	unsigned int fw, tid, op = 0;
 	struct c4sim_conn *c;
+	bool running, lost;
 	char q[16];
 	int imm;
 
@@ -387,14 +406,20 @@ void c4sim_chip_tx(const char *via, struct sk_buff *skb)
 		c4sim_trace("tx %s FW op %#x tid=%u len=%u", q, fw, tid, skb->len);
 	}
 	spin_lock_bh(&c4sim->chip_lock);
-	c = tid < C4SIM_NTIDS ? c4sim->conns[tid] : NULL;
+	running = c4sim_running();
+	c = running && tid < C4SIM_NTIDS ? c4sim->conns[tid] : NULL;
 	if (c)
 		c4sim_conn_tx(c, skb);
+	lost = !c && tid < C4SIM_NTIDS && test_bit(tid, c4sim->lost_tids);
 	spin_unlock_bh(&c4sim->chip_lock);
 	if (c)
 		return;
-	c4sim_trace("error: %s: FW op %#x (CPL %#x) for tid %u, which the chip does not have",
-		    q, fw, op, tid);
+	if (!running)
+		c4sim_lost("a request for tid", tid);
+	else
+		c4sim_trace("error: %s: FW op %#x (CPL %#x) for tid %u, which the chip %s",
+			    q, fw, op, tid,
+			    lost ? "lost in a reset: the ULD uses it after UP" : "does not have");
 drop:
 	kfree_skb(skb);
 }
@@ -408,14 +433,49 @@ u32 c4sim_skb_imm(const struct sk_buff *skb)
 void c4sim_chip_tid_release(unsigned int tid)
 {
 	struct c4sim_conn *c;
+	bool running, lost;
 
 	if (tid >= C4SIM_NTIDS)
 		return;
 	spin_lock_bh(&c4sim->chip_lock);
-	c = c4sim->conns[tid];
+	running = c4sim_running();
+	c = running ? c4sim->conns[tid] : NULL;
 	if (c)
 		c4sim_conn_release(c);
+	lost = test_bit(tid, c4sim->lost_tids);
 	spin_unlock_bh(&c4sim->chip_lock);
-	if (!c)
+	if (c)
+		return;
+	if (!running)
+		c4sim_lost("the release of tid", tid);
+	else if (lost)	/* the chip may have given it to a new connection since */
+		c4sim_trace("error: release of tid %u, which the chip lost in %s", tid,
+			    "a reset: the ULD still uses it after UP");
+	else
 		c4sim_trace("error: release of tid %u, which is not in use", tid);
+}
+
+/*
+ * The chip reset under the ULD (cxgb4's EEH, a function reset, the
+ * adapter's removal): from now on the adapter is in state, which is not
+ * C4SIM_UP, and the chip takes no request; the connections it carried
+ * vanish without a message to the ULD (sim_tcp.c resets their peers),
+ * the server table is empty, the page pod memory lost. Process context.
+ */
+void c4sim_chip_reset(enum c4sim_state state)
+{
+	unsigned int i, servers = 0, conns;
+
+	spin_lock_bh(&c4sim->chip_lock);
+	WRITE_ONCE(c4sim->state, state);
+	for (i = 0; i < C4SIM_NSTIDS; i++)
+		servers += c4sim->servers[i].live;
+	memset(c4sim->servers, 0, sizeof(c4sim->servers));
+	spin_unlock_bh(&c4sim->chip_lock);
+	conns = c4sim_conns_reset();
+	spin_lock_bh(&c4sim->ppm_lock);
+	memset(c4sim->ppm.mem, 0, c4sim->ppm.size);
+	spin_unlock_bh(&c4sim->ppm_lock);
+	c4sim_trace("chip: reset: %u connections and %u servers gone, page pods lost",
+		    conns, servers);
 }

@@ -8,6 +8,8 @@
 
 int cxgb4_clip_get(const struct net_device *dev, const u32 *lip, u8 v6)
 {
+	if (c4sim_detached("cxgb4_clip_get"))
+		return -ENODEV;
 	c4sim_trace("clip get dev=%s v6=%u", dev->name, v6);
 	c4sim->clips++;
 	return 0;
@@ -16,6 +18,8 @@ EXPORT_SYMBOL(cxgb4_clip_get);
 
 void cxgb4_clip_release(const struct net_device *dev, const u32 *lip, u8 v6)
 {
+	if (c4sim_detached("cxgb4_clip_release"))
+		return;
 	c4sim_trace("clip release dev=%s v6=%u", dev->name, v6);
 	c4sim->clips--;
 }

@@ -94,6 +94,7 @@ static int c4sim_errors_show(struct seq_file *m, void *v)
 {
 	struct c4sim_line *l;
 
+	c4sim_ppm_check();
 	spin_lock_bh(&c4sim_trace_lock);
 	seq_printf(m, "%u\n", c4sim_errors);
 	list_for_each_entry(l, &c4sim_error_lines, node)
@@ -115,6 +116,10 @@ static int c4sim_stats_show(struct seq_file *m, void *v)
 		[C4SIM_RX_BYTES]	= "rx_bytes",
 		[C4SIM_RX_PLACED]	= "rx_placed",
 		[C4SIM_FW4_ACKS]	= "fw4_acks",
+		[C4SIM_RESET_CONNS]	= "reset_conns",
+		[C4SIM_RX_REFUSED]	= "rx_refused",
+		[C4SIM_LOST_IN_RESET]	= "lost_in_reset",
+		[C4SIM_AFTER_DETACH]	= "after_detach",
 	};
 	unsigned int i;
 
@@ -130,6 +135,47 @@ static int c4sim_fl_pages_show(struct seq_file *m, void *v)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(c4sim_fl_pages);
+
+/*
+ * The adapter's state (up, recovery, down, detached); a word written
+ * (recovery, down, up, detach, attach) changes it as cxgb4 would
+ * (sim_cxgb4_uld.c says how), -EINVAL if there is no such change now
+ */
+static int c4sim_state_show(struct seq_file *m, void *v)
+{
+	c4sim_ppm_check();
+	seq_printf(m, "%s\n", c4sim_state_name());
+	return 0;
+}
+
+static int c4sim_state_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, c4sim_state_show, inode->i_private);
+}
+
+static ssize_t c4sim_state_store(struct file *file, const char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	char buf[16];
+	int ret;
+
+	if (!count || count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	buf[count] = '\0';
+	ret = c4sim_state_write(strim(buf));
+	return ret ? ret : count;
+}
+
+static const struct file_operations c4sim_state_fops = {
+	.owner		= THIS_MODULE,
+	.open		= c4sim_state_open,
+	.read		= seq_read,
+	.write		= c4sim_state_store,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+};
 
 static void c4sim_lines_free(struct list_head *lines)
 {
@@ -304,14 +350,21 @@ static int c4sim_ports_init(struct c4sim_adapter *a)
 	return 0;
 }
 
+/*
+ * Lookups: after the removal (freed memory on hardware) traced as errors,
+ * and answered from what the stand-in still has, so that the ULD goes on
+ * as it would have rather than fail of a made-up answer
+ */
 unsigned int cxgb4_port_chan(const struct net_device *dev)
 {
+	c4sim_detached("cxgb4_port_chan");
 	return ((const struct port_info *)netdev_priv(dev))->tx_chan;
 }
 EXPORT_SYMBOL(cxgb4_port_chan);
 
 unsigned int cxgb4_port_idx(const struct net_device *dev)
 {
+	c4sim_detached("cxgb4_port_idx");
 	return ((const struct port_info *)netdev_priv(dev))->port_id;
 }
 EXPORT_SYMBOL(cxgb4_port_idx);
@@ -329,6 +382,7 @@ unsigned int cxgb4_best_aligned_mtu(const unsigned short *mtus,
 {
 	unsigned int i, best = 0, aligned = NMTUS;
 
+	c4sim_detached("cxgb4_best_aligned_mtu");
 	for (i = 0; i < NMTUS; i++) {
 		if (mtus[i] < header_size || mtus[i] - header_size > data_size_max)
 			break;
@@ -350,6 +404,8 @@ int cxgb4_alloc_stid(struct tid_info *t, int family, void *data)
 {
 	int stid;
 
+	if (c4sim_detached("cxgb4_alloc_stid"))
+		return -1;
 	spin_lock_bh(&t->stid_lock);
 	if (family == PF_INET)
 		stid = find_first_zero_bit(t->stid_bmap, t->nstids);
@@ -374,6 +430,8 @@ EXPORT_SYMBOL(cxgb4_alloc_stid);
 
 void cxgb4_free_stid(struct tid_info *t, unsigned int stid, int family)
 {
+	if (c4sim_detached("cxgb4_free_stid"))
+		return;
 	stid -= t->stid_base;
 	if (WARN_ON(stid >= t->nstids))
 		return;
@@ -394,6 +452,8 @@ EXPORT_SYMBOL(cxgb4_free_stid);
 void cxgb4_remove_tid(struct tid_info *t, unsigned int qid, unsigned int tid,
 		      unsigned short family)
 {
+	if (c4sim_detached("cxgb4_remove_tid"))
+		return;
 	c4sim_trace("tx ctrl TID_RELEASE tid=%u qid=%u family=%u", tid, qid, family);
 	c4sim_chip_tid_release(tid);
 	if (tid - t->tid_base < t->ntids && t->tid_tab[tid - t->tid_base]) {
@@ -427,11 +487,14 @@ int cxgb4_create_server(const struct net_device *dev, unsigned int stid,
 			__be32 sip, __be16 sport, __be16 vlan,
 			unsigned int queue)
 {
+	if (c4sim_detached("cxgb4_create_server"))
+		return -ENODEV;
 	if (!c4sim_is_port(dev))
 		return -EINVAL;
 	c4sim_trace("tx ctrl CPL_PASS_OPEN_REQ stid=%u ip=%pI4 port=%u queue=%u",
 		    stid, &sip, ntohs(sport), queue);
-	c4sim_server_set(stid, true, false, sip, sport, queue);
+	if (!c4sim_server_set(stid, true, false, sip, sport, queue))
+		return NET_XMIT_SUCCESS;	/* no reply comes */
 	return c4sim_server_reply(CPL_PASS_OPEN_RPL, stid, queue);
 }
 EXPORT_SYMBOL(cxgb4_create_server);
@@ -440,11 +503,14 @@ int cxgb4_create_server6(const struct net_device *dev, unsigned int stid,
 			 const struct in6_addr *sip, __be16 sport,
 			 unsigned int queue)
 {
+	if (c4sim_detached("cxgb4_create_server6"))
+		return -ENODEV;
 	if (!c4sim_is_port(dev))
 		return -EINVAL;
 	c4sim_trace("tx ctrl CPL_PASS_OPEN_REQ6 stid=%u ip=%pI6c port=%u queue=%u",
 		    stid, sip, ntohs(sport), queue);
-	c4sim_server_set(stid, true, true, 0, sport, queue);
+	if (!c4sim_server_set(stid, true, true, 0, sport, queue))
+		return NET_XMIT_SUCCESS;
 	return c4sim_server_reply(CPL_PASS_OPEN_RPL, stid, queue);
 }
 EXPORT_SYMBOL(cxgb4_create_server6);
@@ -452,16 +518,41 @@ EXPORT_SYMBOL(cxgb4_create_server6);
 int cxgb4_remove_server(const struct net_device *dev, unsigned int stid,
 			unsigned int queue, bool ipv6)
 {
+	if (c4sim_detached("cxgb4_remove_server"))
+		return -ENODEV;
 	if (!c4sim_is_port(dev))
 		return -EINVAL;
 	c4sim_trace("tx ctrl CPL_CLOSE_LISTSRV_REQ stid=%u queue=%u ipv6=%d",
 		    stid, queue, ipv6);
-	c4sim_server_set(stid, false, false, 0, 0, 0);
+	if (!c4sim_server_set(stid, false, false, 0, 0, 0))
+		return NET_XMIT_SUCCESS;
 	return c4sim_server_reply(CPL_CLOSE_LISTSRV_RPL, stid, queue);
 }
 EXPORT_SYMBOL(cxgb4_remove_server);
 
 /* ---- the adapter ---------------------------------------------------------- */
+
+/*
+ * A new probe's host tables (init_one()'s tid_init() of a new adapter):
+ * what the ULD of the removed one held there is gone with it
+ */
+void c4sim_tables_fresh(struct c4sim_adapter *a)
+{
+	struct tid_info *t = &a->tids;
+
+	spin_lock_bh(&t->stid_lock);
+	bitmap_zero(t->stid_bmap, t->nstids);
+	memset(t->stid_tab, 0, t->nstids * sizeof(*t->stid_tab));
+	t->stids_in_use = 0;
+	t->v6_stids_in_use = 0;
+	spin_unlock_bh(&t->stid_lock);
+	memset(t->tid_tab, 0, t->ntids * sizeof(*t->tid_tab));
+	atomic_set(&t->tids_in_use, 0);
+	atomic_set(&t->hash_tids_in_use, 0);
+	atomic_set(&t->conns_in_use, 0);
+	c4sim_l2t_fresh();
+	a->clips = 0;
+}
 
 /* cxgb4's default MTU table, as the firmware leaves it */
 static const unsigned short c4sim_mtus[NMTUS] = {
@@ -518,9 +609,11 @@ static int __init c4sim_init(void)
 		return ret;
 	}
 	a->pdev = pdev;
+	a->state = C4SIM_UP;
 	a->nports = nports;
 	a->t5 = !strcmp(chip, "t5");
 	spin_lock_init(&a->chip_lock);
+	c4sim_uld_init(a);
 	spin_lock_init(&a->tids.stid_lock);
 	spin_lock_init(&a->tids.atid_lock);
 	spin_lock_init(&a->tids.ftid_lock);
@@ -555,6 +648,7 @@ static int __init c4sim_init(void)
 	debugfs_create_file("errors", 0444, c4sim_dir, NULL, &c4sim_errors_fops);
 	debugfs_create_file("stats", 0444, c4sim_dir, NULL, &c4sim_stats_fops);
 	debugfs_create_file("fl_pages", 0444, c4sim_dir, NULL, &c4sim_fl_pages_fops);
+	debugfs_create_file("state", 0644, c4sim_dir, NULL, &c4sim_state_fops);
 	pr_info("cxgb4sim: a %s stand-in for cxgb4 at %s, %u ports (c4sim0..), for tests only\n",
 		a->t5 ? "T5" : "T6", pci_name(pdev), nports);
 	return 0;

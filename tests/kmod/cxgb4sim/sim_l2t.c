@@ -17,6 +17,8 @@ struct l2t_entry *cxgb4_l2t_get(struct l2t_data *d, struct neighbour *neigh,
 	struct l2t_entry *e = NULL;
 	unsigned int i;
 
+	if (c4sim_detached("cxgb4_l2t_get"))
+		return NULL;
 	spin_lock_bh(&c4sim_l2t_lock);
 	for (i = 0; i < C4SIM_NL2T; i++) {
 		if (!atomic_read(&c4sim_l2t[i].refcnt)) {
@@ -35,6 +37,8 @@ EXPORT_SYMBOL(cxgb4_l2t_get);
 
 void cxgb4_l2t_release(struct l2t_entry *e)
 {
+	if (c4sim_detached("cxgb4_l2t_release"))
+		return;
 	spin_lock_bh(&c4sim_l2t_lock);
 	if (atomic_dec_and_test(&e->refcnt))
 		c4sim_trace("l2t release idx=%u", e->idx);
@@ -47,8 +51,21 @@ int cxgb4_l2t_send(struct net_device *dev, struct sk_buff *skb,
 {
 	char via[24];
 
+	/* cxgb4 frees what it drops: NET_XMIT_DROP, not an error to free on */
+	if (c4sim_detached("cxgb4_l2t_send")) {
+		kfree_skb(skb);
+		return NET_XMIT_DROP;
+	}
 	snprintf(via, sizeof(via), "l2t%u", e->idx);
 	c4sim_chip_tx(via, skb);
 	return NET_XMIT_SUCCESS;
 }
 EXPORT_SYMBOL(cxgb4_l2t_send);
+
+/* A new probe's table: the entries the removed adapter's ULD held are gone */
+void c4sim_l2t_fresh(void)
+{
+	spin_lock_bh(&c4sim_l2t_lock);
+	memset(c4sim_l2t, 0, sizeof(c4sim_l2t));
+	spin_unlock_bh(&c4sim_l2t_lock);
+}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * cxgb4sim: the chip model of kmod/cxgbit-ext/model (pure C; its README
+ * cxgb4sim: the chip model of tests/chipmodel (pure C; its README
  * says what it models), built into the stand-in: the connection, receive,
  * transmit and page pod models, and the message layer they use.
  */

@@ -9,6 +9,11 @@
 
 int cxgb4_ofld_send(struct net_device *dev, struct sk_buff *skb)
 {
+	/* cxgb4 frees what it drops: NET_XMIT_DROP, not an error to free on */
+	if (c4sim_detached("cxgb4_ofld_send")) {
+		kfree_skb(skb);
+		return NET_XMIT_DROP;
+	}
 	c4sim_chip_tx("ofld_send", skb);
 	return NET_XMIT_SUCCESS;
 }

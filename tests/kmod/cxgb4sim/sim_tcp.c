@@ -10,7 +10,7 @@
  * connection it completes is the TID's: CPL_PASS_ESTABLISH carries its
  * sequence numbers. A SYN refused (the TID released without a reply) is
  * dropped, as a chip drops it. From then on the chip model of
- * kmod/cxgbit-ext/model (pure C, its README says what it models and what
+ * tests/chipmodel (pure C, its README says what it models and what
  * not) does the rest: ulp_conn.c takes the ULD's messages on the TID in
  * order and says which connection messages the chip sends; ulp_rx.c
  * turns the socket's bytes into the chip's iSCSI messages within the
@@ -189,13 +189,19 @@ static void c4sim_rst(struct socket *sock)
  * c->mu held: the chip ends the connection: a RST to the peer, and
  * CPL_ABORT_REQ_RSS to the ULD if the connection model lets one go
  */
-static void c4sim_kill(struct c4sim_conn *c, const char *why, long err)
+static void c4sim_reset(struct c4sim_conn *c)
 {
-	c4sim_trace("error: tid %u: %s (%ld): the chip resets the connection", c->tid, why, err);
 	c4sim_rst(c->sock);
 	spin_lock_bh(&c->lock);
 	cxe_model_conn_reset(&c->mc, CXE_CPL_ERR_CONN_RESET);
 	spin_unlock_bh(&c->lock);
+}
+
+/* What the ULD sent, the chip refuses: an error; the connection is reset */
+static void c4sim_kill(struct c4sim_conn *c, const char *why, long err)
+{
+	c4sim_trace("error: tid %u: %s (%ld): the chip resets the connection", c->tid, why, err);
+	c4sim_reset(c);
 }
 
 /* ---- receive ------------------------------------------------------------- */
@@ -302,10 +308,20 @@ static const struct cxe_model_rx_ops c4sim_rx_ops = {
 	.place		= c4sim_rx_place,
 };
 
+/*
+ * The peer's stream is not one the chip takes (a PDU past its limit, a
+ * Data-Out its pods do not take): the chip resets the connection. The
+ * peer's doing, or the ULD's where it declared more than the chip takes:
+ * counted (rx_refused) for the tests whose initiator sends nothing the
+ * chip may refuse, not an error of the ULD's by itself.
+ */
 static void c4sim_rx_err(struct c4sim_conn *c, int err)
 {
-	if (err != -ESHUTDOWN)
-		c4sim_kill(c, "the receive model refused the stream", err);
+	if (err == -ESHUTDOWN)
+		return;
+	c4sim_count(C4SIM_RX_REFUSED, 1);
+	c4sim_trace("chip: tid %u: the receive model refused the stream (%d): reset", c->tid, err);
+	c4sim_reset(c);
 }
 
 /* c->mu held: the socket's bytes through the receive model, in the window */
@@ -483,6 +499,13 @@ static int c4sim_syn_inject(struct c4sim_conn *c)
 	ret = sock_create_kern(dev_net(dev), AF_INET, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (ret)
 		return ret;
+	/*
+	 * the connection takes the SYN's address and port (LIO's portal's)
+	 * and keeps them in TIME_WAIT: marked reusable, as the portal's own
+	 * socket is, so that it never keeps LIO from binding that port again
+	 * (a chip's connections hold no port of the host's)
+	 */
+	sock_set_reuseaddr(sock->sk);
 	ret = sock->ops->setsockopt(sock, SOL_IP, IP_TRANSPARENT, KERNEL_SOCKPTR(&one),
 				    sizeof(one));
 	if (!ret)
@@ -1045,6 +1068,20 @@ void c4sim_conn_release(struct c4sim_conn *c)
 		c4sim_trace("error: tid %u released twice", c->tid);
 }
 
+/*
+ * A connection taken out of c4sim->conns by the caller ends, reset. Dead
+ * first, so that its transmit work queues no release work after the one
+ * queued is cancelled: that finds it gone, and it ends here once it ran.
+ */
+static void c4sim_conn_end_taken(struct c4sim_conn *c)
+{
+	spin_lock_bh(&c->lock);
+	c->dead = true;
+	spin_unlock_bh(&c->lock);
+	cancel_work_sync(&c->release_work);
+	c4sim_conn_end(c, true);
+}
+
 /* Every connection still there ends, reset (the adapter goes) */
 void c4sim_conns_halt(void)
 {
@@ -1060,11 +1097,38 @@ void c4sim_conns_halt(void)
 		if (!c)
 			continue;
 		c4sim_trace("error: tid %u still in use as the adapter goes", tid);
-		/* a release work of its own finds it gone; ended here once it ran */
-		cancel_work_sync(&c->release_work);
-		c4sim_conn_end(c, true);
+		c4sim_conn_end_taken(c);
 	}
 	flush_workqueue(c4sim_wq);
+}
+
+/*
+ * The adapter is reset (sim_chip.c, the chip taking no request any more):
+ * each connection vanishes as the chip forgets its TID, with no message
+ * to the ULD; its peer is reset, its works stop before its memory goes.
+ * The TID is remembered as lost until a new connection takes it.
+ */
+unsigned int c4sim_conns_reset(void)
+{
+	unsigned int tid, n = 0;
+
+	for (tid = 0; tid < C4SIM_NTIDS; tid++) {
+		struct c4sim_conn *c;
+
+		spin_lock_bh(&c4sim->chip_lock);
+		c = c4sim->conns[tid];
+		c4sim->conns[tid] = NULL;
+		if (c)
+			__set_bit(tid, c4sim->lost_tids);
+		spin_unlock_bh(&c4sim->chip_lock);
+		if (!c)
+			continue;
+		c4sim_conn_end_taken(c);
+		n++;
+	}
+	flush_workqueue(c4sim_wq);
+	c4sim_count(C4SIM_RESET_CONNS, n);
+	return n;
 }
 
 int c4sim_tcp_init(void)

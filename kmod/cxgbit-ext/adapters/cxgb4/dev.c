@@ -585,39 +585,6 @@ struct cxe_c4tid *cxe_c4_take_ready(struct cxe_np *cnp)
 	return t;	/* the ready list's reference is the caller's */
 }
 
-/*
- * The SYN steering of a portal asks: a modelled adapter with a port on
- * dev and a listening server for the portal takes the SYN on its own
- * listener (a chip takes its SYNs before the host sees them).
- */
-static struct sock *cxe_c4_steer(const struct cxe_np *cnp,
-				 const struct net_device *dev)
-{
-	struct sock *sk = NULL;
-	struct cxe_c4srv *s;
-	struct cxe_c4dev *d;
-	unsigned long stid;
-
-	if (!dev)
-		return NULL;
-	list_for_each_entry_rcu(d, &cxe_c4devs, node) {
-		if (!d->ops->syn_listener || !READ_ONCE(d->up) ||
-		    !d->ops->has_port(d, dev))
-			continue;
-		spin_lock_bh(&d->lock);
-		xa_for_each(&d->servers, stid, s) {
-			if (s->cnp != cnp || s->l.state != CXE_C4LSN_LISTENING)
-				continue;
-			sk = d->ops->syn_listener(d, stid);
-			break;
-		}
-		spin_unlock_bh(&d->lock);
-		if (sk)
-			break;
-	}
-	return sk;
-}
-
 /* ---- the backend ----------------------------------------------------------- */
 
 /*
@@ -723,7 +690,6 @@ const struct cxe_backend cxe_cxgb4_backend = {
 	},
 	.ops	= &cxe_c4_ops,
 	.show_state = cxe_c4_show_state,
-	.steer	= cxe_c4_steer,
 };
 
 int cxe_cxgb4_init(void)
@@ -750,16 +716,13 @@ err_wq:
 
 /*
  * After the transport and the control interface: no portal is left, so
- * no server waits. cxgb4 stops calling first, then the modelled adapters
- * stop answering, then the removals already decided run (nothing can
- * queue another), then what late answers left of servers goes with its
- * adapter.
+ * no server waits. cxgb4 stops calling first, then the removals already
+ * decided run (nothing can queue another), then what late answers left
+ * of servers goes with its adapter.
  */
 void cxe_cxgb4_exit(void)
 {
 	cxe_c4real_exit();
-	cxe_c4model_stop();
 	destroy_workqueue(cxe_c4_wq);
-	cxe_c4model_exit();
 	cxe_backend_unregister(&cxe_cxgb4_backend);
 }

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * cxgb4 backend: a Chelsio adapter as the backend's device glue (dev.c)
- * sees it, and what the glue asks of one. A real adapter (main.c) does
- * it through cxgb4; a modelled one (modeldev.c, modelconn.c) through the
- * chip model, so that the glue's own code runs where no Chelsio adapter
- * exists. The glue never calls cxgb4 itself.
+ * sees it, and what the glue asks of one, which main.c does through
+ * cxgb4. The glue never calls cxgb4 itself.
  *
  * What the glue does: for each offloaded portal, a listening server on
  * every adapter that serves the portal's address (listen.h keeps each
@@ -78,13 +76,6 @@ struct cxe_c4dev_ops {
 	 */
 	void (*release_tid)(struct cxe_c4dev *d, u32 tid, bool ipv6);
 	/*
-	 * A device whose TCP is the host's own (a model): the listening
-	 * socket that takes the SYNs for server stid arriving on its port,
-	 * with a reference; NULL while it has none (rcu_read_lock held,
-	 * softirq). A chip takes SYNs itself: no such op.
-	 */
-	struct sock *(*syn_listener)(struct cxe_c4dev *d, u32 stid);
-	/*
 	 * Page pods (a device with d->npods of them): the glue writes them
 	 * with requests on the connection's flow (cm.c). pods_get: n free
 	 * pods in a row, taken; the first one's index as a tag names it
@@ -108,8 +99,8 @@ struct cxe_c4dev {
 	struct list_head	node;		/* the glue's adapters */
 	struct kref		ref;		/* the list's, each server's */
 	const struct cxe_c4dev_ops *ops;
-	const char		*name;		/* PCI name, or the model's */
-	const char		*kind;		/* "T5", "T6", "T6model", ... */
+	const char		*name;		/* PCI name */
+	const char		*kind;		/* "T5", "T6" */
 	u32			nports;
 	enum cxe_chip		chip;
 	u32			wr_cred;	/* a connection's transmit
@@ -168,7 +159,7 @@ int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n, u32 *color);
 void cxe_c4dev_pods_put(struct cxe_c4dev *d, u32 idx, u32 n);
 /*
  * The adapter went away under its servers and connections (cxgb4's
- * DETACH, a model unplugged), its chip answering nothing and placing
+ * DETACH), its chip answering nothing and placing
  * nothing any more: every server and connection of it is over at once,
  * with no call to the device but the TIDs' and STIDs' release, which it
  * takes as forgetting them. Process context.
@@ -380,15 +371,5 @@ void cxe_c4_ddp_release(struct cxe_conn *c, struct cxe_task *task);
 /* main.c: the real adapters, through cxgb4's ULD slot */
 int cxe_c4real_init(void);
 void cxe_c4real_exit(void);
-
-/*
- * modeldev.c: modelled adapters, made and removed through configfs
- * (cxgb4_models). At unload: stop answering, then drop them.
- */
-void cxe_c4model_stop(void);
-void cxe_c4model_exit(void);
-ssize_t cxe_c4model_show(char *page);
-ssize_t cxe_c4model_store(const char *page, size_t count);
-void cxe_c4model_netdev_gone(const struct net_device *nd);
 
 #endif /* CXE_CXGB4_DEV_H */

@@ -184,15 +184,6 @@ static __always_inline unsigned int cxe_steer(struct sk_buff *skb,
 		 */
 		if (cxe_tuple_owned(state, p) || !cxe_pkt_local(state, p))
 			break;
-		/* a device that takes the portal's SYNs on dev gets them */
-		if (th->syn)
-			sk = cxe_backends_steer(snp->cnp, state->in);
-		if (th->syn && sk) {
-			skb_orphan(skb);
-			skb->sk = sk;
-			skb->destructor = sock_edemux;
-			break;
-		}
 		sk = snp->listener->sk;
 		/* the portal is offloaded; is the netdev served (and counted)? */
 		if (!cxe_adapter_steer(state->in, th->syn) ||

@@ -16,7 +16,7 @@
 #ifndef CXE_MODEL_PPOD_H
 #define CXE_MODEL_PPOD_H
 
-#include "../adapters/cxgb4/cpl.h"
+#include "cpl.h"
 
 struct cxe_model_ppm {
 	u8 *mem;		/* size bytes: the pod region */

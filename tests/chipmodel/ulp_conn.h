@@ -26,7 +26,7 @@
 #ifndef CXE_MODEL_ULP_CONN_H
 #define CXE_MODEL_ULP_CONN_H
 
-#include "../adapters/cxgb4/cpl.h"
+#include "cpl.h"
 
 #define CXE_MODEL_CONN_QLEN	8	/* messages on their way, at most */
 #define CXE_MODEL_CONN_MSG	24	/* the longest of them */

@@ -23,8 +23,8 @@
 #ifndef CXE_MODEL_ULP_RX_H
 #define CXE_MODEL_ULP_RX_H
 
-#include "../pdu/cxe_bhs.h"
-#include "../adapters/cxgb4/cpl.h"
+#include "cxe_bhs.h"
+#include "cpl.h"
 
 struct cxe_model_rx_ops {
 	/* one message to the host: the CPL, then its payload; 0 to go on */

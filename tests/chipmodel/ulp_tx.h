@@ -20,8 +20,8 @@
 #ifndef CXE_MODEL_ULP_TX_H
 #define CXE_MODEL_ULP_TX_H
 
-#include "../pdu/cxe_bhs.h"
-#include "../adapters/cxgb4/cpl.h"
+#include "cxe_bhs.h"
+#include "cpl.h"
 
 struct cxe_model_tx {
 	enum cxe_chip chip;

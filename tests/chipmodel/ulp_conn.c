@@ -3,7 +3,7 @@
  * A model of the connection side of a Chelsio T5/T6 for one TID; see
  * conn.h and README.md.
  */
-#include "../pdu/cxe_bhs.h"
+#include "cxe_bhs.h"
 #include "ulp_conn.h"
 
 void cxe_model_conn_init(struct cxe_model_conn *m, u32 tid, u32 snd_isn,

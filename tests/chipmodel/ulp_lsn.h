@@ -19,7 +19,7 @@
 #ifndef CXE_MODEL_ULP_LSN_H
 #define CXE_MODEL_ULP_LSN_H
 
-#include "../adapters/cxgb4/cpl.h"
+#include "cpl.h"
 
 #define CXE_MODEL_LSN_STIDS	16
 #define CXE_MODEL_LSN_QLEN	(2 * CXE_MODEL_LSN_STIDS)
