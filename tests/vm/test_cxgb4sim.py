@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from iscsi_initiator import iscsiadm
-from testbed import fio
+from testbed import fio, topo
 
 from . import c4sim
 from .c4sim import chip_errors, rmmod, sh, stats, trace
@@ -173,6 +173,30 @@ def test_ours_listens_as_mainline_does(stand_in: None, module_ko: Path) -> None:
     finally:
         rmmod("cxgbit_ext")
     assert trace()[-1] == "uld unregister cxgbit_ext"
+
+
+def test_a_portal_of_another_namespace_gets_no_server(stand_in: None, module_ko: Path) -> None:
+    """The adapter's ports are in this namespace: a wildcard portal made in
+    another one, whose connections can never come in on them, opens no
+    server on the chip; the same portal made here opens one."""
+    load_ours(module_ko)
+    sh("ip", "netns", "add", "c4other")
+    try:
+        before = len(trace())
+        with topo.in_netns("c4other"), portal(f"0.0.0.0:{PORT}") as np:
+            (np / "cxgbit").write_text("1")
+            servers = c4sim_adapter()["servers"]
+            (np / "cxgbit").write_text("0")
+        opened = [ln for ln in trace()[before:] if "CPL_PASS_OPEN_REQ" in ln]
+        assert (opened, servers) == ([], "0"), "a portal of another namespace listens on the chip"
+        with portal(f"0.0.0.0:{PORT}") as np:
+            (np / "cxgbit").write_text("1")
+            servers = c4sim_adapter()["servers"]
+            (np / "cxgbit").write_text("0")
+        assert servers == "1", "the wildcard portal of the ports' namespace does not listen on the chip"
+    finally:
+        subprocess.run(["ip", "netns", "del", "c4other"], capture_output=True)
+        rmmod("cxgbit_ext")
 
 
 def syn_trace() -> list[str]:

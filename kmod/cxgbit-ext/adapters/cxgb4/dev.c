@@ -440,20 +440,31 @@ void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len)
 
 /* ---- portals ------------------------------------------------------------- */
 
-/* Whether a port of d holds the portal's address (any, for a wildcard) */
+/*
+ * Whether a port of d holds the portal's address, or for a wildcard, is
+ * in the portal's network namespace: connections for a portal only come
+ * in on netdevs of its namespace, and a server on the chip would take
+ * SYNs meant for the portals of the ports' own namespace.
+ */
 static bool cxe_c4dev_serves(struct cxe_c4dev *d, const struct cxe_np *cnp)
 {
 	const void *ip = cxe_portal_ip(cnp);
 	struct net_device *nd;
-	bool found;
+	bool found = false;
 
 	if (!d->serves || !READ_ONCE(d->up))
 		return false;
-	if (!ip)	/* a wildcard listens on every adapter with a port */
-		return d->nports;
 	rcu_read_lock();
-	nd = cxe_portal_netdev(cnp, ip);
-	found = nd && d->ops->has_port(d, nd);
+	if (ip) {
+		nd = cxe_portal_netdev(cnp, ip);
+		found = nd && d->ops->has_port(d, nd);
+	} else {
+		for_each_netdev_rcu(cnp->net, nd) {
+			found = d->ops->has_port(d, nd);
+			if (found)
+				break;
+		}
+	}
 	rcu_read_unlock();
 	return found;
 }
