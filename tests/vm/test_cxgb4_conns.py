@@ -30,6 +30,7 @@ from testbed import fio, topo
 
 from . import c4sim
 from .conftest import (
+    CFS,
     PDU_INITIATOR,
     connection_lines,
     cxgb4_adapter,
@@ -439,3 +440,80 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
     finally:
         iscsiadm.logout(IQN)
     tids_back("a TID was not given back after logout")
+
+
+def test_a_recovery_ends_the_chips_sessions_and_it_listens_again(c4_target: str) -> None:
+    """cxgb4's START_RECOVERY (an EEH error or a firmware reset: the chip
+    loses every connection and server it had) under a session with an R2T
+    out, beside a stock session: the adapter's connections end at once,
+    every TID and pod goes back without a message about a TID the chip
+    lost; once cxgb4 says UP, the portal has its server on the chip again
+    and a new session is carried by the chip; the stock session carries
+    on, and the chip saw no request it would refuse."""
+    c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+    write_r2t(c, 96, 16 * BLOCK)
+    assert int(cxgb4_adapter(CHIP)["pods_used"]) > 0, "the R2T's tag holds no page pods"
+    stock = login(STOCK.tgt_ip)
+    accepted = int(cxgb4_adapter(CHIP)["accepted"])
+    c4sim.set_state("recovery")
+    assert c.closed_by_peer(), "a session on the reset chip went on"
+    c.close()
+    wait_for("the reset adapter kept TIDs, pods or servers",
+             lambda: [cxgb4_adapter(CHIP)[k] for k in ("state", "conns", "pods_used", "servers")]
+             == ["down", "0", "0", "0"], 30)  # fmt: skip
+    wait_for("LIO kept the reset chip's session",
+             lambda: not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")], 30)  # fmt: skip
+    c4sim.set_state("up")
+    wait_for("the portal has no server on the chip again", lambda: cxgb4_adapter(CHIP)["servers"] == "1", 30)
+    again = login(OFF.tgt_ip)
+    assert conn_line(OFF.ini_ip)["adapter"] == CHIP, connection_lines()
+    assert int(cxgb4_adapter(CHIP)["accepted"]) == accepted + 1
+    write_read_logout(again, 200, 8)
+    write_read_logout(stock, 100000, 8)
+    tids_back("a TID was not given back")
+    assert not c4sim.chip_errors(), "the stand-in refused:\n" + "\n".join(c4sim.chip_errors())
+
+
+# Last for each chip: the adapter is detached, then attached again.
+def test_a_detached_adapter_ends_its_sessions_and_spares_the_rest(c4_target: str) -> None:
+    """A surprise removal of the adapter (cxgb4's DETACH, as at a PCI
+    remove) under open-iscsi writing and verifying with fio, a session
+    with an R2T out (its pods written) and a stock session beside them:
+    the adapter's connections end within seconds, not at a peer's timeout,
+    and the adapter goes from the backends file; open-iscsi reconnects to
+    the same portal, now on the host's TCP (nothing serves the port), and
+    fio verifies every block; the stock session carries on; nothing calls
+    into cxgb4 for the adapter after DETACH. Attached again (a new probe),
+    it serves the portal again and a new session is carried by the chip."""
+    portal = f"{OFF.tgt_ip}:3260"
+    placed = cxgb4_counters(CHIP).get("bytes_placed", 0)
+    iscsiadm.discover(portal)
+    iscsiadm.login(IQN, portal)
+    try:
+        disk = lun_disk(IQN, OFF.tgt_ip, 0)
+        with ThreadPoolExecutor(1) as pool:
+            job = pool.submit(fio.write_verify, disk, "32M", "64k", 16)
+            wait_for("fio's writes were not placed through the chip",
+                     lambda: job.done() or cxgb4_counters(CHIP).get("bytes_placed", 0) > placed, 60)  # fmt: skip
+            assert not job.done(), "fio ended before the adapter went"
+            c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True))
+            write_r2t(c, 96, 16 * BLOCK)
+            assert int(cxgb4_adapter(CHIP)["pods_used"]) > 0, "the R2T's tag holds no page pods"
+            stock = login(STOCK.tgt_ip)
+            c4sim.set_state("detach")
+            assert c.closed_by_peer(), "a session on the detached adapter went on"
+            c.close()
+            wait_for("the detached adapter is still listed",
+                     lambda: f"{CHIP}=" not in (CFS / "backends").read_text(), 30)  # fmt: skip
+            write_read_logout(stock, 100000, 8)
+            (res,) = job.result(timeout=300)
+        assert res.write_bytes == 32 * topology.MiB
+        assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")], connection_lines()
+    finally:
+        iscsiadm.logout(IQN)
+    assert not c4sim.chip_errors(), "after DETACH:\n" + "\n".join(c4sim.chip_errors())
+    c4sim.set_state("attach")
+    wait_for("the attached adapter does not serve the portal", lambda: cxgb4_adapter(CHIP)["servers"] == "1", 30)
+    again = login(OFF.tgt_ip)
+    assert conn_line(OFF.ini_ip)["adapter"] == CHIP, connection_lines()
+    write_read_logout(again, 100008, 8)
