@@ -348,6 +348,7 @@ static void cxe_c4tid_release(struct cxe_c4tid *t)
 	if (!mapped)
 		return;
 	d->ops->release_tid(d, t->tid, t->ipv6);
+	cxe_c4dev_settle(d);
 	wake_up(&t->wq);
 	if (ready)
 		cxe_c4tid_put(t);
@@ -576,6 +577,7 @@ static void cxe_c4tid_accept_req(struct cxe_c4dev *d, const void *cpl,
 	kref_get(&d->ref);
 	t->dev = d;
 	t->tid = r.tid;
+	t->resets = READ_ONCE(d->resets);
 	t->accept_req_len = len;
 	spin_lock_init(&t->lock);
 	cxe_c4conn_init(&t->st, r.tid);

@@ -96,18 +96,18 @@ static int cxe_c4_ddp_pods(struct cxe_c4c *cc, u32 idx, u32 n,
 }
 
 /*
- * One clear of n pods from idx: 0, or the write's error while the adapter
- * is still there (a gone one reads no pod again, so its clear holds)
+ * One clear of n pods from idx: 0, or the write's error while the chip
+ * still reads them (one that went away or was reset since the SYN reads
+ * none again, so its clear holds: dev.h)
  */
 static int cxe_c4_ddp_clear_once(struct cxe_c4c *cc, u32 idx, u32 n)
 {
-	struct cxe_c4dev *d = cc->t->dev;
 	int len;
 
-	if (READ_ONCE(d->gone))
+	if (cxe_c4tid_chip_done(cc->t))
 		return 0;
 	len = cxe_c4_ddp_pods(cc, idx, n, NULL, NULL, 0);
-	return len && !READ_ONCE(d->gone) ? len : 0;
+	return len && !cxe_c4tid_chip_done(cc->t) ? len : 0;
 }
 
 /*
@@ -134,7 +134,7 @@ static bool cxe_c4_ddp_clear(struct cxe_c4c *cc, u32 idx, u32 n)
 	if (!wait_event_timeout(cc->t->wq,
 				READ_ONCE(cc->t->st.state) == CXE_C4CONN_DONE,
 				CXE_C4_FENCE_WAIT)) {
-		if (READ_ONCE(cc->t->dev->gone))
+		if (cxe_c4tid_chip_done(cc->t))
 			return true;
 		pr_err("%pISpc: the chip did not end the connection: it may still place into a released task's pages, %u pods lost\n",
 		       &cc->c.peer, n);

@@ -34,7 +34,7 @@ static DEFINE_MUTEX(cxe_c4devs_lock);	/* the list, and the portals' */
 /* An offloaded portal the backend listens for */
 struct cxe_c4portal {
 	struct list_head	node;	/* cxe_c4portals */
-	const struct cxe_np	*cnp;
+	struct cxe_np		*cnp;
 	struct list_head	servers;
 };
 
@@ -42,6 +42,9 @@ static LIST_HEAD(cxe_c4portals);
 
 /* removals the receive path decided (they need process context) */
 struct workqueue_struct *cxe_c4_wq;
+
+static void cxe_c4dev_listen_work(struct work_struct *work);
+static void cxe_c4dev_unlist_work(struct work_struct *work);
 
 static void cxe_c4dev_free(struct kref *ref)
 {
@@ -69,6 +72,8 @@ void cxe_c4dev_init(struct cxe_c4dev *d, const struct cxe_c4dev_ops *ops)
 	xa_init_flags(&d->tids, XA_FLAGS_LOCK_BH);
 	atomic64_set(&d->cpl_dropped, 0);
 	atomic64_set(&d->accepted, 0);
+	INIT_WORK(&d->listen, cxe_c4dev_listen_work);
+	INIT_WORK(&d->unlist, cxe_c4dev_unlist_work);
 }
 
 int cxe_c4dev_pods_get(struct cxe_c4dev *d, u32 n, u32 *color)
@@ -135,6 +140,40 @@ int cxe_c4dev_del(struct cxe_c4dev *d)
 	mutex_unlock(&cxe_c4devs_lock);
 	synchronize_rcu();	/* the steering hook's readers */
 	return 0;
+}
+
+/*
+ * A gone adapter leaves the list once its last TID and server went (the
+ * PDU layer lets go of a connection after DETACH): the list's reference
+ * dropped by whoever unlists it, here or at the backend's exit.
+ */
+static void cxe_c4dev_unlist_work(struct work_struct *work)
+{
+	struct cxe_c4dev *d = container_of(work, struct cxe_c4dev, unlist);
+	bool unlisted = false;
+
+	mutex_lock(&cxe_c4devs_lock);
+	if (d->listed && d->gone && xa_empty(&d->servers) && xa_empty(&d->tids)) {
+		list_del_rcu(&d->node);
+		d->listed = false;
+		unlisted = true;
+	}
+	mutex_unlock(&cxe_c4devs_lock);
+	if (unlisted) {
+		synchronize_rcu();
+		pr_info("cxgb4 adapter %s: its last connection released: unlisted\n", d->name);
+		cxe_c4dev_put(d);
+	}
+	cxe_c4dev_put(d);	/* the work's */
+}
+
+void cxe_c4dev_settle(struct cxe_c4dev *d)
+{
+	if (!READ_ONCE(d->gone))
+		return;
+	kref_get(&d->ref);
+	if (!queue_work(cxe_c4_wq, &d->unlist))
+		cxe_c4dev_put(d);
 }
 
 void cxe_c4dev_drop_all(const struct cxe_c4dev_ops *ops)
@@ -207,22 +246,13 @@ static void cxe_c4srv_do_remove(struct cxe_c4srv *s)
 	}
 }
 
-/*
- * The adapter went away: it serves nothing from here on, its servers are
- * over (listen.c's gone: their STIDs settled, waiters told), and so is
- * every connection on it (cm.c). Connections accepted after this are
- * refused at the TID map. Process context.
- */
-void cxe_c4dev_gone(struct cxe_c4dev *d)
+/* every server of d is over (listen.c's gone: STIDs settled, waiters told) */
+static void cxe_c4dev_servers_gone(struct cxe_c4dev *d)
 {
 	struct cxe_c4srv *s;
 	unsigned long stid = 0;
 	int what;
 
-	mutex_lock(&cxe_c4devs_lock);
-	WRITE_ONCE(d->gone, true);
-	WRITE_ONCE(d->up, false);
-	mutex_unlock(&cxe_c4devs_lock);
 	for (;; stid++) {
 		spin_lock_bh(&d->lock);
 		s = xa_find(&d->servers, &stid, ULONG_MAX, XA_PRESENT);
@@ -237,6 +267,34 @@ void cxe_c4dev_gone(struct cxe_c4dev *d)
 		cxe_c4srv_act(s, what, false);
 		cxe_c4srv_put(s);
 	}
+}
+
+/*
+ * The adapter went away: it serves nothing from here on, its servers are
+ * over, and so is every connection on it (cm.c). Connections accepted
+ * after this are refused at the TID map. Process context.
+ */
+void cxe_c4dev_gone(struct cxe_c4dev *d)
+{
+	mutex_lock(&cxe_c4devs_lock);
+	WRITE_ONCE(d->gone, true);
+	WRITE_ONCE(d->up, false);
+	mutex_unlock(&cxe_c4devs_lock);
+	cxe_c4dev_servers_gone(d);
+	cxe_c4dev_end_tids(d);
+}
+
+/*
+ * The chip was reset under the adapter (cxgb4's START_RECOVERY or DOWN):
+ * its servers and connections went with the chip's state, as at a
+ * detach, but the adapter stays. It serves again once cxgb4 says it is
+ * up (cxe_c4dev_up()). Process context.
+ */
+void cxe_c4dev_reset(struct cxe_c4dev *d)
+{
+	WRITE_ONCE(d->up, false);
+	WRITE_ONCE(d->resets, d->resets + 1);
+	cxe_c4dev_servers_gone(d);
 	cxe_c4dev_end_tids(d);
 }
 
@@ -498,6 +556,72 @@ static int cxe_c4_listen(struct cxe_np *cnp)
 	list_add_tail(&p->node, &cxe_c4portals);
 	mutex_unlock(&cxe_c4devs_lock);
 	return 0;
+}
+
+/*
+ * Whether one of the portal's servers is d's and listening (or opening);
+ * those of d that are over (a reset of its chip took them) leave the
+ * portal's list on the way. cxe_c4devs_lock held.
+ */
+static bool cxe_c4portal_on(struct cxe_c4portal *p, struct cxe_c4dev *d)
+{
+	struct cxe_c4srv *s, *tmp;
+	bool on = false, live;
+
+	list_for_each_entry_safe(s, tmp, &p->servers, node) {
+		if (s->dev != d)
+			continue;
+		spin_lock_bh(&d->lock);
+		live = s->l.state == CXE_C4LSN_OPENING ||
+		       s->l.state == CXE_C4LSN_LISTENING;
+		spin_unlock_bh(&d->lock);
+		on |= live;
+		if (!live) {
+			list_del(&s->node);
+			cxe_c4srv_stop(s);
+			cxe_c4srv_put(s);
+		}
+	}
+	return on;
+}
+
+/*
+ * An adapter up (at its add, or after a reset of its chip, which took
+ * the servers it had): a server for each portal it serves and has none
+ * for. From a work item: the chip's answers take their time, and cxgb4
+ * calls the state change under its own lock.
+ */
+static void cxe_c4dev_listen_work(struct work_struct *work)
+{
+	struct cxe_c4dev *d = container_of(work, struct cxe_c4dev, listen);
+	struct cxe_c4portal *p;
+	struct cxe_c4srv *s;
+	int err;
+
+	mutex_lock(&cxe_c4devs_lock);
+	list_for_each_entry(p, &cxe_c4portals, node) {
+		if (!cxe_c4dev_serves(d, p->cnp) || cxe_c4portal_on(p, d))
+			continue;
+		s = cxe_c4srv_open(d, p->cnp, &err);
+		if (!s) {
+			pr_warn("portal %pISpc: cxgb4 adapter %s does not listen for it (%d)\n",
+				&p->cnp->addr, d->name, err);
+			continue;
+		}
+		list_add_tail(&s->node, &p->servers);
+		pr_info("portal %pISpc: cxgb4 adapter %s listens for it (server %u)\n",
+			&p->cnp->addr, d->name, s->l.stid);
+	}
+	mutex_unlock(&cxe_c4devs_lock);
+	cxe_c4dev_put(d);
+}
+
+void cxe_c4dev_up(struct cxe_c4dev *d)
+{
+	WRITE_ONCE(d->up, true);
+	kref_get(&d->ref);
+	if (!queue_work(cxe_c4_wq, &d->listen))
+		cxe_c4dev_put(d);
 }
 
 static void cxe_c4_unlisten(struct cxe_np *cnp)

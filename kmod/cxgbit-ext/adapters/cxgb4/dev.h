@@ -133,6 +133,9 @@ struct cxe_c4dev {
 	u32			npods;
 	struct cxe_ppod_tagfmt	tagfmt;
 	u32			pods_used;
+	u32			resets;		/* of its chip, so far */
+	struct work_struct	listen;		/* cxe_c4dev_up()'s servers */
+	struct work_struct	unlist;		/* cxe_c4dev_settle()'s */
 };
 
 /* ref 1 (the list's) and the lock; the owner sets the rest */
@@ -165,6 +168,21 @@ void cxe_c4dev_pods_put(struct cxe_c4dev *d, u32 idx, u32 n);
  * takes as forgetting them. Process context.
  */
 void cxe_c4dev_gone(struct cxe_c4dev *d);
+/*
+ * Its chip was reset (cxgb4's START_RECOVERY or DOWN): the same for its
+ * servers and connections, the adapter staying, down. Process context.
+ */
+void cxe_c4dev_reset(struct cxe_c4dev *d);
+/*
+ * Up (cxgb4's UP: at its add, after a reset): a server for each portal
+ * it serves and has none for, opened from a work item. Any context.
+ */
+void cxe_c4dev_up(struct cxe_c4dev *d);
+/*
+ * A TID of d went back: once d is gone and holds none, nor a server, it
+ * leaves the list (from a work item). Any context.
+ */
+void cxe_c4dev_settle(struct cxe_c4dev *d);
 /* one CPL message from the adapter (the RSS header stripped); any context */
 void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len);
 
@@ -202,6 +220,7 @@ struct cxe_c4tid {
 	struct cxe_c4dev	*dev;		/* with a reference */
 	struct cxe_c4srv	*srv;		/* with a reference */
 	u32			tid;
+	u32			resets;		/* dev->resets at the SYN */
 	bool			ipv6;
 	struct sockaddr_storage	local;
 	struct sockaddr_storage	peer;
@@ -232,6 +251,16 @@ struct cxe_c4tid {
 	u32			accept_req_len;
 	u32			protocol_errors;
 };
+
+/*
+ * Whether the adapter reads no page pod of t's again: it went away, or
+ * a reset of its chip took t's connection. That a reset chip places
+ * nothing by the pods it held before is assumed, as at a detach.
+ */
+static inline bool cxe_c4tid_chip_done(const struct cxe_c4tid *t)
+{
+	return READ_ONCE(t->dev->gone) || READ_ONCE(t->dev->resets) != t->resets;
+}
 
 void cxe_c4tid_put(struct cxe_c4tid *t);
 

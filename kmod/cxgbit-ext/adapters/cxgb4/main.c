@@ -58,6 +58,7 @@ struct cxe_c4real_tid {
 	u16			ctrlq;		/* the port's control queue */
 	bool			replied;
 	bool			ipv6;
+	bool			lost;		/* to a reset of the chip */
 	struct in6_addr		local6;
 	struct rcu_head		rcu;
 };
@@ -71,7 +72,7 @@ struct cxe_c4real {
 	struct cxe_c4dev	d;
 	struct cxgb4_lld_info	lldi;
 	char			kind[4];
-	struct xarray		tids;
+	struct xarray		tids;		/* TID -> struct cxe_c4real_tid */
 	/* STID -> the address of an IPv6 server in the CLIP table */
 	struct xarray		stid6;
 	bool			detached;	/* cxgb4 is done with it */
@@ -413,8 +414,14 @@ static void cxe_c4real_release_tid(struct cxe_c4dev *d, u32 tid, bool ipv6)
 	struct cxe_c4real_tid *rt = xa_erase_bh(&cr->tids, tid);
 
 	if (cxe_c4real_enter(d)) {
-		cxgb4_remove_tid(cr->lldi.tids, 0, tid,
-				 ipv6 ? AF_INET6 : AF_INET);
+		/*
+		 * cxgb4_remove_tid() tells the chip; a TID a reset took may
+		 * be a new connection's by now: its table entry is left for
+		 * cxgb4 to overwrite when it gives the TID out again
+		 */
+		if (!rt || !rt->lost)
+			cxgb4_remove_tid(cr->lldi.tids, 0, tid,
+					 ipv6 ? AF_INET6 : AF_INET);
 		if (rt && rt->ipv6)
 			cxe_c4real_clip_put(cr, &rt->local6);
 		if (rt)
@@ -652,17 +659,39 @@ static void *cxe_cxgb4_add(const struct cxgb4_lld_info *lldi)
 	return &r->d;
 }
 
+/* A reset of the chip took every TID it had: none is released to it */
+static void cxe_c4real_lose_tids(struct cxe_c4real *cr)
+{
+	struct cxe_c4real_tid *rt;
+	unsigned long tid;
+
+	xa_lock_bh(&cr->tids);
+	xa_for_each(&cr->tids, tid, rt)
+		rt->lost = true;
+	xa_unlock_bh(&cr->tids);
+}
+
 static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 {
 	struct cxe_c4dev *d = handle;
 
 	switch (state) {
 	case CXGB4_STATE_UP:
-		WRITE_ONCE(d->up, true);
+		/* after a reset, the portals' servers are to be opened anew */
+		cxe_c4dev_up(d);
 		break;
 	case CXGB4_STATE_START_RECOVERY:
 	case CXGB4_STATE_DOWN:
-		WRITE_ONCE(d->up, false);
+		/*
+		 * an EEH error, a firmware or function reset: the chip
+		 * forgets its connections and servers without a message,
+		 * and none may go to it about them (mainline cxgbit leaves
+		 * its TIDs to aborts that cannot go, and listens no more)
+		 */
+		if (!READ_ONCE(d->up))
+			break;
+		cxe_c4real_lose_tids(to_real(d));
+		cxe_c4dev_reset(d);
 		break;
 	case CXGB4_STATE_DETACH:
 		/* the adapter goes (PCI remove): cxgb4 calls nothing after it */
@@ -675,10 +704,11 @@ static int cxe_cxgb4_state_change(void *handle, enum cxgb4_state state)
 		cxe_c4dev_gone(d);
 		/*
 		 * connections whose PDU layer has not let go yet keep their
-		 * TIDs: the adapter then stays listed, down, until unload
+		 * TIDs: the adapter then stays listed, down, until the last
+		 * of them goes (cxe_c4dev_settle())
 		 */
 		if (cxe_c4dev_del(d))
-			pr_info("cxgb4 adapter %s: listed until unload: connections still being released\n",
+			pr_info("cxgb4 adapter %s: listed until its connections are released\n",
 				d->name);
 		else
 			cxe_c4dev_put(d);
