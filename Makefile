@@ -5,6 +5,7 @@
 #   make demo    boot a VM, build the reference topology, run fio, tear down
 #   make perf    stock LIO vs offload, two VMs, results + plots in perf/results/
 #   make deb     the Debian packages (debian/) in build/deb/, lintian-clean
+#   make debug-test  the VM suite's kernel paths on KASAN/lockdep/kmemleak kernels
 SHELL := /bin/bash
 TOP := $(CURDIR)
 VENV := $(TOP)/.venv
@@ -16,7 +17,7 @@ VMTESTS ?= tests/vm
 VMTIMEOUT ?= 2100
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm perf-deps perf perf-micro deb deb-previous package-test clean
+.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm cxgb4-test debug-test perf-deps perf perf-micro deb deb-previous package-test clean
 
 all: modules
 
@@ -89,6 +90,47 @@ fuzz-vm: modules
 		tests/vm/test_pdu_fuzz.py --lio-fuzz \
 		$(if $(filter patched,$(FUZZ_LIO)),--patched-lio) \
 		--fuzz-seed $$(od -An -N4 -tu4 /dev/urandom) $(FUZZ_ARGS)
+
+# The cxgb4 backend on the test-only cxgb4 stand-in, every kernel with
+# each chip: the PDU suite, the fuzz and libiscsi through it. make test
+# deals these runs over the
+# kernels, one chip each (tests/vm/c4sim.py); the stand-in's own tests
+# and the connections through it run there on every kernel and chip.
+C4SUITES := tests/vm/test_pdu_suite.py tests/vm/test_pdu_fuzz.py tests/vm/test_conformance.py
+cxgb4-test: modules
+	@mkdir -p $(BUILD)/results; rc=0; for chip in t5 t6; do pids=""; for k in $(KVERS); do \
+		$(PY) $(TOP)/testbed/run --kernel $$k --timeout 3600 --results $(BUILD)/results/cxgb4-$$chip-$$k \
+			-- $(C4SUITES) --every-share --cxgb4-sim $$chip -k cxgb4sim \
+			>$(BUILD)/results/cxgb4-$$chip-$$k.out 2>&1 & pids="$$pids$$! "; \
+	done; for k in $(KVERS); do \
+		wait $${pids%% *} || rc=1; pids=$${pids#* }; tail -3 $(BUILD)/results/cxgb4-$$chip-$$k.out; \
+	done; done; exit $$rc
+
+# The VM suite's kernel paths on each kernel's debug variant (KASAN,
+# UBSAN, lockdep, debugobjects, list debugging, kmemleak, fault injection:
+# scripts/build-debug-kernel, built once per version and config, then
+# reused); any report of theirs, and any kmemleak object left after the
+# run, fails it (testbed/run, testbed/klog.py). What runs, by what it
+# covers: module load and unload, steering and hand-back, adapters and
+# netdev events, the PDU suite (every PDU path and digest, through soft0
+# and through the cxgb4 glue on the stand-in) and the fuzz, the glue's
+# connections, recovery and detach, rmmod and resets under load. Left out,
+# and why: tests/README.md ("The debug kernels").
+DEBUG_TESTS ?= tests/vm/test_module.py tests/vm/test_steering.py tests/vm/test_adapters.py \
+	tests/vm/test_netdev_identity.py tests/vm/test_robustness.py tests/vm/test_cxgb4_conns.py \
+	tests/vm/test_cxgb4sim.py tests/vm/test_pdu_suite.py tests/vm/test_pdu_fuzz.py
+DEBUG_KVERS = $(addsuffix -dbg,$(KVERS))
+DEBUG_TIMEOUT ?= 10800
+debug-test:
+	@set -e; for k in $(KVERS); do $(TOP)/scripts/build-debug-kernel --dwarf none $$k >/dev/null; done
+	$(TOP)/scripts/build-kmod $(DEBUG_KVERS)
+	@mkdir -p $(BUILD)/results; pids=""; for k in $(DEBUG_KVERS); do \
+		$(PY) $(TOP)/testbed/run --kernel $$k --timeout $(DEBUG_TIMEOUT) --results $(BUILD)/results/$$k \
+			-- $(DEBUG_TESTS) -k "not mainline" >$(BUILD)/results/$$k.out 2>&1 & \
+		pids="$$pids$$! "; echo "debug-test: $$k batch started"; \
+	done; rc=0; for k in $(DEBUG_KVERS); do \
+		wait $${pids%% *} || rc=1; pids=$${pids#* }; tail -5 $(BUILD)/results/$$k.out; \
+	done; exit $$rc
 
 perf-deps:
 	$(TOP)/scripts/perf-deps
