@@ -56,14 +56,22 @@ int cxe_c4_ddp_init(struct cxe_c4c *cc, bool place)
 	return cc->ddp ? 0 : -ENOMEM;
 }
 
-/* The pages' mappings undone and the list of them freed */
-static void cxe_c4_ddp_unmap_pages(struct cxe_c4dev *d, u64 *addrs, u32 n)
+/*
+ * The pages' mappings undone, the pages let go (unless kept) and the
+ * lists of them freed
+ */
+static void cxe_c4_ddp_unmap_pages(struct cxe_c4dev *d, u64 *addrs,
+				   struct page **pages, u32 n, bool keep)
 {
 	u32 i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		d->ops->unmap_page(d, addrs[i]);
+		if (!keep)
+			put_page(pages[i]);
+	}
 	kvfree(addrs);
+	kvfree(pages);
 }
 
 /*
@@ -152,10 +160,24 @@ static void cxe_c4_ddp_end(struct cxe_c4c *cc, const struct cxe_c4ddp *s)
 {
 	struct cxe_c4dev *d = cc->t->dev;
 
+	bool keep;
+
 	if (!cxe_c4_ddp_clear(cc, s->pod_idx, s->pods))
 		return;
 	cxe_c4dev_pods_put(d, s->pod_idx, s->pods);
-	cxe_c4_ddp_unmap_pages(d, s->addrs, s->npages);
+	/*
+	 * cxgb4 tells its upper drivers of a detach, and of a function
+	 * reset, while the chip still runs, and stops it later without
+	 * telling them: until then the chip may still place into the
+	 * pages the pods name. They are kept from the page allocator for
+	 * good (their mapping undone: behind an IOMMU the chip's writes
+	 * fault), never handed back while LIO frees the task's buffer.
+	 */
+	keep = cxe_c4tid_chip_done(cc->t);
+	if (keep)
+		pr_warn_ratelimited("%pISpc: %u pages of a task kept: the chip of adapter %s may place into them until cxgb4 stops it\n",
+				    &cc->c.peer, s->npages, d->name);
+	cxe_c4_ddp_unmap_pages(d, s->addrs, s->pages, s->npages, keep);
 }
 
 /*
@@ -166,10 +188,12 @@ static void cxe_c4_ddp_end(struct cxe_c4c *cc, const struct cxe_c4ddp *s)
  */
 static u64 *cxe_c4_ddp_map_pages(struct cxe_c4dev *d,
 				 const struct cxe_data *win, u32 end,
-				 u32 *npages, u32 *page_off)
+				 u32 *npages, u32 *page_off,
+				 struct page ***pagesp)
 {
 	struct scatterlist *sg;
 	u32 pos = 0, n = 0, max, i;
+	struct page **pages;
 	u64 *addrs;
 
 	if (!win->sgl || !win->nents)
@@ -177,8 +201,12 @@ static u64 *cxe_c4_ddp_map_pages(struct cxe_c4dev *d,
 	*page_off = win->sgl->offset & ~PAGE_MASK;
 	max = DIV_ROUND_UP(*page_off + end, PAGE_SIZE);
 	addrs = kvmalloc_array(max, sizeof(*addrs), GFP_KERNEL);
-	if (!addrs)
+	pages = kvmalloc_array(max, sizeof(*pages), GFP_KERNEL);
+	if (!addrs || !pages) {
+		kvfree(addrs);
+		kvfree(pages);
 		return NULL;
+	}
 	for_each_sg(win->sgl, sg, win->nents, i) {
 		u32 off = sg->offset & ~PAGE_MASK, left = sg->length;
 		struct page *pg = nth_page(sg_page(sg), sg->offset >> PAGE_SHIFT);
@@ -190,7 +218,9 @@ static u64 *cxe_c4_ddp_map_pages(struct cxe_c4dev *d,
 
 			if (n == max || d->ops->map_page(d, pg, &addrs[n]))
 				goto fail;
-			n++;
+			/* held while the chip may place into it */
+			get_page(pg);
+			pages[n++] = pg;
 			pos += k;
 			left -= k;
 			off = 0;
@@ -201,9 +231,10 @@ static u64 *cxe_c4_ddp_map_pages(struct cxe_c4dev *d,
 	if (pos < end)
 		goto fail;
 	*npages = n;
+	*pagesp = pages;
 	return addrs;
 fail:
-	cxe_c4_ddp_unmap_pages(d, addrs, n);
+	cxe_c4_ddp_unmap_pages(d, addrs, pages, n, false);
 	return NULL;
 }
 
@@ -231,15 +262,18 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s,
 {
 	struct cxe_c4dev *d = cc->t->dev;
 	u32 end = cxe_c4_ddp_buf_len(win), npages, page_off, color;
+	struct page **pages = NULL;
 	struct cxe_ppod_hdr h;
 	u64 *addrs = NULL;
 	int idx;
 
 	if (end > win->offset + win->len)
-		addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
+		addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off,
+					     &pages);
 	if (!addrs) {
 		end = win->offset + win->len;
-		addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off);
+		addrs = cxe_c4_ddp_map_pages(d, win, end, &npages, &page_off,
+					     &pages);
 	}
 	if (!addrs)
 		return CXE_C4_NOTAG;
@@ -247,7 +281,7 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s,
 	s->pods = cxe_ppod_count(page_off, end);
 	idx = cxe_c4dev_pods_get(d, s->pods, &color);
 	if (idx < 0) {
-		cxe_c4_ddp_unmap_pages(d, addrs, npages);
+		cxe_c4_ddp_unmap_pages(d, addrs, pages, npages, false);
 		return CXE_C4_NOTAG;
 	}
 	h = (struct cxe_ppod_hdr) {
@@ -258,6 +292,7 @@ static u32 cxe_c4_ddp_map(struct cxe_c4c *cc, struct cxe_c4ddp *s,
 	};
 	s->pod_idx = idx;
 	s->addrs = addrs;
+	s->pages = pages;
 	s->npages = npages;
 	if (cxe_c4_ddp_pods(cc, idx, s->pods, &h, addrs, npages)) {
 		/* what was written goes: a clear that fails aborts */

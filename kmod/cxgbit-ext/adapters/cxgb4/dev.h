@@ -287,6 +287,7 @@ struct cxe_c4ddp {
 	u32			pod_idx;
 	u32			pods;
 	u64			*addrs;
+	struct page		**pages;	/* addrs' pages, held */
 	u32			npages;
 };
 
