@@ -43,7 +43,7 @@ from testbed import fio, topo
 
 from . import c4sim
 from .c4sim import chip_errors, rmmod, sh, stats, trace
-from .conftest import CFS, cxgb4_adapter, dmesg_since, kmsg_mark, lio_clear, lun_disk
+from .conftest import CFS, cxgb4_adapter, dmesg_since, insmod, kmsg_mark, lio_clear, lun_disk
 
 SIM_IP, PEER_IP, PEER_NS, PORT = c4sim.LINK.tgt_ip, c4sim.LINK.ini_ip, "c4ini", 3260
 IFACE = "c4peer"
@@ -157,10 +157,10 @@ def test_mainline_cxgbit_attaches_and_listens(stand_in: None, kver: str) -> None
 
 
 def load_ours(module_ko: Path) -> None:
-    """cxgbit_ext with cxgb4_hw=1, its dependencies but cxgb4 loaded first."""
-    for dep in ("configfs", "libcrc32c", "target_core_mod", "iscsi_target_mod"):
-        sh("modprobe", dep)
-    sh("insmod", str(module_ko), "cxgb4_hw=1")
+    """cxgbit_ext with cxgb4_hw=1, its dependencies but cxgb4 (the
+    stand-in exports its symbols) loaded first."""
+    p = insmod(module_ko, "cxgb4_hw=1", provided=("cxgb4",))
+    assert p.returncode == 0, f"insmod {module_ko}: {p.stderr}"
 
 
 def test_ours_listens_as_mainline_does(stand_in: None, module_ko: Path) -> None:
