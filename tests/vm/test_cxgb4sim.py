@@ -233,7 +233,13 @@ def normalized(line: str) -> str:
     return line
 
 
-def test_a_syn_is_answered_as_mainline_answers_it(peer_ns: None, kver: str, module_ko: Path) -> None:
+@pytest.mark.parametrize("peer_scaling", ["1", "0"], ids=["peer-wscale", "peer-no-wscale"])
+def test_a_syn_is_answered_as_mainline_answers_it(peer_ns: None, kver: str, module_ko: Path, peer_scaling: str) -> None:
+    """The same trace, from the SYN to the TID's release, whether or not the
+    peer offers window scaling (the firmware scales the peer's windows by
+    FW_FLOWC_WR's RCV_SCALE, which the stand-in checks against what TCP
+    agreed)."""
+    sh("ip", "netns", "exec", PEER_NS, "sysctl", "-qw", f"net.ipv4.tcp_window_scaling={peer_scaling}")
     sh("modprobe", "iscsi_target_mod")
     sh("insmod", str(c4sim.intree_cxgbit(kver)))
     try:

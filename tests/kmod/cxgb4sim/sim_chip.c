@@ -83,10 +83,15 @@ static int c4sim_server_find(__be32 ip, __be16 port)
 	return -1;
 }
 
+/* no window scale option in the SYN: a shift above 14 (chtls reads it so) */
+#define C4SIM_SYN_NO_WSCALE	15
+
 /* The SYN's options, as the chip reports them */
 static void c4sim_syn_opts(const struct tcphdr *th, struct tcp_options *o)
 {
 	const u8 *p = (const u8 *)(th + 1), *end = (const u8 *)th + th->doff * 4;
+
+	o->wsf = C4SIM_SYN_NO_WSCALE;
 
 	while (p < end) {
 		u8 kind = p[0], len = kind > TCPOPT_NOP && p + 1 < end ? p[1] : 1;

@@ -145,6 +145,35 @@ static u16 c4sim_tcp_opt(struct c4sim_conn *c)
 	       (tp->rx_opt.tstamp_ok ? 1U << TCPOPT_TSTAMP_S : 0);
 }
 
+/*
+ * c->mu held: the firmware scales every window the peer advertises by
+ * FW_FLOWC_WR's RCV_SCALE, so it must be the shift TCP agreed, the one
+ * CPL_PASS_ESTABLISH reported, and absent where scaling was not agreed
+ * (mainline cxgbit sends TCPOPT_SND_WSCALE_G of that message's tcp_opt,
+ * and leaves the parameter out when it is 0).
+ */
+static void c4sim_flowc_check(struct c4sim_conn *c, const u8 *req, u32 len)
+{
+	const struct fw_flowc_wr *f = (const void *)req;
+	const struct tcp_sock *tp;
+	unsigned int n, i, agreed, sent = 0;
+
+	if (!c->sock || len < sizeof(*f))
+		return;
+	n = (be32_to_cpu(f->op_to_nparams) >> FW_FLOWC_WR_NPARAMS_S) & 0xff;
+	if (sizeof(*f) + n * sizeof(f->mnemval[0]) > len)
+		return;		/* traced as an error by the queue's check */
+	for (i = 0; i < n; i++)
+		if (f->mnemval[i].mnemonic == FW_FLOWC_MNEM_RCV_SCALE)
+			sent = be32_to_cpu(f->mnemval[i].val);
+	tp = tcp_sk(c->sock->sk);
+	agreed = tp->rx_opt.wscale_ok ? tp->rx_opt.snd_wscale : 0;
+	if (sent != agreed)
+		c4sim_trace("error: tid %u: FW_FLOWC_WR RCV_SCALE %u, TCP agreed %u%s",
+			    c->tid, sent, agreed,
+			    tp->rx_opt.wscale_ok ? "" : " (no window scaling)");
+}
+
 /* c->mu held: one message of the chip's to the ULD's queue */
 static void c4sim_tell(struct c4sim_conn *c, u8 *msg, u32 len)
 {
@@ -804,8 +833,10 @@ static void c4sim_tx_one(struct c4sim_conn *c, struct sk_buff *skb)
 		c4sim_tx_data(c, skb, req, hlen);
 		return;
 	}
-	if (op == CXE_FW_FLOWC_WR)
+	if (op == CXE_FW_FLOWC_WR) {
+		c4sim_flowc_check(c, req, hlen);
 		cxe_model_txcred_took(&c->cred, req, 0);
+	}
 	if (op != CXE_FW_TP_WR)
 		return;
 	switch (req[16]) {
