@@ -296,6 +296,23 @@ static void test_accept_opts(void)
 	CHECK(cxe_c4conn_accept_opts(&req, &p, &a) && a.ecn);
 }
 
+/* FW_FLOWC_WR's RCV_SCALE: what CPL_PASS_ESTABLISH says TCP agreed */
+static void test_rcv_scale(void)
+{
+	struct cxe_cpl_established e = { 0 };
+	u8 msg[CXE_CPL_PASS_ESTABLISH_LEN] = { CXE_CPL_PASS_ESTABLISH };
+
+	/* scaling agreed, the peer's shift 9: tcp_opt bit 5, bits 8..11 */
+	msg[14] = 9;
+	msg[15] = 1 << 5;
+	CHECK(cxe_cpl_parse_pass_establish(msg, sizeof(msg), &e) > 0);
+	CHECK(cxe_c4conn_rcv_scale(&e) == 9);
+	/* not agreed: none, whatever the shift field holds */
+	msg[15] = 0;
+	CHECK(cxe_cpl_parse_pass_establish(msg, sizeof(msg), &e) > 0);
+	CHECK(cxe_c4conn_rcv_scale(&e) == 0);
+}
+
 /* ---- random lives ---- */
 
 static void one_life(u32 tid)
@@ -334,6 +351,7 @@ int main(int argc, char **argv)
 	test_conn_refusals();
 	test_model_refusals();
 	test_accept_opts();
+	test_rcv_scale();
 	for (u32 i = 0; i < 20000; i++)
 		one_life(1 + i % CXE_CPL_TID_MAX);
 	printf("test_cxgb4_conn (seed %u): %u lives in %u steps: %u up, %u ended "

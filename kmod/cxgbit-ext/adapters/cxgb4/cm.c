@@ -517,7 +517,6 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 		/* ISO requests carry up to 64 KiB: the firmware must know */
 		.txdataplen_max	= d->limits.max_iso_burst ? CXE_CXGB4_TXPLEN_ISO :
 						    CXE_CXGB4_TXPLEN,
-		.rcv_scale	= r.peer_wscale,
 		.dcb		= path.dcb,
 		.dcb_prio	= path.dcb_prio,
 	};
@@ -622,6 +621,7 @@ static void cxe_c4tid_established(struct cxe_c4tid *t, const void *cpl,
 		t->flowc.rcv_nxt = e.rcv_isn;
 		if (t->mtus)
 			t->flowc.mss = cxe_c4conn_emss(t->mtus, &e, t->ipv6);
+		t->flowc.rcv_scale = cxe_c4conn_rcv_scale(&e);
 		t->wr_max_len16 = cxe_c4tid_max_len16(t->dev);
 		ret = cxe_c4cred_init(&t->cred, t->dev->wr_cred,
 				      t->wr_max_len16, e.snd_isn);

@@ -240,6 +240,11 @@ u32 cxe_c4conn_accept_opts(const struct cxe_cpl_accept_req *req,
 	return snd_win < SND_WIN_MAX ? snd_win : SND_WIN_MAX;
 }
 
+u8 cxe_c4conn_rcv_scale(const struct cxe_cpl_established *e)
+{
+	return e->wscale_ok ? e->snd_wscale : 0;
+}
+
 u32 cxe_c4conn_emss(const u16 *mtus, const struct cxe_cpl_established *e,
 		    bool ipv6)
 {

@@ -139,4 +139,13 @@ u8 cxe_c4_mtu_idx(const u16 *mtus, u32 hdr, u32 mtu);
 u32 cxe_c4conn_emss(const u16 *mtus, const struct cxe_cpl_established *e,
 		    bool ipv6);
 
+/*
+ * The shift the firmware scales the peer's advertised windows by
+ * (FW_FLOWC_WR's RCV_SCALE): the one TCP agreed, as CPL_PASS_ESTABLISH
+ * reports it (mainline cxgbit's rule), not the SYN's offer, which a peer
+ * may not make (the chip then reports a shift above 14); 0 where scaling
+ * was not agreed, which FW_FLOWC_WR leaves out.
+ */
+u8 cxe_c4conn_rcv_scale(const struct cxe_cpl_established *e);
+
 #endif /* CXE_CXGB4_CONN_H */

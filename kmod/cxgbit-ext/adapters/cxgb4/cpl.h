@@ -172,7 +172,7 @@ struct cxe_fw_flowc {
 	u32 sndbuf;		/* send window, bytes */
 	u32 mss;		/* effective MSS */
 	u32 txdataplen_max;	/* largest payload one TX work request has */
-	u8 rcv_scale;		/* peer's window scale; 0 = not sent */
+	u8 rcv_scale;		/* the peer's window shift TCP agreed; 0 = none */
 	bool dcb;		/* send the DCB priority */
 	u8 dcb_prio;
 	bool ulp_mode;		/* send the ULP mode (iSCSI); see cpl.c */
