@@ -555,10 +555,22 @@ static int c4sim_syn_inject(struct c4sim_conn *c)
 	c->syn = NULL;
 	skb_scrub_packet(skb, true);
 	skb->protocol = eth_type_trans(skb, dev);
-	sock_hold(sock->sk);
+	/*
+	 * Assigned as bpf_sk_assign() assigns: sock_pfree() drops no
+	 * reference of an RCU-freed socket (a listener), so one is taken only
+	 * for a socket it does drop. The SYN is received here and now (BH off,
+	 * under RCU, as tun hands its frames up), not queued for later, so the
+	 * listener, which this connection holds, outlives the assignment.
+	 */
 	skb->sk = sock->sk;
 	skb->destructor = sock_pfree;
-	netif_rx(skb);
+	if (sk_is_refcounted(sock->sk))
+		sock_hold(sock->sk);
+	local_bh_disable();
+	rcu_read_lock();
+	netif_receive_skb(skb);
+	rcu_read_unlock();
+	local_bh_enable();
 	return 0;
 }
 
