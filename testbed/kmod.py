@@ -32,6 +32,16 @@ def module_ko(kver: str | None = None) -> Path:
     return TOP / "build" / (kver or os.uname().release) / "cxgbit_ext.ko"
 
 
+# The cxgb4 backend's module, built beside the core where the kernel has
+# cxgb4 (kmod/cxgbit-ext/Kbuild); it needs the core loaded
+CXGB4_BACKEND = "cxgbit_ext_cxgb4"
+
+
+def backend_ko(core_ko: Path) -> Path:
+    """The cxgb4 backend's module built with the core ``core_ko``."""
+    return core_ko.with_name(f"{CXGB4_BACKEND}.ko")
+
+
 def insmod(ko: Path, *params: str, provided: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """insmod with params after loading the module's dependencies (what
     modprobe would), but those in ``provided``: a loaded test module (the

@@ -10,7 +10,10 @@
  * A backend (struct cxe_backend) is one implementation of the contract:
  * its name, what it can do, and its ops. Adapters are instances of a
  * backend. The PDU layer and the control interface know backends only
- * through the registry (cxgbit_ext.h), never by name.
+ * through the registry (cxgbit_ext.h), never by name. A backend may be a
+ * module of its own (the cxgb4 one is), built against these headers: it
+ * calls what cxgbit_ext.ko exports (EXPORT_SYMBOL_GPL) and declares the
+ * contract version it was built for.
  */
 #ifndef CXE_ADAPTER_H
 #define CXE_ADAPTER_H
@@ -23,6 +26,7 @@
 
 struct cxe_np;
 struct cxe_conn;
+struct module;
 struct scatterlist;
 struct sock;
 struct net_device;
@@ -260,8 +264,26 @@ struct cxe_limits {
  */
 #define CXE_BACKEND_DEVICES	BIT(2)
 
+/*
+ * The contract's version. A backend sets .contract to the value it was
+ * built with, and cxe_backend_register() refuses any other: it changes
+ * whenever a backend's code would have to: this file, struct cxe_conn,
+ * cxe_np and cxe_adapter, enum cxe_stat, and what cxgbit_ext.h declares
+ * or inlines for backends.
+ */
+#define CXE_BACKEND_CONTRACT	1
+
 struct cxe_backend {
+	/* these two first, in every version: a mismatch can still be named */
+	u32			contract;	/* CXE_BACKEND_CONTRACT */
 	const char		*name;	/* adapters/<name>/type */
+	/*
+	 * THIS_MODULE: each connection it carries, and each portal it is
+	 * the listener of, holds a reference, so that its module cannot
+	 * unload under them; its portals' listens on its devices end when it
+	 * unregisters.
+	 */
+	struct module		*owner;
 	unsigned long		caps;	/* BIT(enum cxe_cap) */
 	unsigned long		flags;	/* CXE_BACKEND_* */
 	size_t			conn_size; /* CXE_CONN_SIZE(its struct, member) */
@@ -273,6 +295,14 @@ struct cxe_backend {
 	 * why and any detail. NULL: always " on". The backends file shows it.
 	 */
 	ssize_t (*show_state)(char *page, ssize_t at);
+	/*
+	 * The counters of its adapters that are not under adapters/ (a
+	 * backend with devices of its own), "<backend> <adapter> <counter>
+	 * <value>" a line, as cxe_adapter_counters_emit() writes them, into
+	 * buf of size bytes; with buf NULL, the size it may need. The
+	 * device_counters file shows them. Optional.
+	 */
+	ssize_t (*counters_read)(void *buf, size_t size);
 	/*
 	 * Reset the connections for target it handed back (hand_back) that
 	 * the stock portal has not answered yet. Optional.

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * cxgbit-ext backend registry: the implementations of the adapter
- * contract (adapter.h) this module carries. The PDU layer and the control
- * interface ask it for a backend by what they need of one (the flags of
- * struct cxe_backend), never by a backend's name or ops table, so that a
- * new backend is one more cxe_backend_register() call at load.
+ * contract (adapter.h), this module's own and those of other modules
+ * (cxgbit_ext_cxgb4.ko), which register and unregister at any time. The
+ * PDU layer and the control interface ask it for a backend by what they
+ * need of one (the flags of struct cxe_backend), never by a backend's
+ * name or ops table, so that a new backend is one more
+ * cxe_backend_register() call.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kernel.h>
+#include <linux/lockdep.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/errno.h>
 #include <linux/sysfs.h>
 #include <linux/in.h>
@@ -22,63 +27,140 @@
 #define CXE_MAX_BACKENDS	4
 
 /*
- * Written only at module load and unload, while nothing else of the
- * module runs (see cxgbit_ext.h): read without a lock.
+ * The registry lock: the backends, and what they listen for. Taken
+ * before the portals' lock (transport.c): a portal is set up and freed
+ * under it, so that a backend registering or unregistering meanwhile
+ * listens for every portal once and unlistens each before it goes.
  */
+static DEFINE_MUTEX(cxe_backends_lock);
 static const struct cxe_backend *cxe_backends[CXE_MAX_BACKENDS];
+
+void cxe_registry_lock(void)
+{
+	mutex_lock(&cxe_backends_lock);
+}
+
+void cxe_registry_unlock(void)
+{
+	mutex_unlock(&cxe_backends_lock);
+}
+
+/* Why b may not register, or NULL */
+static const char *cxe_backend_refused(const struct cxe_backend *b)
+{
+	/*
+	 * Portals and the adapters made by name hold their backend for as
+	 * long as they live, which no module reference covers: those are
+	 * this module's own. A module's backend has devices of its own.
+	 */
+	if ((b->flags & (CXE_BACKEND_PORTALS | CXE_BACKEND_MKDIR)) &&
+	    b->owner != THIS_MODULE)
+		return "a module's backend serves its own devices only (CXE_BACKEND_DEVICES)";
+	/* one that can be found (flags) is asked to listen, or for connections */
+	if (!b->name || (b->flags && !b->ops))
+		return "no name or ops";
+	if ((b->flags & (CXE_BACKEND_PORTALS | CXE_BACKEND_MKDIR)) &&
+	    b->conn_size < sizeof(struct cxe_conn))
+		return "no connection size";
+	if ((b->flags & CXE_BACKEND_DEVICES) && b->ops->accept &&
+	    b->conn_size < sizeof(struct cxe_conn))
+		return "no connection size";
+	return NULL;
+}
 
 int cxe_backend_register(const struct cxe_backend *b)
 {
-	int i;
+	const char *why;
+	int i, ret = 0, free = -1;
 
-	/* one that can be found (flags) is asked to listen, or for connections */
-	if (!b->name || (b->flags && !b->ops) ||
-	    ((b->flags & (CXE_BACKEND_PORTALS | CXE_BACKEND_MKDIR)) &&
-	     b->conn_size < sizeof(struct cxe_conn))) {
-		pr_err("backend %s: no name, ops or connection size: not registered\n",
-		       b->name ?: "?");
+	if (b->contract != CXE_BACKEND_CONTRACT) {
+		pr_err("backend %s: built for contract version %u, cxgbit_ext %s has version %u: not registered\n",
+		       b->name ?: "?", b->contract, CXE_VERSION,
+		       CXE_BACKEND_CONTRACT);
+		return -EPROTO;
+	}
+	why = cxe_backend_refused(b);
+	if (why) {
+		pr_err("backend %s: %s: not registered\n", b->name ?: "?", why);
 		return -EINVAL;
 	}
+	mutex_lock(&cxe_backends_lock);
 	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
-		if (!cxe_backends[i]) {
-			cxe_backends[i] = b;
-			return 0;
-		}
+		if (cxe_backends[i] && !strcmp(cxe_backends[i]->name, b->name))
+			ret = -EEXIST;
+		else if (!cxe_backends[i] && free < 0)
+			free = i;
 	}
-	pr_err("backend %s: all %d backend slots in use\n", b->name,
-	       CXE_MAX_BACKENDS);
-	return -ENOSPC;
+	if (!ret && free < 0)
+		ret = -ENOSPC;
+	if (!ret) {
+		cxe_backends[free] = b;
+		if (b->flags & CXE_BACKEND_DEVICES)
+			cxe_np_listen_all(b);
+	}
+	mutex_unlock(&cxe_backends_lock);
+	if (ret == -EEXIST)
+		pr_err("backend %s: registered already\n", b->name);
+	else if (ret)
+		pr_err("backend %s: all %d backend slots in use\n", b->name,
+		       CXE_MAX_BACKENDS);
+	else
+		pr_info("backend %s registered (contract version %u)\n",
+			b->name, b->contract);
+	return ret;
 }
+EXPORT_SYMBOL_GPL(cxe_backend_register);
 
+/*
+ * After it returns nothing of the registry calls b, and none of the
+ * portals' listens on b's devices is left; b's connections hold its
+ * module until they end.
+ */
 void cxe_backend_unregister(const struct cxe_backend *b)
 {
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++)
-		if (cxe_backends[i] == b)
-			cxe_backends[i] = NULL;
+	mutex_lock(&cxe_backends_lock);
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
+		if (cxe_backends[i] != b)
+			continue;
+		cxe_backends[i] = NULL;
+		if (b->flags & CXE_BACKEND_DEVICES)
+			cxe_np_unlisten_all(b);
+	}
+	mutex_unlock(&cxe_backends_lock);
 }
+EXPORT_SYMBOL_GPL(cxe_backend_unregister);
 
-/* The first backend registered that has every one of flags; NULL if none */
+/*
+ * The first backend registered that has every one of flags; NULL if none.
+ * One of this module's own (cxe_backend_refused()), so it outlives the
+ * caller's use.
+ */
 const struct cxe_backend *cxe_backend_find(unsigned long flags)
 {
+	const struct cxe_backend *found = NULL;
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++)
+	mutex_lock(&cxe_backends_lock);
+	for (i = 0; i < ARRAY_SIZE(cxe_backends) && !found; i++)
 		if (cxe_backends[i] &&
 		    (cxe_backends[i]->flags & flags) == flags)
-			return cxe_backends[i];
-	return NULL;
+			found = cxe_backends[i];
+	mutex_unlock(&cxe_backends_lock);
+	return found;
 }
 
 /*
  * The backends that listen for a portal on their own devices, beside the
  * portal's (CXE_BACKEND_DEVICES): after it listens, and before it stops.
+ * Registry lock held.
  */
 void cxe_backends_listen(struct cxe_np *cnp)
 {
 	int i, ret;
 
+	lockdep_assert_held(&cxe_backends_lock);
 	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
 		if (!cxe_backends[i] ||
 		    !(cxe_backends[i]->flags & CXE_BACKEND_DEVICES))
@@ -90,11 +172,15 @@ void cxe_backends_listen(struct cxe_np *cnp)
 	}
 }
 
-/* Those of them that take connections too, in out (at most n); how many */
+/*
+ * Those of them that take connections too, in out (at most n); how many.
+ * Registry lock held: they stay registered until it is dropped.
+ */
 int cxe_backends_accepting(const struct cxe_backend **out, int n)
 {
 	int i, got = 0;
 
+	lockdep_assert_held(&cxe_backends_lock);
 	for (i = 0; i < ARRAY_SIZE(cxe_backends) && got < n; i++)
 		if (cxe_backends[i] &&
 		    (cxe_backends[i]->flags & CXE_BACKEND_DEVICES) &&
@@ -103,14 +189,39 @@ int cxe_backends_accepting(const struct cxe_backend **out, int n)
 	return got;
 }
 
+/* Registry lock held */
 void cxe_backends_unlisten(struct cxe_np *cnp)
 {
 	int i;
 
+	lockdep_assert_held(&cxe_backends_lock);
 	for (i = ARRAY_SIZE(cxe_backends) - 1; i >= 0; i--)
 		if (cxe_backends[i] &&
 		    (cxe_backends[i]->flags & CXE_BACKEND_DEVICES))
 			cxe_backends[i]->ops->unlisten(cnp);
+}
+
+/*
+ * Each backend's counters of the adapters not under adapters/
+ * (counters_read), one after another; with buf NULL the size to allocate.
+ */
+ssize_t cxe_backends_counters_read(void *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	int i;
+
+	mutex_lock(&cxe_backends_lock);
+	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
+		if (!cxe_backends[i] || !cxe_backends[i]->counters_read)
+			continue;
+		n = cxe_backends[i]->counters_read(buf ? (char *)buf + len : NULL,
+						   buf ? size - len : 0);
+		if (n > 0)
+			len += n;
+	}
+	mutex_unlock(&cxe_backends_lock);
+	return buf ? cxe_bin_fill(buf, len, size) : len;
 }
 
 static int cxe_sock_set_transparent(struct socket *sock, int on)
@@ -153,9 +264,11 @@ void cxe_backends_reset_handed_back(const char *target)
 {
 	int i;
 
+	mutex_lock(&cxe_backends_lock);
 	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++)
 		if (cxe_backends[i] && cxe_backends[i]->reset_handed_back)
 			cxe_backends[i]->reset_handed_back(target);
+	mutex_unlock(&cxe_backends_lock);
 }
 
 /* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
@@ -195,6 +308,7 @@ ssize_t cxe_backend_show_all(char *page)
 	ssize_t len = 0;
 	int i;
 
+	mutex_lock(&cxe_backends_lock);
 	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
 		b = cxe_backends[i];
 		if (!b)
@@ -208,5 +322,6 @@ ssize_t cxe_backend_show_all(char *page)
 		len += cxe_caps_show(b->caps, ",", page, len);
 		len += sysfs_emit_at(page, len, "\n");
 	}
+	mutex_unlock(&cxe_backends_lock);
 	return len;
 }

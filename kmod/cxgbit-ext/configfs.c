@@ -9,7 +9,8 @@
  *                by the rule that steers them (cxe_portal_state_show):
  *                  ip:port on [netdev=adapter ...] [*=adapter|-]
  *                  ip:port off unbound|no_netdev|unserved [netdev]
- *   backends     the backends this module carries, one per line, whether
+ *   backends     the backends registered (this module's, and those of
+ *                modules such as cxgbit_ext_cxgb4), one per line, whether
  *                each can carry offloaded connections now and what it
  *                offloads (cxe_backend_show_all):
  *                  name on|off [why [detail...]] caps=hcrc,dcrc,...
@@ -21,9 +22,10 @@
  *   connections  offloaded connections, one per line: peer, local, adapter,
  *                digests, offloads, counters (a binary attribute: not
  *                limited to a page, 1024 connections take ~200 KiB)
- *   cxgb4_counters  with the cxgb4 backend: each of its adapters that has
- *                carried connections, its counters as "adapter name
- *                value" lines (a binary attribute, as connections)
+ *   device_counters  the counters of the adapters of backends with devices
+ *                of their own (not under adapters/), as "backend adapter
+ *                name value" lines (cxe_backends_counters_read; a binary
+ *                attribute, as connections)
  *   adapters/<name>/   soft0 from load; mkdir makes a software adapter,
  *                      rmdir removes one (its connections go on until they
  *                      end; new logins on its netdev go to stock TCP)
@@ -59,9 +61,6 @@
 #include <linux/rwsem.h>
 
 #include "cxgbit_ext.h"
-#ifdef CXE_HAVE_CXGB4
-#include "adapters/cxgb4/dev.h"
-#endif
 
 static ssize_t cxe_root_version_show(struct config_item *item, char *page)
 {
@@ -131,16 +130,13 @@ static ssize_t cxe_root_login_holds_store(struct config_item *item,
 
 CONFIGFS_ATTR(cxe_root_, login_holds);
 
-#ifdef CXE_HAVE_CXGB4
-/* the cxgb4 backend's adapters' counters (adapters/cxgb4/dev.c) */
-static ssize_t cxe_root_cxgb4_counters_read(struct config_item *item,
-					    void *buf, size_t size)
+static ssize_t cxe_root_device_counters_read(struct config_item *item,
+					     void *buf, size_t size)
 {
-	return cxe_c4_counters_read(buf, size);
+	return cxe_backends_counters_read(buf, size);
 }
 
-CONFIGFS_BIN_ATTR_RO(cxe_root_, cxgb4_counters, NULL, SZ_1M);
-#endif
+CONFIGFS_BIN_ATTR_RO(cxe_root_, device_counters, NULL, SZ_1M);
 CONFIGFS_BIN_ATTR_RO(cxe_root_, connections, NULL, SZ_16M);
 
 static struct configfs_attribute *cxe_root_attrs[] = {
@@ -155,9 +151,7 @@ static struct configfs_attribute *cxe_root_attrs[] = {
 
 static struct configfs_bin_attribute *cxe_root_bin_attrs[] = {
 	&cxe_root_attr_connections,
-#ifdef CXE_HAVE_CXGB4
-	&cxe_root_attr_cxgb4_counters,
-#endif
+	&cxe_root_attr_device_counters,
 	NULL,
 };
 
@@ -247,6 +241,7 @@ const void *cxe_portal_ip(const struct cxe_np *cnp)
 		return sin->sin_addr.s_addr == htonl(INADDR_ANY) ? NULL : &sin->sin_addr;
 	return ipv6_addr_any(&sin6->sin6_addr) ? NULL : &sin6->sin6_addr;
 }
+EXPORT_SYMBOL_GPL(cxe_portal_ip);
 
 /* The netdev a portal's address is on, in its namespace; RCU held. */
 struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip)
@@ -255,6 +250,7 @@ struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip)
 		return __ip_dev_find(cnp->net, *(const __be32 *)ip, false);
 	return ipv6_dev_find(cnp->net, ip, NULL);
 }
+EXPORT_SYMBOL_GPL(cxe_portal_netdev);
 
 /*
  * Where a portal's logins go, after its address in the portal_state file:
@@ -525,6 +521,7 @@ size_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
 				 cxe_stat_names[i], sum[i]);
 	return len;
 }
+EXPORT_SYMBOL_GPL(cxe_adapter_counters_emit);
 
 static ssize_t cxe_adapter_counters_show(struct config_item *item, char *page)
 {
@@ -615,6 +612,7 @@ struct cxe_adapter *cxe_adapter_add(const char *name,
 {
 	return cxe_adapter_alloc(name, b);
 }
+EXPORT_SYMBOL_GPL(cxe_adapter_add);
 
 /*
  * An adapter of the backend whose adapters are made by name (the software

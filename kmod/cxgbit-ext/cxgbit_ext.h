@@ -219,15 +219,21 @@ struct cxe_np {
 
 /* a backend may have a connection for the portal: accept looks again (any context) */
 void cxe_np_ready(struct cxe_np *cnp);
+/* a backend (un)registering: asked to (un)listen for every portal */
+void cxe_np_listen_all(const struct cxe_backend *b);
+void cxe_np_unlisten_all(const struct cxe_backend *b);
 
 /*
- * backend.c: the backend registry. Backends register at module load,
- * before the control interface and the transport appear, and unregister
- * after both are gone, so lookups take no lock.
+ * backend.c: the backend registry. This module's backends register at
+ * its load; other modules' at theirs, whenever that is (process context,
+ * may sleep). The registry lock comes before the portals' own.
  */
 int cxe_backend_register(const struct cxe_backend *b);
 void cxe_backend_unregister(const struct cxe_backend *b);
+void cxe_registry_lock(void);
+void cxe_registry_unlock(void);
 const struct cxe_backend *cxe_backend_find(unsigned long flags);
+ssize_t cxe_backends_counters_read(void *buf, size_t size);
 ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
 		      ssize_t at);
 ssize_t cxe_backend_show_all(char *page);
@@ -262,17 +268,12 @@ size_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
 /* a netdev by name, the writer's namespace first: -ENODEV, -EEXIST (several) */
 int cxe_netdev_resolve(const char *name, struct net **netp, int *ifindex);
 
-/* The backends; main.c registers them (adapters/soft/cm.c) */
+/*
+ * This module's backend; main.c registers it (adapters/soft/cm.c). The
+ * cxgb4 one is a module of its own (adapters/cxgb4, cxgbit_ext_cxgb4.ko).
+ */
 extern const struct cxe_backend cxe_soft_backend;
 void cxe_soft_exit(void);
-/* adapters/cxgb4/main.c: the backend and cxgb4's ULD slot with it */
-#ifdef CXE_HAVE_CXGB4
-int cxe_cxgb4_init(void);
-void cxe_cxgb4_exit(void);
-#else
-static inline int cxe_cxgb4_init(void) { return 0; }
-static inline void cxe_cxgb4_exit(void) { }
-#endif
 
 /* transport.c */
 extern struct iscsit_transport cxe_transport;

@@ -64,20 +64,15 @@ static int __init cxe_init(void)
 	ret = cxe_backend_register(&cxe_soft_backend);
 	if (ret)
 		goto err_dcache;
-	ret = cxe_cxgb4_init();
-	if (ret)
-		goto err_backend;
 	ret = cxe_configfs_init();
 	if (ret)
-		goto err_cxgb4;
+		goto err_backend;
 
 	iscsit_register_transport(&cxe_transport);
 	pr_info("version %s: transport %s registered\n", CXE_VERSION,
 		cxe_transport.name);
 	return 0;
 
-err_cxgb4:
-	cxe_cxgb4_exit();
 err_backend:
 	cxe_backend_unregister(&cxe_soft_backend);
 err_dcache:
@@ -91,7 +86,6 @@ static void __exit cxe_exit(void)
 {
 	iscsit_unregister_transport(&cxe_transport);
 	cxe_configfs_exit();
-	cxe_cxgb4_exit();
 	cxe_backend_unregister(&cxe_soft_backend);
 	cxe_soft_exit();
 	cxe_dcache_module_exit();

@@ -93,8 +93,11 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	/* LIO sets a portal up in the namespace of the process enabling it */
 	cnp->net = get_net(current->nsproxy->net_ns);
 
+	/* every backend registered meanwhile listens for it once */
+	cxe_registry_lock();
 	ret = cnp->backend->ops->listen(cnp);
 	if (ret) {
+		cxe_registry_unlock();
 		put_net(cnp->net);
 		kfree(cnp);
 		return ret;
@@ -103,6 +106,7 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	mutex_lock(&cxe_portals_lock);
 	list_add_tail(&cnp->node, &cxe_portals);
 	mutex_unlock(&cxe_portals_lock);
+	cxe_registry_unlock();
 	np->np_context = cnp;
 	/* LIO matches portals (and answers SendTargets) by np_sockaddr */
 	memcpy(&np->np_sockaddr, addr, sizeof(np->np_sockaddr));
@@ -117,24 +121,61 @@ void cxe_np_ready(struct cxe_np *cnp)
 	atomic_inc(&cnp->ready);
 	wake_up_interruptible(&cnp->accept_wq);
 }
+EXPORT_SYMBOL_GPL(cxe_np_ready);
 
-/* b's next connection for the portal: 0 with *cp, -EAGAIN, or an error */
+/* A backend registering: it listens for every portal (registry lock held) */
+void cxe_np_listen_all(const struct cxe_backend *b)
+{
+	struct cxe_np *cnp;
+	int ret;
+
+	mutex_lock(&cxe_portals_lock);
+	list_for_each_entry(cnp, &cxe_portals, node) {
+		ret = b->ops->listen(cnp);
+		if (ret)
+			pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
+				&cnp->addr, b->name, ret);
+	}
+	mutex_unlock(&cxe_portals_lock);
+}
+
+/* A backend unregistering: it stops listening for each (registry lock held) */
+void cxe_np_unlisten_all(const struct cxe_backend *b)
+{
+	struct cxe_np *cnp;
+
+	mutex_lock(&cxe_portals_lock);
+	list_for_each_entry_reverse(cnp, &cxe_portals, node)
+		b->ops->unlisten(cnp);
+	mutex_unlock(&cxe_portals_lock);
+}
+
+/*
+ * b's next connection for the portal: 0 with *cp, -EAGAIN, or an error.
+ * A connection holds b's module (cxe_free_conn() lets it go); one that
+ * is unloading has none to give.
+ */
 static int cxe_accept_from(const struct cxe_backend *b, struct cxe_np *cnp,
 			   struct iscsit_conn *conn, struct cxe_conn **cp)
 {
 	struct cxe_conn *c;
 	int ret;
 
+	if (!try_module_get(b->owner))
+		return -EAGAIN;
 	/* the shared part first, the backend's own after it (conn_size) */
 	c = kzalloc(b->conn_size, GFP_KERNEL);
-	if (!c)
+	if (!c) {
+		module_put(b->owner);
 		return -ENOMEM;
+	}
 	c->conn = conn;
 	c->limits = &b->limits;
 	/* sets c->adapter (with a reference) and its toggles, may narrow c->limits */
 	ret = b->ops->accept(cnp, c);
 	if (ret) {
 		kfree(c);
+		module_put(b->owner);
 		return ret;
 	}
 	*cp = c;
@@ -157,15 +198,18 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	int i, n, ret, seen;
 
 	b[0] = cnp->backend;
-	n = 1 + cxe_backends_accepting(b + 1, ARRAY_SIZE(b) - 1);
 	for (;;) {
 		/* a connection made ready after this is not missed */
 		seen = atomic_read_acquire(&cnp->ready);
+		/* the backends as registered now, until each is asked */
+		cxe_registry_lock();
+		n = 1 + cxe_backends_accepting(b + 1, ARRAY_SIZE(b) - 1);
 		for (i = 0; i < n; i++) {
 			ret = cxe_accept_from(b[i], cnp, conn, &c);
 			if (ret != -EAGAIN)
 				break;
 		}
+		cxe_registry_unlock();
 		if (ret != -EAGAIN)
 			break;
 		ret = wait_event_interruptible(cnp->accept_wq,
@@ -194,11 +238,13 @@ static void cxe_free_np(struct iscsi_np *np)
 {
 	struct cxe_np *cnp = np->np_context;
 
+	cxe_registry_lock();
 	mutex_lock(&cxe_portals_lock);
 	list_del(&cnp->node);
 	mutex_unlock(&cxe_portals_lock);
 	cxe_backends_unlisten(cnp);
 	cnp->backend->ops->unlisten(cnp);
+	cxe_registry_unlock();
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;
 	put_net(cnp->net);
@@ -281,9 +327,11 @@ ssize_t cxe_conn_show_all(char *buf, size_t size)
 static void cxe_free_conn(struct iscsit_conn *conn)
 {
 	struct cxe_conn *c = conn->context;
+	struct module *owner;
 
 	if (!c)
 		return;
+	owner = c->adapter->backend->owner;
 	spin_lock(&cxe_conns_lock);
 	list_del(&c->node);
 	spin_unlock(&cxe_conns_lock);
@@ -293,6 +341,7 @@ static void cxe_free_conn(struct iscsit_conn *conn)
 	cxe_adapter_put(c->adapter);
 	mutex_destroy(&c->tx_lock);
 	kfree(c);
+	module_put(owner);	/* cxe_accept_from()'s */
 }
 
 /* Receive a data segment of dlen bytes, len of them into buf. */

@@ -51,6 +51,7 @@ def make_tree(
     (root / "backends").write_text(BACKENDS)
     write_portals(root, portals, Path.write_text)
     (root / "connections").write_text(connections)
+    (root / "device_counters").write_text("")
     return root
 
 

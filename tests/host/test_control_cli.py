@@ -70,7 +70,7 @@ def test_status_lists_the_backends_and_why_one_is_off(tree: Path, capsys: pytest
     assert (b.on, b.why, b.detail) == (False, "hw_off", ("0000:03:00.4=T6/2ports/up/dropped:0",))
     assert b.state_text() == (
         "off: its adapters are Chelsio hardware, which this code has never run on: "
-        "load the module with cxgb4_hw=1 to offload on them "
+        "load cxgbit_ext_cxgb4 with cxgb4_hw=1 to offload on them "
         "0000:03:00.4=T6/2ports/up/dropped:0"
     )
 
@@ -140,15 +140,21 @@ def test_cli_json(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert out["transport"] == "cxgbit_ext" and out["portals"][0] == "198.18.0.1:3260"
 
 
-def test_cxgb4_counters_by_adapter(tree: Path, tmp_path: Path) -> None:
-    """The cxgb4 backend's adapters' counters; none for a module built
-    without that backend; ModuleNotLoaded when the whole tree is gone."""
+def test_device_counters_by_backend_and_adapter(tree: Path, tmp_path: Path) -> None:
+    """The counters of device backends' adapters, by backend and adapter;
+    none with no such backend registered; ModuleNotLoaded when the whole
+    tree is gone."""
     ctl = Control(tree)
-    assert ctl.cxgb4_counters() == {}
-    (tree / "cxgb4_counters").write_text("m5 pdus_rx 40\nm5 ddp_bytes 7\nm6 pdus_rx 0\n")
-    assert ctl.cxgb4_counters() == {"m5": {"pdus_rx": 40, "ddp_bytes": 7}, "m6": {"pdus_rx": 0}}
+    assert ctl.device_counters() == {}
+    (tree / "device_counters").write_text(
+        "cxgb4 m5 pdus_rx 40\ncxgb4 m5 ddp_bytes 7\ncxgb4 m6 pdus_rx 0\noem x0 pdus_rx 3\n"
+    )
+    assert ctl.device_counters() == {
+        "cxgb4": {"m5": {"pdus_rx": 40, "ddp_bytes": 7}, "m6": {"pdus_rx": 0}},
+        "oem": {"x0": {"pdus_rx": 3}},
+    }
     with pytest.raises(ModuleNotLoaded):
-        Control(tmp_path / "absent").cxgb4_counters()
+        Control(tmp_path / "absent").device_counters()
 
 
 def test_module_not_loaded_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

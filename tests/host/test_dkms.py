@@ -99,8 +99,11 @@ def test_dkms_build(dkms: Dkms, kver: str) -> None:
     assert len(modules) == 1, f"{built / 'module'}: {modules}"
     assert modinfo(modules[0], "version") == code_version()
     assert modinfo(modules[0], "vermagic").split()[0] == kver
-    # cxgb4's private headers came with LIO's: the cxgb4 backend is built in
-    assert "cxgb4" in modinfo(modules[0], "depends").split(","), "built without the cxgb4 backend"
+    assert "cxgb4" not in modinfo(modules[0], "depends").split(","), "the core depends on cxgb4"
+    # cxgb4's private headers came with LIO's: the cxgb4 backend's module is built
+    (backend,) = (built / "module").glob("cxgbit_ext_cxgb4.ko*")
+    assert modinfo(backend, "version") == code_version()
+    assert {"cxgb4", "cxgbit_ext"} <= set(modinfo(backend, "depends").split(",")), "built without the cxgb4 backend"
     assert re.search(rf"cxgb4-layout: {re.escape(kver)}: \d+ member checks against its cxgb4.ko", log), log
     assert f"cxgbit-ext/{code_version()}, {kver}, {os.uname().machine}: built" in dkms.run("status").stdout
     binaries_only_tarball_installs(dkms, kver)
@@ -126,6 +129,7 @@ def binaries_only_tarball_installs(dkms: Dkms, kver: str) -> None:
     where = other.root / "install" / kver / "updates/dkms"
     installed = list(where.glob("cxgbit_ext.ko*"))  # compressed as the kernel's own modules are
     assert len(installed) == 1, f"not installed where dkms.conf says ({where}): {installed}"
+    assert list(where.glob("cxgbit_ext_cxgb4.ko*")), f"the cxgb4 backend's module not installed in {where}"
     assert modinfo(installed[0], "version") == code_version()
     assert modinfo(installed[0], "vermagic").split()[0] == kver
 

@@ -79,15 +79,27 @@ def test_a_pdu_goes_to_tcp_under_one_socket_lock() -> None:
             assert frags <= imports, f"{kver}: small pieces not in page fragments: {sorted(frags - imports)}"
 
 
-def test_the_cxgb4_backend_is_built_in_where_the_kernel_has_cxgb4() -> None:
+def depends(ko: Path) -> list[str]:
+    out = subprocess.run(["modinfo", "-F", "depends", str(ko)], capture_output=True, text=True, check=True)
+    return out.stdout.strip().split(",")
+
+
+def test_the_cxgb4_backend_is_a_module_of_its_own_where_the_kernel_has_cxgb4() -> None:
     """A kernel that exports cxgb4's ULD registration (Debian's both) gets
-    the cxgb4 backend: the module takes cxgb4's iSCSI target ULD slot, so
-    it imports the registration and modprobe loads cxgb4 before it."""
+    the cxgb4 backend as cxgbit_ext_cxgb4.ko: it takes cxgb4's iSCSI target
+    ULD slot, so it imports the registration, and modprobe loads cxgb4 and
+    the core before it. The core imports nothing of cxgb4 or libcxgb and
+    loads neither."""
     for ko in built():
         kver = ko.parent.name
+        core = imported(ko)
+        assert not {s for s in core if s.startswith(("cxgb4_", "cxgb_"))}, f"{kver}: the core calls cxgb4"
+        assert not {"cxgb4", "libcxgb"} & set(depends(ko)), f"{kver}: the core needs the Chelsio drivers"
+        backend = ko.with_name("cxgbit_ext_cxgb4.ko")
         if "cxgb4_register_uld" not in exported(ko):
+            assert not backend.exists(), f"{kver}: a cxgb4 backend built for a kernel without cxgb4"
             continue
-        uld = {"cxgb4_register_uld", "cxgb4_unregister_uld"}
-        assert uld <= imported(ko), f"{kver}: the cxgb4 backend is not in the module"
-        deps = subprocess.run(["modinfo", "-F", "depends", str(ko)], capture_output=True, text=True, check=True)
-        assert "cxgb4" in deps.stdout.strip().split(","), f"{kver}: modprobe would not load cxgb4 first"
+        assert backend.exists(), f"{kver}: no cxgb4 backend module"
+        uld = {"cxgb4_register_uld", "cxgb4_unregister_uld", "cxe_backend_register"}
+        assert uld <= imported(backend), f"{kver}: the backend module does not register: {uld - imported(backend)}"
+        assert {"cxgb4", "libcxgb", "cxgbit_ext"} <= set(depends(backend)), f"{kver}: {depends(backend)}"

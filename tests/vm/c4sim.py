@@ -25,6 +25,7 @@ from cxgbit_ext import topology
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
 from testbed import topo
+from testbed.kmod import CXGB4_BACKEND
 
 from .conftest import TOP, offloaded_target
 from .shares import MINE, SERIES, owner, runs_here
@@ -103,7 +104,7 @@ def chip_errors() -> list[str]:
 def stand_in(kver: str, chip: str = "t6") -> Iterator[None]:
     """cxgb4sim presenting ``chip`` and libcxgb loaded (cxgb4 not), port 0
     up at LINK.tgt_ip; every ULD and the stand-in unloaded after."""
-    for mod in ("cxgbit_ext", "cxgbit", "libcxgb", "cxgb4"):
+    for mod in (CXGB4_BACKEND, "cxgbit_ext", "cxgbit", "libcxgb", "cxgb4"):
         rmmod(mod)
     ko = TOP / "build" / kver / "cxgb4sim/cxgb4sim.ko"
     assert ko.exists(), f"{ko} missing: make modules"
@@ -117,7 +118,7 @@ def stand_in(kver: str, chip: str = "t6") -> Iterator[None]:
         sh("ip", "addr", "add", f"{LINK.tgt_ip}/24", "dev", LINK.tgt_dev)
         yield
     finally:
-        for mod in ("cxgbit_ext", "cxgbit", "libcxgb", "cxgb4sim"):
+        for mod in (CXGB4_BACKEND, "cxgbit_ext", "cxgbit", "libcxgb", "cxgb4sim"):
             rmmod(mod)
 
 
@@ -208,7 +209,7 @@ def suite_target(ko: Path, topo_: Topology, kver: str, chip: str, uld: str = "cx
     from rtslib_fb import TPG, FabricModule, NetworkPortal, Target
 
     if uld == "cxgbit_ext":
-        target = offloaded_target(ko, topo_, params=("cxgb4_hw=1",), provided=("cxgb4",))
+        target = offloaded_target(ko, topo_, backend_params=("cxgb4_hw=1",), provided=("cxgb4",))
     else:
         target = mainline_target(kver, topo_)
     with stand_in(kver, chip), peer_vrf(), wire_routed():

@@ -18,7 +18,7 @@ from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection
 from testbed.klog import bad_lines, report
-from testbed.kmod import insmod
+from testbed.kmod import CXGB4_BACKEND, backend_ko, insmod
 from tests.vm import shares
 
 TOP = Path(__file__).resolve().parents[2]
@@ -229,11 +229,12 @@ def offloaded_target(
     ko: Path,
     topo_: Topology,
     before: Callable[[], None] | None = None,
-    params: tuple[str, ...] = (),
+    backend_params: tuple[str, ...] | None = None,
     provided: tuple[str, ...] = (),
 ) -> Iterator[None]:
-    """LIO + cxgbit_ext (loaded with params, and its dependencies but those
-    provided by a stand-in) with soft0 serving tgt0 only, and the target of
+    """LIO + cxgbit_ext with soft0 serving tgt0 only (and, with
+    backend_params, its cxgb4 backend's module loaded with them, its
+    dependencies but those provided by a stand-in), and the target of
     topo_ (made after ``before``, when given, has run).
 
     The target is created from the target host (netns tgt); a portal on
@@ -244,8 +245,13 @@ def offloaded_target(
     from testbed import topo
 
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
-    p = insmod(ko, *params, provided=provided)
+    p = insmod(ko)
     assert p.returncode == 0, f"insmod {ko}: {p.stderr}"
+    if backend_params is not None:
+        p = insmod(backend_ko(ko), *backend_params, provided=(*provided, "cxgbit_ext"))
+        if p.returncode:
+            subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True)
+        assert p.returncode == 0, f"insmod {backend_ko(ko)}: {p.stderr}"
     created = False
     try:
         (CFS / "adapters/soft0/netdev").write_text(topo.LINKS[0].tgt_dev)
@@ -264,8 +270,10 @@ def offloaded_target(
         deadline = time.monotonic() + 15
         while connection_lines() and time.monotonic() < deadline:
             time.sleep(0.1)
-        p = subprocess.run(["rmmod", "cxgbit_ext"], capture_output=True, text=True)
-        assert p.returncode == 0, f"cxgbit_ext did not unload: {p.stderr}"
+        for mod in (CXGB4_BACKEND, "cxgbit_ext"):
+            if mod == "cxgbit_ext" or backend_params is not None:
+                p = subprocess.run(["rmmod", mod], capture_output=True, text=True)
+                assert p.returncode == 0, f"{mod} did not unload: {p.stderr}"
 
 
 def connection_lines() -> list[str]:
@@ -328,7 +336,7 @@ def soft0_counters() -> dict[str, int]:
 
 def cxgb4_counters(name: str) -> dict[str, int]:
     """A cxgb4 adapter's counters (empty until it has carried a connection)."""
-    return Control(CFS).cxgb4_counters().get(name, {})
+    return Control(CFS).device_counters().get("cxgb4", {}).get(name, {})
 
 
 def set_offload(on: bool) -> None:

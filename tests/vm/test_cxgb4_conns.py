@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +28,7 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.pdu import Op, Pdu, data_out, logout_request, nop_out, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
+from testbed.kmod import CXGB4_BACKEND
 
 from . import c4sim
 from .conftest import (
@@ -153,6 +155,32 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     c.close()
     tids_back("the TID was not given back after logout")
     assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")]
+
+
+def refcnt(mod: str) -> int:
+    return int(Path(f"/sys/module/{mod}/refcnt").read_text())
+
+
+def test_the_backends_module_stays_while_its_session_lives(c4_target: str) -> None:
+    """rmmod of the cxgb4 backend's module is refused while a connection of
+    its lives, and the core's while the backend is loaded, each saying the
+    module is in use; the session moves data on, and once it logs out the
+    backend's module is no longer held by it."""
+    before = refcnt(CXGB4_BACKEND)
+    c = login(OFF.tgt_ip)
+    try:
+        assert conn_line(OFF.ini_ip)["adapter"] == CHIP
+        assert refcnt(CXGB4_BACKEND) == before + 1, "the connection holds no reference of its backend's module"
+        for mod in (CXGB4_BACKEND, "cxgbit_ext"):
+            p = subprocess.run(["rmmod", mod], capture_output=True, text=True)
+            assert p.returncode != 0 and "in use" in p.stderr, (mod, p)
+        data = os.urandom(64 * BLOCK)
+        c.scsi_write(128, data)
+        assert c.scsi_read(128, 64) == data
+    finally:
+        write_read_logout(c, 256, 8)
+    tids_back("the TID was not given back after logout")
+    wait_for("the ended connection still holds its backend's module", lambda: refcnt(CXGB4_BACKEND) == before, 30)
 
 
 def test_a_portal_on_another_port_is_not_the_chips(c4_target: str) -> None:

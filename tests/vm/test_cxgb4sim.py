@@ -10,7 +10,7 @@ is recorded in /sys/kernel/debug/cxgb4sim/trace. What holds so far:
   address switched to cxgbit makes it listen: a server request on the
   control path, the reply on its first response queue; switched back, the
   server is closed; cxgbit unloads cleanly.
-- cxgbit_ext's cxgb4 backend, through its real glue (cxgb4_hw=1), does the
+- cxgbit_ext's cxgb4 backend (cxgbit_ext_cxgb4, cxgb4_hw=1), through its real glue, does the
   same on the same portal: the same requests with the same fields and
   queues, in the same order, as mainline's.
 - A connection from the peer for the listening portal: its SYN is the
@@ -40,6 +40,7 @@ import pytest
 
 from iscsi_initiator import iscsiadm
 from testbed import fio, topo
+from testbed.kmod import CXGB4_BACKEND, backend_ko
 
 from . import c4sim
 from .c4sim import chip_errors, rmmod, sh, stats, trace
@@ -157,22 +158,29 @@ def test_mainline_cxgbit_attaches_and_listens(stand_in: None, kver: str) -> None
 
 
 def load_ours(module_ko: Path) -> None:
-    """cxgbit_ext with cxgb4_hw=1, its dependencies but cxgb4 (the
-    stand-in exports its symbols) loaded first."""
-    p = insmod(module_ko, "cxgb4_hw=1", provided=("cxgb4",))
+    """cxgbit_ext, then its cxgb4 backend with cxgb4_hw=1, their
+    dependencies but cxgb4 (the stand-in exports its symbols) loaded first."""
+    p = insmod(module_ko)
     assert p.returncode == 0, f"insmod {module_ko}: {p.stderr}"
+    p = insmod(backend_ko(module_ko), "cxgb4_hw=1", provided=("cxgb4", "cxgbit_ext"))
+    assert p.returncode == 0, f"insmod {backend_ko(module_ko)}: {p.stderr}"
+
+
+def unload_ours() -> None:
+    rmmod(CXGB4_BACKEND)
+    rmmod("cxgbit_ext")
 
 
 def test_ours_listens_as_mainline_does(stand_in: None, module_ko: Path) -> None:
     load_ours(module_ko)
     try:
-        assert "uld add cxgbit_ext: state UP" in trace(), trace()
+        assert f"uld add {CXGB4_BACKEND}: state UP" in trace(), trace()
         backends = (CFS / "backends").read_text()
         assert "0000:c4:00.4=T6/" in backends, backends
         assert portal_listen_trace() == MAINLINE_LISTEN, "\n".join(trace())
     finally:
-        rmmod("cxgbit_ext")
-    assert trace()[-1] == "uld unregister cxgbit_ext"
+        unload_ours()
+    assert trace()[-1] == f"uld unregister {CXGB4_BACKEND}"
 
 
 def test_a_portal_of_another_namespace_gets_no_server(stand_in: None, module_ko: Path) -> None:
@@ -196,7 +204,7 @@ def test_a_portal_of_another_namespace_gets_no_server(stand_in: None, module_ko:
         assert servers == "1", "the wildcard portal of the ports' namespace does not listen on the chip"
     finally:
         subprocess.run(["ip", "netns", "del", "c4other"], capture_output=True)
-        rmmod("cxgbit_ext")
+        unload_ours()
 
 
 def syn_trace() -> list[str]:
@@ -255,7 +263,7 @@ def test_a_syn_is_answered_as_mainline_answers_it(peer_ns: None, kver: str, modu
     try:
         ours = syn_trace()
     finally:
-        rmmod("cxgbit_ext")
+        unload_ours()
     assert ours == mainline, "ours:\n" + "\n".join(ours) + "\nmainline:\n" + "\n".join(mainline)
 
 
@@ -345,6 +353,6 @@ def test_ours_carries_it_through_the_shipped_glue(
     try:
         assert_carried("cxgbit_ext", session, session_fio_verify(session))
     finally:
-        rmmod("cxgbit_ext")
+        unload_ours()
     # cxgb4 gives a ULD every free-list page of a message but the last
     assert c4sim.FL_PAGES.read_text().strip() == "0", "free-list pages cxgbit_ext kept after unloading"

@@ -4,8 +4,9 @@ insmod refuses beside the in-tree cxgbit; enable_offload loads our module
 through LIO's request_module("cxgbit") and our modprobe.d rule; the module
 registers its transport and configfs tree; rmmod is refused while a portal
 uses it and is clean once offload is off. With cxgb4 and no Chelsio device
-(this VM has none), the cxgb4 backend registers its ULD, says it offloads
-nothing for want of ports, and cxgb4 unloads once we are gone.
+(this VM has none), the cxgb4 backend's own module registers its ULD, says
+it offloads nothing for want of ports, and cxgb4 unloads once it is gone;
+the core alone never loads the Chelsio drivers.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from rtslib_fb import NetworkPortal, RTSRoot
 from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from testbed import topo
+from testbed.kmod import CXGB4_BACKEND, backend_ko
 
-from .conftest import CFS, TOP, dmesg_since, insmod, kmsg_mark
+from .conftest import CFS, TOP, dmesg_since, insmod, kmsg_mark, lio_clear
 
 IQN = "iqn.2026-11.org.cxgbit-ext:module"
 LINK = topo.LINKS[0]
@@ -56,12 +58,15 @@ def installed_module(kver: str, tmp_path: Path) -> Iterator[None]:
             shutil.copy(mods / f.name, saved / f.name)
         shutil.copy(f, mods / f.name)
     (mods / "updates").mkdir(exist_ok=True)
-    shutil.copy(built / "updates/cxgbit_ext.ko", mods / "updates/cxgbit_ext.ko")
+    kos = sorted((built / "updates").glob("*.ko"))
+    for ko in kos:
+        shutil.copy(ko, mods / "updates" / ko.name)
     conf = Path("/etc/modprobe.d/cxgbit-ext.conf")
     shutil.copy(TOP / "kmod/cxgbit-ext/cxgbit-ext.conf", conf)
     yield
     conf.unlink()
-    (mods / "updates/cxgbit_ext.ko").unlink()
+    for ko in kos:
+        (mods / "updates" / ko.name).unlink()
     for f in index:
         if (saved / f.name).exists():
             shutil.copy(saved / f.name, mods / f.name)
@@ -94,6 +99,8 @@ def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: No
         np.offload = True
     assert np.offload
     assert loaded("cxgbit_ext") and not loaded("cxgbit")
+    # a host that does not run cxgb4 never loads the Chelsio drivers
+    assert not loaded(CXGB4_BACKEND) and not loaded("cxgb4")
     assert (CFS / "transport").read_text() == "cxgbit_ext\n"
     built = subprocess.run(["modinfo", "-F", "version", "cxgbit_ext"], capture_output=True, text=True).stdout
     assert (CFS / "version").read_text() == built
@@ -115,6 +122,69 @@ def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: No
     p = rmmod("cxgbit_ext")
     assert p.returncode == 0, p.stderr
     assert not loaded("cxgbit_ext") and not CFS.exists()
+
+
+def contract_version() -> int:
+    for line in (TOP / "kmod/cxgbit-ext/adapter.h").read_text().splitlines():
+        if line.startswith("#define CXE_BACKEND_CONTRACT"):
+            return int(line.split()[2])
+    raise AssertionError("adapter.h defines no CXE_BACKEND_CONTRACT")
+
+
+def test_a_backend_module_is_held_to_the_contract(lio: None, module_ko: Path) -> None:
+    """A backend module built for another contract version, one under a
+    name registered already, and one asking to serve portals by name are
+    each refused at load, the kernel log saying why (both versions for
+    the first); a good one is listed in the backends file until it
+    unloads, and holds the core while it is loaded."""
+    probe = module_ko.parent / "backendprobe/backendprobe.ko"
+    assert probe.exists(), f"{probe} missing: make modules"
+    version = contract_version()
+    assert insmod(module_ko).returncode == 0
+    try:
+        refused = {
+            f"contract={version + 1}": f"backend probe: built for contract version {version + 1}, "
+            f"cxgbit_ext {(CFS / 'version').read_text().strip()} has version {version}: not registered",
+            "name=soft": "backend soft: registered already",
+            "flags=1": "backend probe: a module's backend serves its own devices only",
+        }
+        for param, why in refused.items():
+            marker = kmsg_mark(f"backendprobe {param}")
+            p = subprocess.run(["insmod", str(probe), param], capture_output=True, text=True)
+            assert p.returncode != 0 and not loaded("backendprobe"), (param, p)
+            assert any(why in ln for ln in dmesg_since(marker)), (param, dmesg_since(marker))
+            assert set(backends()) == {"soft"}, backends()
+        p = subprocess.run(["insmod", str(probe)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert backends()["probe"] == "on caps=", backends()
+        p = rmmod("cxgbit_ext")
+        assert p.returncode != 0 and "in use" in p.stderr, p
+        assert rmmod("backendprobe").returncode == 0
+        assert set(backends()) == {"soft"}, backends()
+    finally:
+        rmmod("backendprobe")
+        assert rmmod("cxgbit_ext").returncode == 0
+
+
+def test_offload_switch_on_a_cxgb4_host_loads_the_backend(lio: None, installed_module: None) -> None:
+    """Where cxgb4 runs, the stock switch loads the cxgb4 backend's module
+    with the core (the modprobe.d rule), and it lists its backend."""
+    assert not loaded("cxgbit_ext") and not loaded(CXGB4_BACKEND)
+    subprocess.run(["modprobe", "cxgb4"], check=True)
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), portals=((LINK.tgt_ip, 3260),))
+    try:
+        with topo.in_netns():
+            topology.create(t)
+            (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
+            np.offload = True
+        assert loaded("cxgbit_ext") and loaded(CXGB4_BACKEND)
+        assert backends()["cxgb4"] == "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg"
+        np.offload = False
+    finally:
+        lio_clear()
+        for mod in (CXGB4_BACKEND, "cxgbit_ext", "libcxgb", "cxgb4"):
+            rmmod(mod)
+    assert not loaded("cxgbit_ext") and not loaded("cxgb4")
 
 
 def test_intree_cxgbit_cannot_load_beside_us(lio: None, module_ko: Path) -> None:
@@ -141,53 +211,60 @@ def backends() -> dict[str, str]:
     return dict(ln.split(" ", 1) for ln in (CFS / "backends").read_text().splitlines())
 
 
-def test_cxgb4_backend_registers_without_a_chelsio_adapter(lio: None, module_ko: Path) -> None:
-    """cxgb4 and libcxgb load on a host with no Chelsio device (as the
-    in-tree cxgbit and cxgbi have them); ours loads beside them, takes
-    cxgb4's iSCSI target ULD slot, lists the cxgb4 backend as off for want
-    of ports, keeps both loaded while it is, serves real adapters only when
-    told to (cxgb4_hw), and leaves nothing behind in either order of
-    loading."""
-    assert not loaded("cxgbit_ext") and not loaded("cxgbit")
-    deps = subprocess.run(["modinfo", "-F", "depends", str(module_ko)], capture_output=True, text=True, check=True)
-    assert {"cxgb4", "libcxgb"} <= set(deps.stdout.strip().split(",")), "the cxgb4 backend was not built in"
-    subprocess.run(["modprobe", "libcxgb"], check=True)
-    assert loaded("cxgb4") and loaded("libcxgb")
+def depends(ko: Path) -> set[str]:
+    deps = subprocess.run(["modinfo", "-F", "depends", str(ko)], capture_output=True, text=True, check=True)
+    return set(filter(None, deps.stdout.strip().split(",")))
+
+
+def test_cxgb4_backend_is_a_module_of_its_own(lio: None, module_ko: Path) -> None:
+    """The core needs none of the Chelsio drivers: loaded alone it lists
+    the soft backend only and loads neither cxgb4 nor libcxgb. The cxgb4
+    backend is cxgbit_ext_cxgb4.ko, which needs them and the core: on a
+    host with no Chelsio device (as the in-tree cxgbit and cxgbi have them)
+    it loads beside them, takes cxgb4's iSCSI target ULD slot, is listed
+    as off for want of ports, keeps cxgb4, libcxgb and the core loaded
+    while it is, serves real adapters only when told to (cxgb4_hw), and
+    leaves the backends file as it found it when it unloads."""
+    assert not loaded("cxgbit_ext") and not loaded("cxgbit") and not loaded(CXGB4_BACKEND)
+    backend = backend_ko(module_ko)
+    assert not {"cxgb4", "libcxgb"} & depends(module_ko), "the core depends on the Chelsio drivers"
+    assert {"cxgb4", "libcxgb", "cxgbit_ext"} <= depends(backend), depends(backend)
+    for dep in ("libcxgb", "cxgb4"):
+        rmmod(dep)
     assert insmod(module_ko).returncode == 0
     try:
-        assert backends() == {
-            "soft": "on caps=hcrc,dcrc,ddp,iso",
-            "cxgb4": "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg",
-        }
+        soft = {"soft": "on caps=hcrc,dcrc,ddp,iso"}
+        assert backends() == soft
+        assert not loaded("cxgb4") and not loaded("libcxgb")
+        p = insmod(backend, provided=("cxgbit_ext",))
+        assert p.returncode == 0, p.stderr
+        assert loaded("cxgb4") and loaded("libcxgb")
+        assert backends() == {**soft, "cxgb4": "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg"}
         # code never run on a Chelsio adapter serves none unless asked
-        assert Path("/sys/module/cxgbit_ext/parameters/cxgb4_hw").read_text() == "N\n"
+        assert Path(f"/sys/module/{CXGB4_BACKEND}/parameters/cxgb4_hw").read_text() == "N\n"
         # the soft adapter is untouched: soft0 is there and is a soft one
         assert (CFS / "adapters/soft0/type").read_text() == "soft\n"
-        for dep in ("cxgb4", "libcxgb"):
-            assert Path(f"/sys/module/{dep}/holders/cxgbit_ext").exists()
+        for dep in ("cxgb4", "libcxgb", "cxgbit_ext"):
+            assert Path(f"/sys/module/{dep}/holders/{CXGB4_BACKEND}").exists(), dep
             p = rmmod(dep)
             assert p.returncode != 0 and "in use" in p.stderr, p
-        assert loaded("cxgb4") and (CFS / "backends").exists()
         cli = subprocess.run([str(TOP / ".venv/bin/cxgbit-ext"), "--json", "status"], capture_output=True, text=True)
         assert cli.returncode == 0, cli.stderr
         got = {b["name"]: b for b in json.loads(cli.stdout)["backends"]}
         assert got["cxgb4"]["on"] is False and got["cxgb4"]["why"] == "no_ports", got
         assert got["soft"]["on"] is True, got
+        assert rmmod(CXGB4_BACKEND).returncode == 0
+        assert backends() == soft
+        # loaded again, told to serve real adapters: with none attached the
+        # backend is still off for want of ports
+        p = insmod(backend, "cxgb4_hw=1", provided=("cxgbit_ext",))
+        assert p.returncode == 0, p.stderr
+        assert backends()["cxgb4"] == "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg"
+        assert Path(f"/sys/module/{CXGB4_BACKEND}/parameters/cxgb4_hw").read_text() == "Y\n"
     finally:
+        if loaded(CXGB4_BACKEND):
+            assert rmmod(CXGB4_BACKEND).returncode == 0
         assert rmmod("cxgbit_ext").returncode == 0
-    assert not Path("/sys/module/cxgb4/holders/cxgbit_ext").exists()
-    assert rmmod("libcxgb").returncode == 0 and rmmod("cxgb4").returncode == 0
-
-    # ours first (pulling cxgb4 and libcxgb in), told to serve real
-    # adapters: with none attached the backend is still off for want of ports
-    deps_first = subprocess.run(["modinfo", "-F", "depends", str(module_ko)], capture_output=True, text=True)
-    for dep in filter(None, deps_first.stdout.strip().split(",")):
-        subprocess.run(["modprobe", dep], check=True)
-    p = subprocess.run(["insmod", str(module_ko), "cxgb4_hw=1"], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    assert loaded("cxgb4") and loaded("libcxgb")
-    assert backends()["cxgb4"] == "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg"
-    assert Path("/sys/module/cxgbit_ext/parameters/cxgb4_hw").read_text() == "Y\n"
-    assert rmmod("cxgbit_ext").returncode == 0
+    assert not Path(f"/sys/module/cxgb4/holders/{CXGB4_BACKEND}").exists()
     assert rmmod("libcxgb").returncode == 0 and rmmod("cxgb4").returncode == 0
     assert not CFS.exists()

@@ -105,7 +105,8 @@ def deb_files(deb: Path) -> list[str]:
 
 
 def module_files(kver: str) -> list[Path]:
-    return list(Path(f"/lib/modules/{kver}").glob("updates/dkms/cxgbit_ext.ko*"))
+    """The core's module and the cxgb4 backend's, as dkms installed them."""
+    return sorted(Path(f"/lib/modules/{kver}").glob("updates/dkms/cxgbit_ext*.ko*"))
 
 
 def unit_links(name: str = "cxgbit-ext*.service") -> list[Path]:
@@ -214,8 +215,9 @@ def purge_everything() -> None:
     run("iscsiadm", "-m", "node", "--logoutall=all", check=False)
     if Path("/sys/kernel/config/target/iscsi").exists():
         run("targetcli", "clearconfig", "confirm=True", netns=True, check=False, timeout=120)
-    if Path("/sys/module/cxgbit_ext").exists():
-        run("rmmod", "cxgbit_ext", check=False)
+    for mod in ("cxgbit_ext_cxgb4", "cxgbit_ext"):
+        if Path(f"/sys/module/{mod}").exists():
+            run("rmmod", mod, check=False)
     if any(status(p) for p in PACKAGES):
         run("apt-get", "purge", "-y", *PACKAGES, check=False, timeout=APT_TIMEOUT)
 
@@ -265,8 +267,9 @@ def check_installed(debs: list[Path], kver: str, v: str) -> None:
         assert not absent, f"{deb.name}: not installed: {absent}"
     # the postinst's dkms build and install, for this kernel
     assert f"cxgbit-ext/{v}, {kver}, {os.uname().machine}: installed" in run("dkms", "status", "cxgbit-ext").stdout
-    (ko,) = module_files(kver)
+    ko, backend = module_files(kver)
     assert run("modinfo", "-n", "cxgbit_ext").stdout.strip() == str(ko), "depmod's index does not name it"
+    assert run("modinfo", "-n", "cxgbit_ext_cxgb4").stdout.strip() == str(backend), "nor the cxgb4 backend"
     assert run("modinfo", "-F", "version", str(ko)).stdout.strip() == v
     # the installed commands run Debian's python3 on the packaged library
     imports = "import cxgbit_ext, targetcli_offload, iscsi_initiator as i; print(i.__file__)"

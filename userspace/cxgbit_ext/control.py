@@ -346,7 +346,7 @@ BACKEND_WHY = {
     "no_ports": "no Chelsio T5/T6 adapter attached (cxgb4 has none)",
     "hw_off": (
         "its adapters are Chelsio hardware, which this code has never run on: "
-        "load the module with cxgb4_hw=1 to offload on them"
+        "load cxgbit_ext_cxgb4 with cxgb4_hw=1 to offload on them"
     ),
 }
 
@@ -485,18 +485,15 @@ class Control:
         """The name of the LIO transport the module registered."""
         return self._read("transport").strip()
 
-    def cxgb4_counters(self) -> dict[str, dict[str, int]]:
-        """The cxgb4 backend's adapters' counters, by adapter (they are not
-        under adapters/); empty for a module built without that backend."""
-        try:
-            text = self._read("cxgb4_counters")
-        except FileNotFoundError:
-            return {}
-        out: dict[str, dict[str, int]] = {}
-        for line in text.splitlines():
+    def device_counters(self) -> dict[str, dict[str, dict[str, int]]]:
+        """The counters of the adapters of backends with devices of their own
+        (not under adapters/), by backend then adapter; empty with no such
+        backend registered."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for line in self._read("device_counters").splitlines():
             if line.strip():
-                adapter, name, value = line.split()
-                out.setdefault(adapter, {})[name] = int(value)
+                backend, adapter, name, value = line.split()
+                out.setdefault(backend, {}).setdefault(adapter, {})[name] = int(value)
         return out
 
     def portals(self) -> list[str]:

@@ -135,7 +135,7 @@ class _Scrape:
     def run(self) -> list[Metric]:
         self.module()
         adapters = self.adapters()
-        self.cxgb4_counters()
+        self.device_counters()
         self.connections(adapters)
         self.portals()
         self.gauge(
@@ -197,11 +197,13 @@ class _Scrape:
             stem, doc = _counter_name(key)
             self.counter(f"adapter_{stem}", doc, ADAPTER_LABELS).add_metric([name, kind], value)
 
-    def cxgb4_counters(self) -> None:
-        """The cxgb4 backend's adapters (not under adapters/)."""
-        by_adapter = self.read("cxgb4_counters", self.ctl.cxgb4_counters) or {}
-        for adapter, counters in by_adapter.items():
-            self.adapter_counters(adapter, "cxgb4", counters)
+    def device_counters(self) -> None:
+        """The adapters of backends with devices of their own (not under
+        adapters/), their type the backend's name."""
+        by_backend = self.read("device_counters", self.ctl.device_counters) or {}
+        for backend, by_adapter in by_backend.items():
+            for adapter, counters in by_adapter.items():
+                self.adapter_counters(adapter, backend, counters)
 
     def connections(self, adapters: list[Adapter]) -> None:
         conns = self.read("connections", self.ctl.connections) or []

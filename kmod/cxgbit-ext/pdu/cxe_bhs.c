@@ -21,6 +21,8 @@ bool cxe_opcode_from_initiator(u8 opcode)
 	}
 }
 
+CXE_EXPORT(cxe_opcode_from_initiator);
+
 u64 cxe_pdu_wire_len(u32 ahs_len, u32 dlen, bool hdigest, bool ddigest)
 {
 	u64 len = CXE_BHS_LEN + (u64)ahs_len;

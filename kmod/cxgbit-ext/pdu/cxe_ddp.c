@@ -24,3 +24,5 @@ bool cxe_ddp_in_window(u32 r2t_off, u32 r2t_len, u32 off, u32 len)
 
 	return len && off >= r2t_off && end <= (u64)r2t_off + r2t_len;
 }
+
+CXE_EXPORT(cxe_ddp_in_window);

@@ -6,7 +6,8 @@
  * that the same source builds into cxgbit_ext.ko and into user-space unit
  * tests and fuzzers. This header is the only place that differs: the
  * kernel build uses the kernel's crc32c(); user space links a CRC32C the
- * test harness provides.
+ * test harness provides. CXE_EXPORT() exports what backend modules call
+ * (EXPORT_SYMBOL_GPL), and is nothing in user space.
  */
 #ifndef CXE_ENV_H
 #define CXE_ENV_H
@@ -17,6 +18,12 @@
 #include <linux/string.h>
 #include <linux/errno.h>
 #include <linux/crc32c.h>
+#include <linux/export.h>
+
+/* a module that builds its own copy (the cxgb4 stand-in) exports none */
+#ifndef CXE_EXPORT
+#define CXE_EXPORT(sym)	EXPORT_SYMBOL_GPL(sym)
+#endif
 
 /* Raw CRC32C update (no pre/post inversion), like the kernel's crc32c(). */
 static inline u32 cxe_crc32c(u32 crc, const void *buf, size_t len)
@@ -36,6 +43,7 @@ typedef __UINT64_TYPE__ u64;
 
 #define BIT(nr) (1UL << (nr))
 #define fallthrough __attribute__((__fallthrough__))
+#define CXE_EXPORT(sym)	extern int cxe_export_ ## sym
 
 /* Provided by the user-space harness; same contract as the kernel's. */
 u32 cxe_crc32c(u32 crc, const void *buf, size_t len);

@@ -16,6 +16,8 @@ u32 cxe_seg_count(const struct cxe_seg_burst *b)
 	return (u32)(((u64)b->len + b->max_pdu - 1) / b->max_pdu);
 }
 
+CXE_EXPORT(cxe_seg_count);
+
 bool cxe_seg_pdu(const struct cxe_seg_burst *b, u32 idx, struct cxe_seg_pdu *out)
 {
 	u32 n = cxe_seg_count(b);
@@ -32,6 +34,8 @@ bool cxe_seg_pdu(const struct cxe_seg_burst *b, u32 idx, struct cxe_seg_pdu *out
 	return true;
 }
 
+CXE_EXPORT(cxe_seg_pdu);
+
 void cxe_seg_datain_hdr(u8 *bhs, const u8 *tmpl, const struct cxe_seg_pdu *pdu)
 {
 	memcpy(bhs, tmpl, CXE_BHS_LEN);
@@ -47,3 +51,5 @@ void cxe_seg_datain_hdr(u8 *bhs, const u8 *tmpl, const struct cxe_seg_pdu *pdu)
 	cxe_put_be32(bhs + 36, pdu->datasn);
 	cxe_put_be32(bhs + 40, pdu->offset);
 }
+
+CXE_EXPORT(cxe_seg_datain_hdr);

@@ -669,12 +669,13 @@ struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d)
 /*
  * The counters of each adapter that has carried connections, as a
  * software adapter's counters file has them, each line after the
- * adapter's name (the control interface's cxgb4_counters, a binary
- * attribute: asked for its size first, buf NULL). Whole blocks only: an
- * adapter that came between the two calls may find no room.
+ * backend's and the adapter's names (struct cxe_backend's counters_read:
+ * asked for its size first, buf NULL). Whole blocks only: an adapter
+ * that came between the two calls may find no room.
  */
 ssize_t cxe_c4_counters_read(void *buf, size_t size)
 {
+	char prefix[IFNAMSIZ + 8];
 	struct cxe_c4dev *d;
 	size_t len = 0;
 
@@ -682,15 +683,18 @@ ssize_t cxe_c4_counters_read(void *buf, size_t size)
 	list_for_each_entry(d, &cxe_c4devs, node) {
 		if (!d->adapter)
 			continue;
-		if (!buf)
+		if (!buf) {
 			len += CXE_C4_COUNTERS_MAX;
-		else if (size - len >= CXE_C4_COUNTERS_MAX)
-			len += cxe_adapter_counters_emit(d->adapter, d->name,
+		} else if (size - len >= CXE_C4_COUNTERS_MAX) {
+			snprintf(prefix, sizeof(prefix), "%s %s",
+				 cxe_cxgb4_backend.name, d->name);
+			len += cxe_adapter_counters_emit(d->adapter, prefix,
 							 (char *)buf + len,
 							 size - len);
+		}
 	}
 	mutex_unlock(&cxe_c4devs_lock);
-	return buf ? cxe_bin_fill(buf, len, size) : len;
+	return len;
 }
 
 /* The next connection the chip brought up for the portal, or NULL */
@@ -812,7 +816,9 @@ static const struct cxe_adapter_ops cxe_c4_ops = {
 
 /* What the chip does for iSCSI PDUs (cpl.h has its messages) */
 const struct cxe_backend cxe_cxgb4_backend = {
+	.contract = CXE_BACKEND_CONTRACT,
 	.name	= "cxgb4",
+	.owner	= THIS_MODULE,
 	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
 		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_RXAGG),
 	.flags	= CXE_BACKEND_DEVICES,
@@ -825,9 +831,10 @@ const struct cxe_backend cxe_cxgb4_backend = {
 	},
 	.ops	= &cxe_c4_ops,
 	.show_state = cxe_c4_show_state,
+	.counters_read = cxe_c4_counters_read,
 };
 
-int cxe_cxgb4_init(void)
+static int __init cxe_cxgb4_init(void)
 {
 	int ret;
 
@@ -850,14 +857,23 @@ err_wq:
 }
 
 /*
- * After the transport and the control interface: no portal is left, so
- * no server waits. cxgb4 stops calling first, then the removals already
- * decided run (nothing can queue another), then what late answers left
- * of servers goes with its adapter.
+ * No connection of ours is left (each holds the module). Unregistered,
+ * the backend is asked for nothing more and has closed every portal's
+ * servers on the chips, which still answer; then cxgb4 stops calling,
+ * the removals already decided run (nothing can queue another), and
+ * what late answers left of servers goes with its adapter.
  */
-void cxe_cxgb4_exit(void)
+static void __exit cxe_cxgb4_exit(void)
 {
+	cxe_backend_unregister(&cxe_cxgb4_backend);
 	cxe_c4real_exit();
 	destroy_workqueue(cxe_c4_wq);
-	cxe_backend_unregister(&cxe_cxgb4_backend);
 }
+
+module_init(cxe_cxgb4_init);
+module_exit(cxe_cxgb4_exit);
+
+MODULE_DESCRIPTION("cxgbit-ext backend for Chelsio T5/T6 adapters on cxgb4");
+MODULE_AUTHOR("cxgbit-ext developers");
+MODULE_VERSION(CXE_VERSION);
+MODULE_LICENSE("GPL");

@@ -343,7 +343,7 @@ void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 int cxe_c4dev_map_tid(struct cxe_c4dev *d, u32 tid, struct cxe_c4tid *t);
 /* dev.c: the adapter its connections count on, with a reference, or NULL */
 struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d);
-/* dev.c: the cxgb4_counters file (its size when buf is NULL) */
+/* dev.c: the backend's counters_read (its size when buf is NULL) */
 ssize_t cxe_c4_counters_read(void *buf, size_t size);
 /* dev.c: the first accepted connection of a portal's servers, or NULL */
 struct cxe_c4tid *cxe_c4_take_ready(struct cxe_np *cnp);

@@ -2,8 +2,9 @@
 /*
  * cxgb4 backend: the Chelsio T5/T6 adapters the cxgb4 driver runs, taken
  * as cxgb4's upper-layer driver for iSCSI target offload (the
- * CXGB4_ULD_ISCSIT slot, the in-tree cxgbit's: main.c keeps that module
- * from loading beside this one, as cxgb4_register_uld() checks nothing).
+ * CXGB4_ULD_ISCSIT slot, the in-tree cxgbit's: cxgbit_ext.ko, which this
+ * module needs, keeps that module from loading, as cxgb4_register_uld()
+ * checks nothing).
  *
  * What is here: the ULD registration, the adapters cxgb4 attaches and
  * detaches with their state, given to the device glue (dev.h) with what

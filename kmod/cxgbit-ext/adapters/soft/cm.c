@@ -849,7 +849,9 @@ static const struct cxe_adapter_ops cxe_soft_ops = {
  * share one listener per portal; steering picks the adapter by netdev.
  */
 const struct cxe_backend cxe_soft_backend = {
+	.contract = CXE_BACKEND_CONTRACT,
 	.name	= "soft",
+	.owner	= THIS_MODULE,
 	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
 		  BIT(CXE_CAP_ISO),
 	.flags	= CXE_BACKEND_MKDIR | CXE_BACKEND_PORTALS,
