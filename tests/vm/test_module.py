@@ -90,6 +90,9 @@ def test_refuses_to_load_beside_intree_cxgbit(module_ko: Path) -> None:
 
 def test_offload_switch_loads_module_and_pins_it(lio: None, installed_module: None, tmp_path: Path) -> None:
     assert not loaded("cxgbit_ext")
+    for dep in ("libcxgb", "cxgb4"):  # a host that does not run cxgb4
+        rmmod(dep)
+    assert not loaded("cxgb4")
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), portals=((LINK.tgt_ip, 3260),))
     with topo.in_netns():
         topology.create(t)
@@ -166,9 +169,10 @@ def test_a_backend_module_is_held_to_the_contract(lio: None, module_ko: Path) ->
         assert rmmod("cxgbit_ext").returncode == 0
 
 
-def test_offload_switch_on_a_cxgb4_host_loads_the_backend(lio: None, installed_module: None) -> None:
-    """Where cxgb4 runs, the stock switch loads the cxgb4 backend's module
-    with the core (the modprobe.d rule), and it lists its backend."""
+def test_the_cxgb4_backend_loads_by_name_beside_the_switched_core(lio: None, installed_module: None) -> None:
+    """Where cxgb4 runs, the stock switch still loads the core only; the
+    cxgb4 backend's module loads by name (modprobe, with its parameter),
+    beside the core the switch loaded, and lists its backend."""
     assert not loaded("cxgbit_ext") and not loaded(CXGB4_BACKEND)
     subprocess.run(["modprobe", "cxgb4"], check=True)
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), portals=((LINK.tgt_ip, 3260),))
@@ -177,7 +181,9 @@ def test_offload_switch_on_a_cxgb4_host_loads_the_backend(lio: None, installed_m
             topology.create(t)
             (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
             np.offload = True
-        assert loaded("cxgbit_ext") and loaded(CXGB4_BACKEND)
+        assert loaded("cxgbit_ext") and not loaded(CXGB4_BACKEND)
+        subprocess.run(["modprobe", CXGB4_BACKEND, "cxgb4_hw=1"], check=True)
+        assert Path(f"/sys/module/{CXGB4_BACKEND}/parameters/cxgb4_hw").read_text() == "Y\n"
         assert backends()["cxgb4"] == "off no_ports caps=hcrc,dcrc,ddp,iso,rxagg"
         np.offload = False
     finally:
