@@ -278,10 +278,10 @@ struct cxe_backend {
 	u32			contract;	/* CXE_BACKEND_CONTRACT */
 	const char		*name;	/* adapters/<name>/type */
 	/*
-	 * THIS_MODULE: each connection it carries, and each portal it is
-	 * the listener of, holds a reference, so that its module cannot
-	 * unload under them; its portals' listens on its devices end when it
-	 * unregisters.
+	 * THIS_MODULE: each connection it carries holds a reference, and so
+	 * does each call of the registry's into it but listen and unlisten,
+	 * so that its module cannot unload under them; the portals' listens
+	 * on its devices end when it unregisters.
 	 */
 	struct module		*owner;
 	unsigned long		caps;	/* BIT(enum cxe_cap) */

@@ -27,22 +27,66 @@
 #define CXE_MAX_BACKENDS	4
 
 /*
- * The registry lock: the backends, and what they listen for. Taken
- * before the portals' lock (transport.c): a portal is set up and freed
- * under it, so that a backend registering or unregistering meanwhile
- * listens for every portal once and unlistens each before it goes.
+ * Two locks. cxe_listen_lock says what listens for what: portals are set
+ * up and freed under it (transport.c, before the portals' own lock), and
+ * a backend registering or unregistering holds it while it listens for
+ * every portal or stops, so that each portal is listened for once by each
+ * backend and unlistened before the backend goes; listen and unlisten run
+ * under it and may sleep. cxe_backends_lock guards the array only, for as
+ * long as a copy of it takes: no backend's code runs under it. Every other
+ * call into a backend holds a reference of its module (cxe_backends_get).
  */
+static DEFINE_MUTEX(cxe_listen_lock);
 static DEFINE_MUTEX(cxe_backends_lock);
 static const struct cxe_backend *cxe_backends[CXE_MAX_BACKENDS];
 
-void cxe_registry_lock(void)
+void cxe_listens_lock(void)
 {
-	mutex_lock(&cxe_backends_lock);
+	mutex_lock(&cxe_listen_lock);
 }
 
-void cxe_registry_unlock(void)
+void cxe_listens_unlock(void)
 {
+	mutex_unlock(&cxe_listen_lock);
+}
+
+/* Those of the registered backends that have every one of flags, at most n */
+static int cxe_backends_copy(const struct cxe_backend **out, int n,
+			     unsigned long flags)
+{
+	int i, got = 0;
+
+	mutex_lock(&cxe_backends_lock);
+	for (i = 0; i < ARRAY_SIZE(cxe_backends) && got < n; i++)
+		if (cxe_backends[i] && (cxe_backends[i]->flags & flags) == flags)
+			out[got++] = cxe_backends[i];
 	mutex_unlock(&cxe_backends_lock);
+	return got;
+}
+
+/*
+ * Those of them whose module is not going, each with a reference of it,
+ * in the order they registered: their code stays until cxe_backends_put().
+ */
+int cxe_backends_get(const struct cxe_backend **out, int n,
+		     unsigned long flags)
+{
+	int i, got = 0;
+
+	mutex_lock(&cxe_backends_lock);
+	for (i = 0; i < ARRAY_SIZE(cxe_backends) && got < n; i++)
+		if (cxe_backends[i] &&
+		    (cxe_backends[i]->flags & flags) == flags &&
+		    try_module_get(cxe_backends[i]->owner))
+			out[got++] = cxe_backends[i];
+	mutex_unlock(&cxe_backends_lock);
+	return got;
+}
+
+void cxe_backends_put(const struct cxe_backend **b, int n)
+{
+	while (n-- > 0)
+		module_put(b[n]->owner);
 }
 
 /* Why b may not register, or NULL */
@@ -62,9 +106,12 @@ static const char *cxe_backend_refused(const struct cxe_backend *b)
 	if ((b->flags & (CXE_BACKEND_PORTALS | CXE_BACKEND_MKDIR)) &&
 	    b->conn_size < sizeof(struct cxe_conn))
 		return "no connection size";
-	if ((b->flags & CXE_BACKEND_DEVICES) && b->ops->accept &&
-	    b->conn_size < sizeof(struct cxe_conn))
-		return "no connection size";
+	if ((b->flags & CXE_BACKEND_DEVICES) &&
+	    (!b->ops->listen || !b->ops->unlisten))
+		return "no listen or unlisten";
+	if (b->ops && b->ops->accept &&
+	    (b->conn_size < sizeof(struct cxe_conn) || !b->ops->conn_release))
+		return "no connection size or conn_release";
 	return NULL;
 }
 
@@ -84,6 +131,7 @@ int cxe_backend_register(const struct cxe_backend *b)
 		pr_err("backend %s: %s: not registered\n", b->name ?: "?", why);
 		return -EINVAL;
 	}
+	mutex_lock(&cxe_listen_lock);
 	mutex_lock(&cxe_backends_lock);
 	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
 		if (cxe_backends[i] && !strcmp(cxe_backends[i]->name, b->name))
@@ -93,12 +141,12 @@ int cxe_backend_register(const struct cxe_backend *b)
 	}
 	if (!ret && free < 0)
 		ret = -ENOSPC;
-	if (!ret) {
+	if (!ret)
 		cxe_backends[free] = b;
-		if (b->flags & CXE_BACKEND_DEVICES)
-			cxe_np_listen_all(b);
-	}
 	mutex_unlock(&cxe_backends_lock);
+	if (!ret && (b->flags & CXE_BACKEND_DEVICES))
+		cxe_np_listen_all(b);
+	mutex_unlock(&cxe_listen_lock);
 	if (ret == -EEXIST)
 		pr_err("backend %s: registered already\n", b->name);
 	else if (ret)
@@ -112,23 +160,27 @@ int cxe_backend_register(const struct cxe_backend *b)
 EXPORT_SYMBOL_GPL(cxe_backend_register);
 
 /*
- * After it returns nothing of the registry calls b, and none of the
- * portals' listens on b's devices is left; b's connections hold its
- * module until they end.
+ * After it returns the registry hands b to nobody, and none of the
+ * portals' listens on b's devices is left; whoever holds a reference of
+ * b's module (its connections, until they end) may still call it.
  */
 void cxe_backend_unregister(const struct cxe_backend *b)
 {
+	bool found = false;
 	int i;
 
+	mutex_lock(&cxe_listen_lock);
 	mutex_lock(&cxe_backends_lock);
 	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
-		if (cxe_backends[i] != b)
-			continue;
-		cxe_backends[i] = NULL;
-		if (b->flags & CXE_BACKEND_DEVICES)
-			cxe_np_unlisten_all(b);
+		if (cxe_backends[i] == b) {
+			cxe_backends[i] = NULL;
+			found = true;
+		}
 	}
 	mutex_unlock(&cxe_backends_lock);
+	if (found && (b->flags & CXE_BACKEND_DEVICES))
+		cxe_np_unlisten_all(b);
+	mutex_unlock(&cxe_listen_lock);
 }
 EXPORT_SYMBOL_GPL(cxe_backend_unregister);
 
@@ -139,66 +191,40 @@ EXPORT_SYMBOL_GPL(cxe_backend_unregister);
  */
 const struct cxe_backend *cxe_backend_find(unsigned long flags)
 {
-	const struct cxe_backend *found = NULL;
-	int i;
+	const struct cxe_backend *b;
 
-	mutex_lock(&cxe_backends_lock);
-	for (i = 0; i < ARRAY_SIZE(cxe_backends) && !found; i++)
-		if (cxe_backends[i] &&
-		    (cxe_backends[i]->flags & flags) == flags)
-			found = cxe_backends[i];
-	mutex_unlock(&cxe_backends_lock);
-	return found;
+	return cxe_backends_copy(&b, 1, flags) ? b : NULL;
 }
 
 /*
  * The backends that listen for a portal on their own devices, beside the
  * portal's (CXE_BACKEND_DEVICES): after it listens, and before it stops.
- * Registry lock held.
+ * cxe_listen_lock held: none registers or unregisters meanwhile.
  */
 void cxe_backends_listen(struct cxe_np *cnp)
 {
-	int i, ret;
+	const struct cxe_backend *b[CXE_MAX_BACKENDS];
+	int i, n, ret;
 
-	lockdep_assert_held(&cxe_backends_lock);
-	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
-		if (!cxe_backends[i] ||
-		    !(cxe_backends[i]->flags & CXE_BACKEND_DEVICES))
-			continue;
-		ret = cxe_backends[i]->ops->listen(cnp);
+	lockdep_assert_held(&cxe_listen_lock);
+	n = cxe_backends_copy(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES);
+	for (i = 0; i < n; i++) {
+		ret = b[i]->ops->listen(cnp);
 		if (ret)
 			pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
-				&cnp->addr, cxe_backends[i]->name, ret);
+				&cnp->addr, b[i]->name, ret);
 	}
 }
 
-/*
- * Those of them that take connections too, in out (at most n); how many.
- * Registry lock held: they stay registered until it is dropped.
- */
-int cxe_backends_accepting(const struct cxe_backend **out, int n)
-{
-	int i, got = 0;
-
-	lockdep_assert_held(&cxe_backends_lock);
-	for (i = 0; i < ARRAY_SIZE(cxe_backends) && got < n; i++)
-		if (cxe_backends[i] &&
-		    (cxe_backends[i]->flags & CXE_BACKEND_DEVICES) &&
-		    cxe_backends[i]->ops->accept)
-			out[got++] = cxe_backends[i];
-	return got;
-}
-
-/* Registry lock held */
 void cxe_backends_unlisten(struct cxe_np *cnp)
 {
-	int i;
+	const struct cxe_backend *b[CXE_MAX_BACKENDS];
+	int n;
 
-	lockdep_assert_held(&cxe_backends_lock);
-	for (i = ARRAY_SIZE(cxe_backends) - 1; i >= 0; i--)
-		if (cxe_backends[i] &&
-		    (cxe_backends[i]->flags & CXE_BACKEND_DEVICES))
-			cxe_backends[i]->ops->unlisten(cnp);
+	lockdep_assert_held(&cxe_listen_lock);
+	n = cxe_backends_copy(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES);
+	while (n-- > 0)
+		b[n]->ops->unlisten(cnp);
 }
 
 /*
@@ -207,20 +233,21 @@ void cxe_backends_unlisten(struct cxe_np *cnp)
  */
 ssize_t cxe_backends_counters_read(void *buf, size_t size)
 {
+	const struct cxe_backend *b[CXE_MAX_BACKENDS];
 	size_t len = 0;
-	ssize_t n;
-	int i;
+	ssize_t got;
+	int i, n;
 
-	mutex_lock(&cxe_backends_lock);
-	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
-		if (!cxe_backends[i] || !cxe_backends[i]->counters_read)
+	n = cxe_backends_get(b, ARRAY_SIZE(b), 0);
+	for (i = 0; i < n; i++) {
+		if (!b[i]->counters_read)
 			continue;
-		n = cxe_backends[i]->counters_read(buf ? (char *)buf + len : NULL,
-						   buf ? size - len : 0);
-		if (n > 0)
-			len += n;
+		got = b[i]->counters_read(buf ? (char *)buf + len : NULL,
+					  buf ? size - len : 0);
+		if (got > 0)
+			len += got;
 	}
-	mutex_unlock(&cxe_backends_lock);
+	cxe_backends_put(b, n);
 	return buf ? cxe_bin_fill(buf, len, size) : len;
 }
 
@@ -262,13 +289,14 @@ void cxe_steered_child(struct socket *sock)
 
 void cxe_backends_reset_handed_back(const char *target)
 {
-	int i;
+	const struct cxe_backend *b[CXE_MAX_BACKENDS];
+	int i, n;
 
-	mutex_lock(&cxe_backends_lock);
-	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++)
-		if (cxe_backends[i] && cxe_backends[i]->reset_handed_back)
-			cxe_backends[i]->reset_handed_back(target);
-	mutex_unlock(&cxe_backends_lock);
+	n = cxe_backends_get(b, ARRAY_SIZE(b), 0);
+	for (i = 0; i < n; i++)
+		if (b[i]->reset_handed_back)
+			b[i]->reset_handed_back(target);
+	cxe_backends_put(b, n);
 }
 
 /* The words the tools know the offloads by (enum cxe_cap, adapter.h) */
@@ -304,24 +332,21 @@ ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
  */
 ssize_t cxe_backend_show_all(char *page)
 {
-	const struct cxe_backend *b;
+	const struct cxe_backend *b[CXE_MAX_BACKENDS];
 	ssize_t len = 0;
-	int i;
+	int i, n;
 
-	mutex_lock(&cxe_backends_lock);
-	for (i = 0; i < ARRAY_SIZE(cxe_backends); i++) {
-		b = cxe_backends[i];
-		if (!b)
-			continue;
-		len += sysfs_emit_at(page, len, "%s", b->name);
-		if (b->show_state)
-			len += b->show_state(page, len);
+	n = cxe_backends_get(b, ARRAY_SIZE(b), 0);
+	for (i = 0; i < n; i++) {
+		len += sysfs_emit_at(page, len, "%s", b[i]->name);
+		if (b[i]->show_state)
+			len += b[i]->show_state(page, len);
 		else
 			len += sysfs_emit_at(page, len, " on");
 		len += sysfs_emit_at(page, len, " caps=");
-		len += cxe_caps_show(b->caps, ",", page, len);
+		len += cxe_caps_show(b[i]->caps, ",", page, len);
 		len += sysfs_emit_at(page, len, "\n");
 	}
-	mutex_unlock(&cxe_backends_lock);
+	cxe_backends_put(b, n);
 	return len;
 }

@@ -226,12 +226,15 @@ void cxe_np_unlisten_all(const struct cxe_backend *b);
 /*
  * backend.c: the backend registry. This module's backends register at
  * its load; other modules' at theirs, whenever that is (process context,
- * may sleep). The registry lock comes before the portals' own.
+ * may sleep). The listen lock comes before the portals' own.
  */
 int cxe_backend_register(const struct cxe_backend *b);
 void cxe_backend_unregister(const struct cxe_backend *b);
-void cxe_registry_lock(void);
-void cxe_registry_unlock(void);
+void cxe_listens_lock(void);
+void cxe_listens_unlock(void);
+int cxe_backends_get(const struct cxe_backend **out, int n,
+		     unsigned long flags);
+void cxe_backends_put(const struct cxe_backend **b, int n);
 const struct cxe_backend *cxe_backend_find(unsigned long flags);
 ssize_t cxe_backends_counters_read(void *buf, size_t size);
 ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
@@ -239,7 +242,6 @@ ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
 ssize_t cxe_backend_show_all(char *page);
 void cxe_backends_reset_handed_back(const char *target);
 void cxe_backends_listen(struct cxe_np *cnp);
-int cxe_backends_accepting(const struct cxe_backend **out, int n);
 void cxe_backends_unlisten(struct cxe_np *cnp);
 int cxe_steered_listener(struct socket *sock);
 void cxe_steered_child(struct socket *sock);

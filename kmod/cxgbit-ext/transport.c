@@ -94,10 +94,10 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	cnp->net = get_net(current->nsproxy->net_ns);
 
 	/* every backend registered meanwhile listens for it once */
-	cxe_registry_lock();
+	cxe_listens_lock();
 	ret = cnp->backend->ops->listen(cnp);
 	if (ret) {
-		cxe_registry_unlock();
+		cxe_listens_unlock();
 		put_net(cnp->net);
 		kfree(cnp);
 		return ret;
@@ -106,7 +106,7 @@ static int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
 	mutex_lock(&cxe_portals_lock);
 	list_add_tail(&cnp->node, &cxe_portals);
 	mutex_unlock(&cxe_portals_lock);
-	cxe_registry_unlock();
+	cxe_listens_unlock();
 	np->np_context = cnp;
 	/* LIO matches portals (and answers SendTargets) by np_sockaddr */
 	memcpy(&np->np_sockaddr, addr, sizeof(np->np_sockaddr));
@@ -123,7 +123,7 @@ void cxe_np_ready(struct cxe_np *cnp)
 }
 EXPORT_SYMBOL_GPL(cxe_np_ready);
 
-/* A backend registering: it listens for every portal (registry lock held) */
+/* A backend registering: it listens for every portal (listen lock held) */
 void cxe_np_listen_all(const struct cxe_backend *b)
 {
 	struct cxe_np *cnp;
@@ -139,7 +139,7 @@ void cxe_np_listen_all(const struct cxe_backend *b)
 	mutex_unlock(&cxe_portals_lock);
 }
 
-/* A backend unregistering: it stops listening for each (registry lock held) */
+/* A backend unregistering: it stops listening for each (listen lock held) */
 void cxe_np_unlisten_all(const struct cxe_backend *b)
 {
 	struct cxe_np *cnp;
@@ -197,19 +197,18 @@ static int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 	struct cxe_conn *c = NULL;
 	int i, n, ret, seen;
 
-	b[0] = cnp->backend;
 	for (;;) {
 		/* a connection made ready after this is not missed */
 		seen = atomic_read_acquire(&cnp->ready);
-		/* the backends as registered now, until each is asked */
-		cxe_registry_lock();
-		n = 1 + cxe_backends_accepting(b + 1, ARRAY_SIZE(b) - 1);
-		for (i = 0; i < n; i++) {
-			ret = cxe_accept_from(b[i], cnp, conn, &c);
-			if (ret != -EAGAIN)
-				break;
+		ret = cxe_accept_from(cnp->backend, cnp, conn, &c);
+		if (ret == -EAGAIN) {
+			/* those registered now, asked with their modules held */
+			n = cxe_backends_get(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES);
+			for (i = 0; i < n && ret == -EAGAIN; i++)
+				if (b[i]->ops->accept)
+					ret = cxe_accept_from(b[i], cnp, conn, &c);
+			cxe_backends_put(b, n);
 		}
-		cxe_registry_unlock();
 		if (ret != -EAGAIN)
 			break;
 		ret = wait_event_interruptible(cnp->accept_wq,
@@ -238,13 +237,13 @@ static void cxe_free_np(struct iscsi_np *np)
 {
 	struct cxe_np *cnp = np->np_context;
 
-	cxe_registry_lock();
+	cxe_listens_lock();
 	mutex_lock(&cxe_portals_lock);
 	list_del(&cnp->node);
 	mutex_unlock(&cxe_portals_lock);
 	cxe_backends_unlisten(cnp);
 	cnp->backend->ops->unlisten(cnp);
-	cxe_registry_unlock();
+	cxe_listens_unlock();
 	pr_info("offload portal %pISpc released\n", &cnp->addr);
 	np->np_context = NULL;
 	put_net(cnp->net);

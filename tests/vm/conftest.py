@@ -270,10 +270,18 @@ def offloaded_target(
         deadline = time.monotonic() + 15
         while connection_lines() and time.monotonic() < deadline:
             time.sleep(0.1)
+        if backend_params is not None:
+            # a connection's line goes before its backend lets it go
+            refs = Path(f"/sys/module/{CXGB4_BACKEND}/refcnt")
+            while refs.exists() and refs.read_text().strip() != "0" and time.monotonic() < deadline:
+                time.sleep(0.1)
+        # both tried, the backend's first, before either failure is told
+        unloaded = []
         for mod in (CXGB4_BACKEND, "cxgbit_ext"):
-            if mod == "cxgbit_ext" or backend_params is not None:
-                p = subprocess.run(["rmmod", mod], capture_output=True, text=True)
-                assert p.returncode == 0, f"{mod} did not unload: {p.stderr}"
+            if Path(f"/sys/module/{mod}").exists():
+                unloaded.append(subprocess.run(["rmmod", mod], capture_output=True, text=True))
+        for p in unloaded:
+            assert p.returncode == 0, f"{p.args[1]} did not unload: {p.stderr}"
 
 
 def connection_lines() -> list[str]:

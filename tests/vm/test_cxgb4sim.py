@@ -183,6 +183,38 @@ def test_ours_listens_as_mainline_does(stand_in: None, module_ko: Path) -> None:
     assert trace()[-1] == f"uld unregister {CXGB4_BACKEND}"
 
 
+def test_the_backend_serves_a_portal_made_before_it_and_leaves_it(stand_in: None, module_ko: Path) -> None:
+    """A portal offloaded before the backend's module loads gets its
+    server on the chip when it loads. Unloaded with the portal live, the
+    backend closes that server, the chip answering, before it leaves
+    cxgb4's ULD slot; the portal stays with the core, and a reload serves
+    it again."""
+    p = insmod(module_ko)
+    assert p.returncode == 0, p.stderr
+    backend = backend_ko(module_ko)
+    try:
+        with portal() as np:
+            (np / "cxgbit").write_text("1")
+            for _ in range(2):
+                before = len(trace())
+                p = insmod(backend, "cxgb4_hw=1", provided=("cxgb4", "cxgbit_ext"))
+                assert p.returncode == 0, p.stderr
+                opened = [ln for ln in trace()[before:] if "CPL_PASS_OPEN_REQ" in ln]
+                assert len(opened) == 1 and f"ip={SIM_IP} " in opened[0], trace()[before:]
+                assert c4sim_adapter()["servers"] == "1"
+                before = len(trace())
+                rmmod(CXGB4_BACKEND)
+                gone = trace()[before:]
+                steps = ("CPL_CLOSE_LISTSRV_REQ", "CPL_CLOSE_LISTSRV_RPL", f"uld unregister {CXGB4_BACKEND}")
+                order = [next((i for i, ln in enumerate(gone) if what in ln), -1) for what in steps]
+                assert -1 not in order and order == sorted(order), gone
+                assert not chip_errors(), chip_errors()
+                assert (CFS / "portals").read_text() == f"{SIM_IP}:{PORT}\n"
+            (np / "cxgbit").write_text("0")
+    finally:
+        unload_ours()
+
+
 def test_a_portal_of_another_namespace_gets_no_server(stand_in: None, module_ko: Path) -> None:
     """The adapter's ports are in this namespace: a wildcard portal made in
     another one, whose connections can never come in on them, opens no

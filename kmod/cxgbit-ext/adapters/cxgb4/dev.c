@@ -841,16 +841,20 @@ static int __init cxe_cxgb4_init(void)
 	cxe_c4_wq = alloc_workqueue("cxe_cxgb4", 0, 0);
 	if (!cxe_c4_wq)
 		return -ENOMEM;
-	ret = cxe_backend_register(&cxe_cxgb4_backend);
-	if (ret)
-		goto err_wq;
 	ret = cxe_c4real_init();
 	if (ret)
-		goto err_backend;
+		goto err_wq;
+	/*
+	 * Last: registered, the backend is called and its module held, and
+	 * a module whose init fails is freed whatever holds it
+	 */
+	ret = cxe_backend_register(&cxe_cxgb4_backend);
+	if (ret)
+		goto err_real;
 	return 0;
 
-err_backend:
-	cxe_backend_unregister(&cxe_cxgb4_backend);
+err_real:
+	cxe_c4real_exit();
 err_wq:
 	destroy_workqueue(cxe_c4_wq);
 	return ret;
