@@ -134,6 +134,12 @@ def module_ko(kver: str, lio_core: str) -> Path:
     return ko
 
 
+def debug_kernel() -> bool:
+    """A debug kernel (scripts/build-debug-kernel's release, "-dbg"): KASAN
+    under TCG makes it several times slower than Debian's."""
+    return os.uname().release.endswith("-dbg")
+
+
 def dmesg() -> list[str]:
     return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
 

@@ -44,7 +44,7 @@ from testbed.kmod import CXGB4_BACKEND, backend_ko
 
 from . import c4sim
 from .c4sim import chip_errors, rmmod, sh, stats, trace
-from .conftest import CFS, cxgb4_adapter, dmesg_since, insmod, kmsg_mark, lio_clear, lun_disk
+from .conftest import CFS, cxgb4_adapter, debug_kernel, dmesg_since, insmod, kmsg_mark, lio_clear, lun_disk
 
 SIM_IP, PEER_IP, PEER_NS, PORT = c4sim.LINK.tgt_ip, c4sim.LINK.ini_ip, "c4ini", 3260
 IFACE = "c4peer"
@@ -315,10 +315,19 @@ def session_fio_verify(session: str) -> dict[str, int]:
     loaded ULD, open-iscsi logged in through the wire with both digests,
     fio writing (by R2T) and verifying 16 MiB of 64 KiB blocks; then
     logout and the target gone. What the chip carried meanwhile."""
-    from rtslib_fb import LUN, TPG, FabricModule, NetworkPortal, RDMCPStorageObject, Target
+    from rtslib_fb import LUN, TPG, FabricModule, MappedLUN, NetworkPortal, NodeACL, RDMCPStorageObject, Target
 
     tpg = TPG(Target(FabricModule("iscsi"), IQN), 1)
-    LUN(tpg, 0, RDMCPStorageObject("c4sim", size=64 * 1024 * 1024))
+    lun = LUN(tpg, 0, RDMCPStorageObject("c4sim", size=64 * 1024 * 1024))
+    if debug_kernel():
+        # LIO's DataOut timeout (3 s; a node ACL's attribute, which a
+        # dynamic ACL keeps at its default) runs from each R2T, and fio keeps
+        # 32 writes in flight: the last R2T's data waits behind 2 MiB, which
+        # a debug kernel moves through the stand-in at a fraction of the speed
+        name = iscsiadm.INITIATORNAME.read_text().split("=", 1)[1].strip()
+        acl = NodeACL(tpg, name)
+        MappedLUN(acl, 0, lun)
+        acl.set_attribute("dataout_timeout", "30")
     for attr in ("generate_node_acls", "cache_dynamic_acls"):
         tpg.set_attribute(attr, "1")
     tpg.set_attribute("demo_mode_write_protect", "0")
