@@ -50,26 +50,13 @@ void cxe_listens_unlock(void)
 	mutex_unlock(&cxe_listen_lock);
 }
 
-/* Those of the registered backends that have every one of flags, at most n */
-static int cxe_backends_copy(const struct cxe_backend **out, int n,
-			     unsigned long flags)
-{
-	int i, got = 0;
-
-	mutex_lock(&cxe_backends_lock);
-	for (i = 0; i < ARRAY_SIZE(cxe_backends) && got < n; i++)
-		if (cxe_backends[i] && (cxe_backends[i]->flags & flags) == flags)
-			out[got++] = cxe_backends[i];
-	mutex_unlock(&cxe_backends_lock);
-	return got;
-}
-
 /*
- * Those of them whose module is not going, each with a reference of it,
- * in the order they registered: their code stays until cxe_backends_put().
+ * Those of the registered backends that have every one of flags, at most
+ * n, in the order they registered; with hold, only those whose module is
+ * not going, each with a reference of it.
  */
-int cxe_backends_get(const struct cxe_backend **out, int n,
-		     unsigned long flags)
+static int cxe_backends_pick(const struct cxe_backend **out, int n,
+			     unsigned long flags, bool hold)
 {
 	int i, got = 0;
 
@@ -77,10 +64,17 @@ int cxe_backends_get(const struct cxe_backend **out, int n,
 	for (i = 0; i < ARRAY_SIZE(cxe_backends) && got < n; i++)
 		if (cxe_backends[i] &&
 		    (cxe_backends[i]->flags & flags) == flags &&
-		    try_module_get(cxe_backends[i]->owner))
+		    (!hold || try_module_get(cxe_backends[i]->owner)))
 			out[got++] = cxe_backends[i];
 	mutex_unlock(&cxe_backends_lock);
 	return got;
+}
+
+/* Held so: their code stays until cxe_backends_put() */
+int cxe_backends_get(const struct cxe_backend **out, int n,
+		     unsigned long flags)
+{
+	return cxe_backends_pick(out, n, flags, true);
 }
 
 void cxe_backends_put(const struct cxe_backend **b, int n)
@@ -193,7 +187,17 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags)
 {
 	const struct cxe_backend *b;
 
-	return cxe_backends_copy(&b, 1, flags) ? b : NULL;
+	return cxe_backends_pick(&b, 1, flags, false) ? b : NULL;
+}
+
+/* b listens for cnp on its devices; a portal works whether it does or not */
+void cxe_backend_listen(const struct cxe_backend *b, struct cxe_np *cnp)
+{
+	int ret = b->ops->listen(cnp);
+
+	if (ret)
+		pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
+			&cnp->addr, b->name, ret);
 }
 
 /*
@@ -204,16 +208,12 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags)
 void cxe_backends_listen(struct cxe_np *cnp)
 {
 	const struct cxe_backend *b[CXE_MAX_BACKENDS];
-	int i, n, ret;
+	int i, n;
 
 	lockdep_assert_held(&cxe_listen_lock);
-	n = cxe_backends_copy(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES);
-	for (i = 0; i < n; i++) {
-		ret = b[i]->ops->listen(cnp);
-		if (ret)
-			pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
-				&cnp->addr, b[i]->name, ret);
-	}
+	n = cxe_backends_pick(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES, false);
+	for (i = 0; i < n; i++)
+		cxe_backend_listen(b[i], cnp);
 }
 
 void cxe_backends_unlisten(struct cxe_np *cnp)
@@ -222,7 +222,7 @@ void cxe_backends_unlisten(struct cxe_np *cnp)
 	int n;
 
 	lockdep_assert_held(&cxe_listen_lock);
-	n = cxe_backends_copy(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES);
+	n = cxe_backends_pick(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES, false);
 	while (n-- > 0)
 		b[n]->ops->unlisten(cnp);
 }

@@ -235,6 +235,7 @@ void cxe_listens_unlock(void);
 int cxe_backends_get(const struct cxe_backend **out, int n,
 		     unsigned long flags);
 void cxe_backends_put(const struct cxe_backend **b, int n);
+void cxe_backend_listen(const struct cxe_backend *b, struct cxe_np *cnp);
 const struct cxe_backend *cxe_backend_find(unsigned long flags);
 ssize_t cxe_backends_counters_read(void *buf, size_t size);
 ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,

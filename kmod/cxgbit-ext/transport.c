@@ -127,15 +127,10 @@ EXPORT_SYMBOL_GPL(cxe_np_ready);
 void cxe_np_listen_all(const struct cxe_backend *b)
 {
 	struct cxe_np *cnp;
-	int ret;
 
 	mutex_lock(&cxe_portals_lock);
-	list_for_each_entry(cnp, &cxe_portals, node) {
-		ret = b->ops->listen(cnp);
-		if (ret)
-			pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
-				&cnp->addr, b->name, ret);
-	}
+	list_for_each_entry(cnp, &cxe_portals, node)
+		cxe_backend_listen(b, cnp);
 	mutex_unlock(&cxe_portals_lock);
 }
 
