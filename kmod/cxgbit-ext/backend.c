@@ -6,7 +6,9 @@
  * PDU layer and the control interface ask it for a backend by what they
  * need of one (the flags of struct cxe_backend), never by a backend's
  * name or ops table, so that a new backend is one more
- * cxe_backend_register() call.
+ * cxe_backend_register() call. It also keeps what listens for what (the
+ * portals LIO has set up and the backends listening for each), and the
+ * limits of a backend's hardware as the PDU layer keeps to them.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -16,11 +18,12 @@
 #include <linux/mutex.h>
 #include <linux/errno.h>
 #include <linux/sysfs.h>
-#include <linux/in.h>
-#include <linux/in6.h>
-#include <linux/net.h>
-#include <linux/sockptr.h>
+#include <linux/scatterlist.h>
 #include <net/sock.h>
+#include <target/iscsi/iscsi_target_core.h>
+#include <target/iscsi/iscsi_transport.h>
+
+#include "iscsi_target_parameters.h"
 
 #include "cxgbit_ext.h"
 
@@ -28,7 +31,7 @@
 
 /*
  * Two locks. cxe_listen_lock says what listens for what: portals are set
- * up and freed under it (transport.c, before the portals' own lock), and
+ * up and freed under it (cxe_portal_listen(), before cxe_portals_lock), and
  * a backend registering or unregistering holds it while it listens for
  * every portal or stops, so that each portal is listened for once by each
  * backend and unlistened before the backend goes; listen and unlisten run
@@ -39,16 +42,9 @@
 static DEFINE_MUTEX(cxe_listen_lock);
 static DEFINE_MUTEX(cxe_backends_lock);
 static const struct cxe_backend *cxe_backends[CXE_MAX_BACKENDS];
-
-void cxe_listens_lock(void)
-{
-	mutex_lock(&cxe_listen_lock);
-}
-
-void cxe_listens_unlock(void)
-{
-	mutex_unlock(&cxe_listen_lock);
-}
+/* the offloaded portals LIO has set up, in that order (the portals file) */
+static LIST_HEAD(cxe_portals);
+static DEFINE_MUTEX(cxe_portals_lock);
 
 /*
  * Those of the registered backends that have every one of flags, at most
@@ -81,6 +77,38 @@ void cxe_backends_put(const struct cxe_backend **b, int n)
 {
 	while (n-- > 0)
 		module_put(b[n]->owner);
+}
+
+/* b listens for cnp on its devices; a portal works whether it does or not */
+static void cxe_backend_listen(const struct cxe_backend *b, struct cxe_np *cnp)
+{
+	int ret = b->ops->listen(cnp);
+
+	if (ret)
+		pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
+			&cnp->addr, b->name, ret);
+}
+
+/* A backend registering: it listens for every portal (listen lock held) */
+static void cxe_np_listen_all(const struct cxe_backend *b)
+{
+	struct cxe_np *cnp;
+
+	mutex_lock(&cxe_portals_lock);
+	list_for_each_entry(cnp, &cxe_portals, node)
+		cxe_backend_listen(b, cnp);
+	mutex_unlock(&cxe_portals_lock);
+}
+
+/* A backend unregistering: it stops listening for each (listen lock held) */
+static void cxe_np_unlisten_all(const struct cxe_backend *b)
+{
+	struct cxe_np *cnp;
+
+	mutex_lock(&cxe_portals_lock);
+	list_for_each_entry_reverse(cnp, &cxe_portals, node)
+		b->ops->unlisten(cnp);
+	mutex_unlock(&cxe_portals_lock);
 }
 
 /* Why b may not register, or NULL */
@@ -190,22 +218,12 @@ const struct cxe_backend *cxe_backend_find(unsigned long flags)
 	return cxe_backends_pick(&b, 1, flags, false) ? b : NULL;
 }
 
-/* b listens for cnp on its devices; a portal works whether it does or not */
-void cxe_backend_listen(const struct cxe_backend *b, struct cxe_np *cnp)
-{
-	int ret = b->ops->listen(cnp);
-
-	if (ret)
-		pr_warn("portal %pISpc: backend %s does not listen for it (%d)\n",
-			&cnp->addr, b->name, ret);
-}
-
 /*
  * The backends that listen for a portal on their own devices, beside the
  * portal's (CXE_BACKEND_DEVICES): after it listens, and before it stops.
  * cxe_listen_lock held: none registers or unregisters meanwhile.
  */
-void cxe_backends_listen(struct cxe_np *cnp)
+static void cxe_backends_listen(struct cxe_np *cnp)
 {
 	const struct cxe_backend *b[CXE_MAX_BACKENDS];
 	int i, n;
@@ -216,7 +234,7 @@ void cxe_backends_listen(struct cxe_np *cnp)
 		cxe_backend_listen(b[i], cnp);
 }
 
-void cxe_backends_unlisten(struct cxe_np *cnp)
+static void cxe_backends_unlisten(struct cxe_np *cnp)
 {
 	const struct cxe_backend *b[CXE_MAX_BACKENDS];
 	int n;
@@ -228,8 +246,61 @@ void cxe_backends_unlisten(struct cxe_np *cnp)
 }
 
 /*
+ * A portal set up: its backend listens for it, then every backend with
+ * devices of its own, each once however they register meanwhile; then
+ * it is listed. 0, or the error of its backend's listen.
+ */
+int cxe_portal_listen(struct cxe_np *cnp)
+{
+	int ret;
+
+	mutex_lock(&cxe_listen_lock);
+	ret = cnp->backend->ops->listen(cnp);
+	if (!ret) {
+		cxe_backends_listen(cnp);
+		mutex_lock(&cxe_portals_lock);
+		list_add_tail(&cnp->node, &cxe_portals);
+		mutex_unlock(&cxe_portals_lock);
+	}
+	mutex_unlock(&cxe_listen_lock);
+	return ret;
+}
+
+/* A portal freed: unlisted, then unlistened in the reverse order */
+void cxe_portal_unlisten(struct cxe_np *cnp)
+{
+	mutex_lock(&cxe_listen_lock);
+	mutex_lock(&cxe_portals_lock);
+	list_del(&cnp->node);
+	mutex_unlock(&cxe_portals_lock);
+	cxe_backends_unlisten(cnp);
+	cnp->backend->ops->unlisten(cnp);
+	mutex_unlock(&cxe_listen_lock);
+}
+
+/*
+ * fn for each portal in the order they were set up, until it returns
+ * nonzero (that value). fn may not sleep for long: setup waits.
+ */
+int cxe_portals_each(int (*fn)(const struct cxe_np *cnp, void *arg), void *arg)
+{
+	const struct cxe_np *cnp;
+	int ret = 0;
+
+	mutex_lock(&cxe_portals_lock);
+	list_for_each_entry(cnp, &cxe_portals, node) {
+		ret = fn(cnp, arg);
+		if (ret)
+			break;
+	}
+	mutex_unlock(&cxe_portals_lock);
+	return ret;
+}
+
+/*
  * Each backend's counters of the adapters not under adapters/
- * (counters_read), one after another; with buf NULL the size to allocate.
+ * (counters_read), one after another: their length; with buf NULL the
+ * size to allocate.
  */
 ssize_t cxe_backends_counters_read(void *buf, size_t size)
 {
@@ -248,43 +319,7 @@ ssize_t cxe_backends_counters_read(void *buf, size_t size)
 			len += got;
 	}
 	cxe_backends_put(b, n);
-	return buf ? cxe_bin_fill(buf, len, size) : len;
-}
-
-static int cxe_sock_set_transparent(struct socket *sock, int on)
-{
-	bool v6 = sock->sk->sk_family == AF_INET6;
-
-	return sock->ops->setsockopt(sock, v6 ? SOL_IPV6 : SOL_IP,
-				     v6 ? IPV6_TRANSPARENT : IP_TRANSPARENT,
-				     KERNEL_SOCKPTR(&on), sizeof(on));
-}
-
-/*
- * A listener the steering hook assigns SYNs to (skb->sk, before the
- * stack's own lookup) is transparent, as nf_tproxy's are: NAT's LOCAL_IN
- * hook takes an assigned socket off a packet unless the socket is
- * transparent or the connection's remote port is the socket's, and a
- * listener's is 0. Without it, any NAT table in the namespace (iptables,
- * Docker's chains) would send every steered SYN to LIO's stock listener.
- * Transparency only relaxes the local-source checks of the replies, and
- * the hook hands over only SYNs addressed to this host. Process context;
- * -EPERM when the writer of the portal lacks CAP_NET_ADMIN and
- * CAP_NET_RAW, which the callers log and go on without.
- */
-int cxe_steered_listener(struct socket *sock)
-{
-	return cxe_sock_set_transparent(sock, 1);
-}
-
-/*
- * A connection accepted on such a listener is made what the stock
- * listener's would be: not transparent (clearing needs no capability
- * and cannot fail on an inet socket).
- */
-void cxe_steered_child(struct socket *sock)
-{
-	cxe_sock_set_transparent(sock, 0);
+	return len;
 }
 
 void cxe_backends_reset_handed_back(const char *target)
@@ -350,3 +385,103 @@ ssize_t cxe_backend_show_all(char *page)
 	cxe_backends_put(b, n);
 	return len;
 }
+
+/* ---- the backend's limits ------------------------------------------------ */
+
+/*
+ * What the adapter's hardware cannot go beyond (struct cxe_limits), kept
+ * here and nowhere else in the module:
+ * - receive: the MaxRecvDataSegmentLength we declare (LIO's key for it is
+ *   MaxXmitDataSegmentLength) is clamped before the negotiation starts,
+ *   so the initiator is told the value the adapter can take, and the RX
+ *   checks and set_params() see it;
+ * - send: the initiator's MaxRecvDataSegmentLength is lowered once the
+ *   login is complete (a target may always send less than the initiator
+ *   takes): LIO builds Data-In and other PDUs of at most that, and bursts
+ *   are cut at it;
+ * - segmentation: a burst goes to send_burst only when a whole
+ *   MaxBurstLength sequence fits one (its last PDU carries F);
+ * - placement: an R2T window gets a placing DDP tag only when it is long
+ *   enough and its pages are aligned as the hardware needs.
+ * The two clamps of negotiated values are logged with why; a burst or a
+ * window outside the limits quietly takes the per-PDU send or the untagged
+ * receive path. A backend without a limit reports CXE_NO_LIMIT and nothing
+ * here changes what LIO negotiated.
+ */
+static const struct cxe_limits *cxe_limits(const struct cxe_conn *c)
+{
+	return c->limits;
+}
+
+int cxe_validate_params(struct iscsit_conn *conn)
+{
+	struct cxe_conn *c = conn->context;
+	u32 lim = cxe_limits(c)->max_recv_dlen;
+	struct iscsi_param *mx;
+	u32 v;
+
+	if (lim == CXE_NO_LIMIT)
+		return 0;
+	mx = iscsi_find_param_from_key(MAXXMITDATASEGMENTLENGTH, conn->param_list);
+	if (!mx || kstrtou32(mx->value, 0, &v))
+		return -1;
+	if (v <= lim)
+		return 0;
+	pr_info("%pISpc: MaxRecvDataSegmentLength we declare clamped %u -> %u: adapter %s receives no more\n",
+		&c->peer, v, lim, c->adapter->name);
+	return iscsi_change_param_sprintf(conn, "MaxXmitDataSegmentLength=%u", lim);
+}
+
+/* After the last Login response: what we send, at most what the adapter sends */
+void cxe_limit_send(struct cxe_conn *c)
+{
+	struct iscsi_conn_ops *ops = c->conn->conn_ops;
+	u32 lim = cxe_limits(c)->max_send_dlen;
+
+	if (ops->MaxRecvDataSegmentLength <= lim)
+		return;
+	pr_info("%pISpc: data segments we send clamped %u -> %u: adapter %s sends no more\n",
+		&c->peer, ops->MaxRecvDataSegmentLength, lim, c->adapter->name);
+	ops->MaxRecvDataSegmentLength = lim;
+}
+
+/* May a whole Data-In sequence of up to mbl bytes go to one send_burst? */
+bool cxe_iso_fits(const struct cxe_conn *c, u32 mbl)
+{
+	return mbl <= cxe_limits(c)->max_iso_burst;
+}
+
+/* Are the pages [off, off + len) of sgl aligned as the adapter places? */
+static bool cxe_sgl_aligned(struct scatterlist *sgl, u32 nents, u32 off,
+			    u32 len, u32 align)
+{
+	struct scatterlist *sg;
+	u64 start = 0, end = (u64)off + len;
+	int i;
+
+	for_each_sg(sgl, sg, nents, i) {
+		u64 next = start + sg->length;
+
+		if (next > off && start < end &&
+		    (sg->offset % align || (next < end && sg->length % align)))
+			return false;
+		if (next >= end)
+			return true;
+		start = next;
+	}
+	return false;
+}
+
+/* May Data-Out for this R2T window be placed straight into the pages? */
+bool cxe_ddp_fits(const struct cxe_conn *c, struct iscsit_cmd *cmd,
+		  u32 off, u32 len)
+{
+	const struct cxe_limits *l = cxe_limits(c);
+
+	if (len < l->ddp_min_len)
+		return false;
+	return l->ddp_align <= 1 ||
+	       cxe_sgl_aligned(cmd->se_cmd.t_data_sg, cmd->se_cmd.t_data_nents,
+			       off, len, l->ddp_align);
+}
+

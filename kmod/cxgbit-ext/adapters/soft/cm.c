@@ -61,6 +61,42 @@ struct cxe_soft_np {
 	struct socket		*listener;
 };
 
+static int cxe_sock_set_transparent(struct socket *sock, int on)
+{
+	bool v6 = sock->sk->sk_family == AF_INET6;
+
+	return sock->ops->setsockopt(sock, v6 ? SOL_IPV6 : SOL_IP,
+				     v6 ? IPV6_TRANSPARENT : IP_TRANSPARENT,
+				     KERNEL_SOCKPTR(&on), sizeof(on));
+}
+
+/*
+ * A listener the steering hook assigns SYNs to (skb->sk, before the
+ * stack's own lookup) is transparent, as nf_tproxy's are: NAT's LOCAL_IN
+ * hook takes an assigned socket off a packet unless the socket is
+ * transparent or the connection's remote port is the socket's, and a
+ * listener's is 0. Without it, any NAT table in the namespace (iptables,
+ * Docker's chains) would send every steered SYN to LIO's stock listener.
+ * Transparency only relaxes the local-source checks of the replies, and
+ * the hook hands over only SYNs addressed to this host. Process context;
+ * -EPERM when the writer of the portal lacks CAP_NET_ADMIN and
+ * CAP_NET_RAW, which the callers log and go on without.
+ */
+static int cxe_steered_listener(struct socket *sock)
+{
+	return cxe_sock_set_transparent(sock, 1);
+}
+
+/*
+ * A connection accepted on such a listener is made what the stock
+ * listener's would be: not transparent (clearing needs no capability
+ * and cannot fail on an inet socket).
+ */
+static void cxe_steered_child(struct socket *sock)
+{
+	cxe_sock_set_transparent(sock, 0);
+}
+
 /* the offloaded portals the steering hook looks SYNs up in */
 static LIST_HEAD(cxe_nps);
 static DEFINE_SPINLOCK(cxe_nps_lock);

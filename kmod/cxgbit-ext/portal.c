@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgbit-ext portals, connections and login: what LIO asks of a transport
+ * before full feature phase (setting up and freeing a network portal,
+ * accepting its connections, the Login PDUs) and at a connection's end.
+ * The PDU path after login is transport.c's; which backends listen for a
+ * portal is backend.c's.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/nsproxy.h>
+#include <linux/wait.h>
+#include <net/sock.h>
+#include <scsi/iscsi_proto.h>
+#include <target/iscsi/iscsi_target_core.h>
+#include <target/iscsi/iscsi_transport.h>
+
+#include "iscsi_target_parameters.h"
+#include "iscsi_target_login.h"
+
+#include "cxgbit_ext.h"
+#include "pdu/cxe_bhs.h"
+
+static LIST_HEAD(cxe_conns);
+static DEFINE_SPINLOCK(cxe_conns_lock);
+
+int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr)
+{
+	struct cxe_np *cnp;
+	int ret;
+
+	cnp = kzalloc(sizeof(*cnp), GFP_KERNEL);
+	if (!cnp)
+		return -ENOMEM;
+	cnp->np = np;
+	/*
+	 * One backend listens for a portal, for all of its adapters (the
+	 * software one does, through one socket), and takes its connections.
+	 * Backends with devices of their own listen beside it
+	 * (cxe_backends_listen); taking connections from them too needs
+	 * accept to wait on each.
+	 */
+	cnp->backend = cxe_backend_find(CXE_BACKEND_PORTALS);
+	if (!cnp->backend) {
+		kfree(cnp);
+		return -ENODEV;
+	}
+	memcpy(&cnp->addr, addr, sizeof(cnp->addr));
+	init_waitqueue_head(&cnp->accept_wq);
+	/* LIO sets a portal up in the namespace of the process enabling it */
+	cnp->net = get_net(current->nsproxy->net_ns);
+
+	ret = cxe_portal_listen(cnp);
+	if (ret) {
+		put_net(cnp->net);
+		kfree(cnp);
+		return ret;
+	}
+	np->np_context = cnp;
+	/* LIO matches portals (and answers SendTargets) by np_sockaddr */
+	memcpy(&np->np_sockaddr, addr, sizeof(np->np_sockaddr));
+	pr_info("offload portal %pISpc set up\n", addr);
+	return 0;
+}
+
+void cxe_np_ready(struct cxe_np *cnp)
+{
+	/* what was made ready is seen by whoever sees the count move */
+	smp_mb__before_atomic();
+	atomic_inc(&cnp->ready);
+	wake_up_interruptible(&cnp->accept_wq);
+}
+EXPORT_SYMBOL_GPL(cxe_np_ready);
+
+/*
+ * b's next connection for the portal: 0 with *cp, -EAGAIN, or an error.
+ * A connection holds b's module (cxe_free_conn() lets it go); one that
+ * is unloading has none to give.
+ */
+static int cxe_accept_from(const struct cxe_backend *b, struct cxe_np *cnp,
+			   struct iscsit_conn *conn, struct cxe_conn **cp)
+{
+	struct cxe_conn *c;
+	int ret;
+
+	if (!try_module_get(b->owner))
+		return -EAGAIN;
+	/* the shared part first, the backend's own after it (conn_size) */
+	c = kzalloc(b->conn_size, GFP_KERNEL);
+	if (!c) {
+		module_put(b->owner);
+		return -ENOMEM;
+	}
+	c->conn = conn;
+	c->limits = &b->limits;
+	/* sets c->adapter (with a reference) and its toggles, may narrow c->limits */
+	ret = b->ops->accept(cnp, c);
+	if (ret) {
+		kfree(c);
+		module_put(b->owner);
+		return ret;
+	}
+	*cp = c;
+	return 0;
+}
+
+#define CXE_MAX_ACCEPTING	4
+
+/*
+ * The next connection from any backend that takes the portal's: the
+ * portal's own, then those with devices of their own. Waits until one
+ * says it may have one; interrupted by LIO's SIGINT when the portal
+ * thread resets or stops.
+ */
+int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
+{
+	const struct cxe_backend *b[CXE_MAX_ACCEPTING];
+	struct cxe_np *cnp = np->np_context;
+	struct cxe_conn *c = NULL;
+	int i, n, ret, seen;
+
+	for (;;) {
+		/* a connection made ready after this is not missed */
+		seen = atomic_read_acquire(&cnp->ready);
+		ret = cxe_accept_from(cnp->backend, cnp, conn, &c);
+		if (ret == -EAGAIN) {
+			/* those registered now, asked with their modules held */
+			n = cxe_backends_get(b, ARRAY_SIZE(b), CXE_BACKEND_DEVICES);
+			for (i = 0; i < n && ret == -EAGAIN; i++)
+				if (b[i]->ops->accept)
+					ret = cxe_accept_from(b[i], cnp, conn, &c);
+			cxe_backends_put(b, n);
+		}
+		if (ret != -EAGAIN)
+			break;
+		ret = wait_event_interruptible(cnp->accept_wq,
+					       atomic_read(&cnp->ready) != seen);
+		if (ret)
+			return ret;
+	}
+	if (ret)
+		return ret;
+	mutex_init(&c->tx_lock);
+	cxe_dcache_init(&c->dcache);
+	conn->context = c;
+	conn->login_family = c->peer.ss_family;
+	memcpy(&conn->login_sockaddr, &c->peer, sizeof(c->peer));
+	memcpy(&conn->local_sockaddr, &c->local, sizeof(c->local));
+	spin_lock(&cxe_conns_lock);
+	list_add_tail(&c->node, &cxe_conns);
+	spin_unlock(&cxe_conns_lock);
+	cxe_cstat(c, CXE_STAT_CONNS, 1);
+	pr_info("connection %pISpc -> %pISpc offloaded on %s\n", &c->peer,
+		&c->local, c->adapter->name);
+	return 0;
+}
+
+void cxe_free_np(struct iscsi_np *np)
+{
+	struct cxe_np *cnp = np->np_context;
+
+	cxe_portal_unlisten(cnp);
+	pr_info("offload portal %pISpc released\n", &cnp->addr);
+	np->np_context = NULL;
+	put_net(cnp->net);
+	kfree(cnp);	/* unlisten waited for the steering hook's readers */
+}
+
+#define CXE_CONN_LINE	384	/* two addresses, offloads and counters */
+
+static int cxe_conn_line(const struct cxe_conn *c, char *line)
+{
+	return scnprintf(line, CXE_CONN_LINE,
+			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld tx_inline=%lld data_cache_kib=%u\n",
+			 &c->peer, &c->local, c->adapter->name,
+			 !READ_ONCE(c->logged_in), c->hdigest, c->ddigest,
+			 c->ddp, c->iso,
+			 atomic64_read(&c->stats[CXE_STAT_PDUS_RX]),
+			 atomic64_read(&c->stats[CXE_STAT_PDUS_TX]),
+			 atomic64_read(&c->stats[CXE_STAT_BYTES_PLACED]),
+			 atomic64_read(&c->stats[CXE_STAT_BYTES_COPIED]),
+			 atomic64_read(&c->stats[CXE_STAT_TX_INLINE]),
+			 cxe_dcache_kib(&c->dcache));
+}
+
+/*
+ * The connections file, one line per connection. With buf NULL: the size
+ * to allocate, with room for counters that grow meanwhile. Otherwise the
+ * whole lines that fit in size bytes (a connection made since is left for
+ * the next read): their length.
+ */
+ssize_t cxe_conn_show_all(char *buf, size_t size)
+{
+	char line[CXE_CONN_LINE];
+	struct cxe_conn *c;
+	size_t len = 0, lines = 0;
+	int n;
+
+	spin_lock(&cxe_conns_lock);
+	list_for_each_entry(c, &cxe_conns, node) {
+		n = cxe_conn_line(c, line);
+		if (buf && len + n > size)
+			break;
+		if (buf)
+			memcpy(buf + len, line, n);
+		len += n;
+		lines++;
+	}
+	spin_unlock(&cxe_conns_lock);
+	return buf ? len : len + lines * 32;
+}
+
+void cxe_free_conn(struct iscsit_conn *conn)
+{
+	struct cxe_conn *c = conn->context;
+	struct module *owner;
+
+	if (!c)
+		return;
+	owner = c->adapter->backend->owner;
+	spin_lock(&cxe_conns_lock);
+	list_del(&c->node);
+	spin_unlock(&cxe_conns_lock);
+	conn->context = NULL;
+	cxe_ops(c)->conn_release(c);
+	cxe_dcache_destroy(&c->dcache);
+	cxe_adapter_put(c->adapter);
+	mutex_destroy(&c->tx_lock);
+	kfree(c);
+	module_put(owner);	/* cxe_accept_from()'s */
+}
+
+/* ---- login --------------------------------------------------------------- */
+
+/*
+ * Offload is per target (LIO enables it per TPG), steering per ip:port:
+ * a connection reaches this portal whatever target it is for. Those LIO
+ * would serve differently here than on its stock portal for the same
+ * address go back there, their first Login request unread, so that the
+ * initiator sees exactly what it would see without offload:
+ * - discovery sessions: SendTargets here lists only targets with offload
+ *   on this portal, the stock portal lists every target;
+ * - a login LIO answers without having found a TPG behind this portal
+ *   (the target has no offload here, or no such target): the stock
+ *   portal finds the target's TPG, or answers the same refusal.
+ * LIO's own TPG lookup decides, so the rule follows its configuration.
+ */
+static bool cxe_hand_back(struct cxe_conn *c, const char *why,
+			  const char *target)
+{
+	int ret;
+
+	if (c->answered || !cxe_ops(c)->hand_back)
+		return false;
+	/* a held target's TPG is being enabled (holds.c): LIO's answer stands */
+	ret = target && cxe_hold_has(target, strlen(target)) ?
+	      -EAGAIN : cxe_ops(c)->hand_back(c, target);
+	if (ret == -EAGAIN) {
+		cxe_cstat(c, CXE_STAT_LOGINS_HELD, 1);
+		pr_info_ratelimited("connection %pISpc -> %pISpc: %s: target %s is held, answered here\n",
+				    &c->peer, &c->local, why, target);
+	}
+	if (ret)
+		return false;
+	cxe_cstat(c, CXE_STAT_HANDED_BACK, 1);
+	pr_info("connection %pISpc -> %pISpc: %s: handed to the stock portal\n",
+		&c->peer, &c->local, why);
+	return true;
+}
+
+int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
+{
+	struct cxe_conn *c = conn->context;
+	struct iscsi_login_req *req = (struct iscsi_login_req *)login->req;
+	u8 hdr[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN];
+	u32 dlen, flags;
+	bool bad;
+	int ret;
+
+	ret = cxe_ops(c)->recv_hdr(c, hdr, &flags);
+	if (ret)
+		return -1;
+	if (cxe_bhs_ahs_len(hdr)) {
+		pr_err("%pISpc: login PDU with an AHS\n", &c->peer);
+		return -1;
+	}
+	memcpy(login->req, hdr, ISCSI_HDR_LEN);
+	dlen = ntoh24(req->dlength);
+	if (login->first_request) {
+		login->leading_connection = !req->tsih;
+		login->current_stage = ISCSI_LOGIN_CURRENT_STAGE(req->flags);
+		login->version_min = req->min_version;
+		login->version_max = req->max_version;
+		memcpy(login->isid, req->isid, 6);
+		login->cmd_sn = be32_to_cpu(req->cmdsn);
+		login->init_task_tag = req->itt;
+		login->initial_exp_statsn = be32_to_cpu(req->exp_statsn);
+		login->cid = be16_to_cpu(req->cid);
+		login->tsih = be16_to_cpu(req->tsih);
+	}
+	/* checks the opcode, flags, stages and dlen <= MAX_KEY_VALUE_PAIRS */
+	if (iscsi_target_check_login_request(conn, login) < 0)
+		return -1;
+	memset(login->req_buf, 0, MAX_KEY_VALUE_PAIRS);
+	ret = cxe_recv_buf(c, login->req_buf, dlen, dlen, &bad);
+	if (ret || bad)
+		return -1;
+	if (login->first_request &&
+	    cxe_keys_have(login->req_buf, dlen, "SessionType", "Discovery") &&
+	    cxe_hand_back(c, "discovery session", NULL))
+		return -1;	/* LIO forgets the connection */
+	return 0;
+}
+
+/*
+ * The negotiated digests and our receive limit, from the parameter list
+ * the login settled (LIO copies them into conn_ops only after the last
+ * response is sent).
+ */
+static int cxe_login_params(struct cxe_conn *c)
+{
+	struct iscsi_param_list *pl = c->conn->param_list;
+	struct iscsi_param *hd, *dd, *mx;
+	u32 max_dlen;
+
+	hd = iscsi_find_param_from_key(HEADERDIGEST, pl);
+	dd = iscsi_find_param_from_key(DATADIGEST, pl);
+	mx = iscsi_find_param_from_key(MAXXMITDATASEGMENTLENGTH, pl);
+	if (!hd || !dd || !mx || kstrtou32(mx->value, 0, &max_dlen)) {
+		pr_err("%pISpc: negotiated digests or MaxXmitDataSegmentLength missing\n",
+		       &c->peer);
+		return -1;
+	}
+	cxe_ops(c)->set_params(c, !strcmp(hd->value, CRC32C),
+			       !strcmp(dd->value, CRC32C), max_dlen);
+	cxe_limit_send(c);
+	return 0;
+}
+
+/* The first Login request's TargetName in buf, or NULL without one */
+static const char *cxe_login_target(struct iscsi_login *login,
+				    char buf[ISCSI_IQN_LEN])
+{
+	const struct iscsi_login_req *req = (const struct iscsi_login_req *)login->req;
+	u32 dlen = min_t(u32, ntoh24(req->dlength), MAX_KEY_VALUE_PAIRS);
+	const u8 *v;
+	u32 vlen;
+
+	v = cxe_keys_value(login->req_buf, dlen, "TargetName", &vlen);
+	if (!v || !vlen || vlen >= ISCSI_IQN_LEN)
+		return NULL;
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	return buf;
+}
+
+int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
+		     u32 length)
+{
+	struct cxe_conn *c = conn->context;
+	char target[ISCSI_IQN_LEN];
+	struct cxe_data src = { .buf = login->rsp_buf, .len = length };
+	const struct iscsi_login_rsp *rsp = (const struct iscsi_login_rsp *)login->rsp;
+
+	if (!conn->tpg && rsp->status_class &&
+	    cxe_hand_back(c, "no TPG of this target behind the offloaded portal",
+			  cxe_login_target(login, target)))
+		return 0;	/* LIO is failing the login: it forgets the connection */
+	c->answered = true;
+	if (cxe_ops(c)->send_pdu(c, login->rsp, &src))
+		return -1;
+	/*
+	 * The last Login response went out without digests; from here on
+	 * the negotiated digests and limits apply. LIO has started the RX
+	 * and TX threads but lets RX go (rx_login_comp) only after this,
+	 * and nothing is queued for TX yet: neither sees the switch happen
+	 * (mainline cxgbit switches here too).
+	 */
+	if (login->login_complete && !login->login_failed) {
+		if (cxe_login_params(c))
+			return -1;
+		/* from here LIO's answer is final: no hand-back to stock */
+		WRITE_ONCE(c->logged_in, true);
+	}
+	/*
+	 * LIO reads the next Login request by itself only on a socket it
+	 * watches (conn->sock, lent by a socket-based adapter); for one
+	 * carried by a device the transport asks for it, as mainline cxgbit
+	 * does.
+	 */
+	if (!login->login_complete && !login->login_failed && !conn->sock)
+		schedule_delayed_work(&conn->login_work, 0);
+	return 0;
+}
+
