@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
+from testbed.kmod import SRC_CACHE
+
 TOP = Path(__file__).resolve().parents[2]
 KMOD = TOP / "kmod/cxgbit-ext"
-SRC = Path("/var/cache/cxgbit-ext/src")
 ULD_H = "drivers/net/ethernet/chelsio/cxgb4/cxgb4_uld.h"
 
 
 def first_kernel() -> str:
     p = subprocess.run([str(TOP / "scripts/kernels"), "installed"], capture_output=True, text=True)
     for k in p.stdout.split():
-        if (SRC / k / ULD_H).exists() and Path(f"/boot/vmlinuz-{k}").exists():
+        if (SRC_CACHE / k / ULD_H).exists() and Path(f"/boot/vmlinuz-{k}").exists():
             return k
     pytest.skip("no installed kernel with cxgb4 headers extracted and its image (make deps)")
 
@@ -35,7 +36,7 @@ def build_main_o(kver: str, ksrc: Path, tmp_path: Path) -> subprocess.CompletedP
     tree = tmp_path / "kmod"
     shutil.copytree(KMOD, tree, symlinks=True)
     return subprocess.run(
-        ["make", "-C", f"/lib/modules/{kver}/build", f"M={tree}", f"CXE_KSRC={ksrc}", "adapters/cxgb4/main.o"],
+        ["make", "-C", f"/lib/modules/{kver}/build", f"M={tree}", f"CXE_KSRC={ksrc}", "adapters/cxgb4/uld.o"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -45,7 +46,7 @@ def build_main_o(kver: str, ksrc: Path, tmp_path: Path) -> subprocess.CompletedP
 def ksrc_with_uld_h(kver: str, tmp_path: Path, edit: tuple[str, str]) -> Path:
     """The extracted sources of kver, with cxgb4_uld.h edited."""
     ksrc = tmp_path / "ksrc"
-    shutil.copytree(SRC / kver, ksrc, symlinks=True)
+    shutil.copytree(SRC_CACHE / kver, ksrc, symlinks=True)
     h = ksrc / ULD_H
     text = h.read_text()
     assert edit[0] in text, f"{h}: no {edit[0]!r}"
@@ -55,7 +56,7 @@ def ksrc_with_uld_h(kver: str, tmp_path: Path, edit: tuple[str, str]) -> Path:
 
 def test_headers_of_the_kernel_build_with_every_member_checked(tmp_path: Path) -> None:
     k = first_kernel()
-    p = build_main_o(k, SRC / k, tmp_path)
+    p = build_main_o(k, SRC_CACHE / k, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"cxgb4-layout: {k}: " in p.stdout and "member checks against its cxgb4.ko" in p.stdout, p.stdout
     layout = (tmp_path / "kmod/adapters/cxgb4/kernel_layout.h").read_text()

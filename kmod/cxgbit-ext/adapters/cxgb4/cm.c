@@ -798,113 +798,32 @@ bool cxe_c4tid_rx(struct cxe_c4dev *d, int opcode, const void *cpl,
 	return true;
 }
 
-/* ---- the PDU layer's side ------------------------------------------------- */
-
-static struct cxe_c4c *cxe_c4c(struct cxe_conn *c)
-{
-	return container_of(c, struct cxe_c4c, c);
-}
-
 /*
- * A connection the chip brought up for one of the portal's servers. It
- * counts on its adapter's struct cxe_adapter; its limits are the
- * adapter's (limits.c); it places write data when the adapter's ddp
- * toggle is on and the chip has page pods for pages of the host's size.
+ * The connection's page pods are cleared (conn_release): a release of
+ * the TID that waited for them goes on now.
  */
-int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c)
+void cxe_c4tid_pods_cleared(struct cxe_c4tid *t)
 {
-	struct cxe_c4c *cc = cxe_c4c(c);
-	struct cxe_c4tid *t;
-	struct cxe_adapter *a;
-
-	t = cxe_c4_take_ready(cnp);
-	if (!t)
-		return -EAGAIN;
-	a = cxe_c4dev_adapter(t->dev);
-	if (!a) {
-		cxe_c4tid_do(t, cxe_c4conn_release);
-		cxe_c4tid_put(t);
-		return -ENOMEM;
-	}
-	cc->t = t;	/* the ready list's reference is the PDU layer's now */
-	c->adapter = a;
-	c->ddp = READ_ONCE(a->ddp) && t->dev->npods &&
-		 t->dev->limits.ddp_min_len != CXE_CXGB4_NEVER &&
-		 PAGE_SHIFT == CXE_PPOD_PAGE_SHIFT;
-	if (cxe_c4_ddp_init(cc, c->ddp))
-		c->ddp = false;	/* no memory for the table: no placement */
-	if (c->ddp) {
-		spin_lock_bh(&t->dev->lock);
-		t->pods_held = true;
-		spin_unlock_bh(&t->dev->lock);
-	}
-	c->iso = READ_ONCE(a->iso);
-	memcpy(&c->peer, &t->peer, sizeof(c->peer));
-	memcpy(&c->local, &t->local, sizeof(c->local));
-	cc->hw = t->dev->limits;
-	if (!c->iso)
-		cc->hw.max_iso_burst = 0;
-	cc->limits = (struct cxe_limits) {
-		.max_recv_dlen	= cc->hw.max_recv_dlen,
-		.max_send_dlen	= cc->hw.max_send_dlen,
-		/* send_burst cuts any burst into requests (tx.c) */
-		.max_iso_burst	= CXE_NO_LIMIT,
-		.ddp_min_len	= c->ddp ? cc->hw.ddp_min_len : CXE_NO_LIMIT,
-		.ddp_align	= PAGE_SIZE,
-	};
-	c->limits = &cc->limits;
-	cc->txc = (struct cxe_c4tx_conn) { .chip = t->dev->chip, .tid = t->tid };
-	cxe_c4rx_init(&cc->as, t->dev->chip, cc->hw.max_recv_dlen);
-	return 0;
-}
-
-void cxe_c4_conn_release(struct cxe_conn *c)
-{
-	struct cxe_c4c *cc = cxe_c4c(c);
 	bool deferred;
 
-	/*
-	 * After a logout the connection closes with a FIN behind the Logout
-	 * response (an abort would drop it); anything else is aborted, as
-	 * mainline cxgbit does
-	 */
-	if (c->conn->conn_state == TARG_CONN_STATE_IN_LOGOUT)
-		cxe_c4tid_do(cc->t, cxe_c4conn_close);
-	/* pods name the TID: cleared before it can go back and be reused */
-	cxe_c4_ddp_exit(cc);
-	spin_lock_bh(&cc->t->dev->lock);
-	cc->t->pods_held = false;
-	deferred = cc->t->release_deferred;
-	spin_unlock_bh(&cc->t->dev->lock);
+	spin_lock_bh(&t->dev->lock);
+	t->pods_held = false;
+	deferred = t->release_deferred;
+	spin_unlock_bh(&t->dev->lock);
 	if (deferred)
-		cxe_c4tid_release(cc->t);
-	cxe_c4tid_do(cc->t, cxe_c4conn_release);
-	kfree_skb(cc->data);
-	cc->data = NULL;
-	kfree_skb(cc->held);
-	cc->held = NULL;
-	kvfree(cc->req);
-	cc->req = NULL;
-	cxe_c4tid_put(cc->t);
-	cc->t = NULL;
+		cxe_c4tid_release(t);
 }
 
 /*
- * The full feature phase: the chip checks the negotiated digests from the
- * next PDU it receives on (CPL_SET_TCB_FIELD, answered before the last
- * Login response, held until now, lets the initiator send one), and the
- * requests after that response ask it to insert them. Without the chip's
- * answer the connection ends.
+ * The chip checks the negotiated digests from the next PDU it receives
+ * on (CPL_SET_TCB_FIELD); 0 once it answered that it took them, else
+ * why not: the connection gone, no answer in CXE_C4_TCB_WAIT, a refusal.
  */
-void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
-		       u32 max_recv_dlen)
+int cxe_c4tid_set_digests(struct cxe_c4tid *t, bool hdigest, bool ddigest)
 {
-	struct cxe_c4c *cc = cxe_c4c(c);
-	struct cxe_c4tid *t = cc->t;
 	u8 buf[CXE_C4_MSG_MAX];
 	int len, ret;
 
-	cxe_c4rx_init(&cc->as, t->dev->chip, max_recv_dlen);
 	spin_lock_bh(&t->lock);
 	t->tcb_answered = false;
 	len = cxe_cpl_set_tcb_submode(buf, sizeof(buf), t->tid, 0, hdigest,
@@ -920,16 +839,5 @@ void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 		ret = -ETIMEDOUT;
 	if (!ret && READ_ONCE(t->tcb_status))
 		ret = -EIO;
-	/* the last Login response, without digests, then the digests */
-	if (!ret)
-		ret = cxe_c4_send_held(c);
-	c->hdigest = hdigest;
-	c->ddigest = ddigest;
-	cc->txc.hcrc = hdigest;
-	cc->txc.dcrc = ddigest;
-	if (ret) {
-		pr_err("%pISpc: the chip did not take the digest settings (%d): aborting the connection\n",
-		       &c->peer, ret);
-		cxe_c4tid_do(t, cxe_c4conn_abort);
-	}
+	return ret;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * cxgb4 backend: a Chelsio adapter as the backend's device glue (dev.c)
- * sees it, and what the glue asks of one, which main.c does through
+ * sees it, and what the glue asks of one, which uld.c does through
  * cxgb4. The glue never calls cxgb4 itself.
  *
  * What the glue does: for each offloaded portal, a listening server on
@@ -10,7 +10,12 @@
  * the accept request to the TID's release (cm.c, conn.h); and their PDUs,
  * through the receive assembler and the work requests (io.c), with write
  * data placed through page pods (ddp.c). A real adapter serves portals
- * only when the admin asks (main.c: its calls have never run on a chip).
+ * only when the admin asks (uld.c: its calls have never run on a chip).
+ *
+ * The files call downward only: ops.c (the backend's entry) on top, then
+ * uld.c (cxgb4's side), servers.c (servers, an adapter's life), io.c,
+ * ddp.c, cm.c (connections), dev.c (adapters); the pure layers (cpl,
+ * conn, listen, credits, rx, tx, limits) below all of them.
  */
 #ifndef CXE_CXGB4_DEV_H
 #define CXE_CXGB4_DEV_H
@@ -186,7 +191,7 @@ void cxe_c4dev_settle(struct cxe_c4dev *d);
 /* one CPL message from the adapter (the RSS header stripped); any context */
 void cxe_c4dev_rx(struct cxe_c4dev *d, const void *cpl, size_t len);
 
-/* ---- the glue's parts: dev.c (servers), cm.c (connections), io.c (PDUs) ---- */
+/* ---- the glue's parts: servers.c, cm.c (connections), io.c (PDUs) ---------- */
 
 /* One listening server: an STID on one adapter for one portal */
 struct cxe_c4srv {
@@ -207,6 +212,21 @@ struct cxe_c4srv {
 };
 
 void cxe_c4srv_put(struct cxe_c4srv *s);
+/*
+ * dev.c, for servers.c: the adapters attached and the lock of the list
+ * and of the portals; what listen.c's answer asks for; a request that
+ * never reached the chip; every server of d over; a removal from work;
+ * the chip's answer to an open or a removal
+ */
+extern struct list_head cxe_c4devs;
+extern struct mutex cxe_c4devs_lock;
+void cxe_c4srv_act(struct cxe_c4srv *s, int what, bool atomic);
+void cxe_c4srv_unsent(struct cxe_c4srv *s, int err, bool atomic);
+void cxe_c4dev_servers_gone(struct cxe_c4dev *d);
+void cxe_c4srv_remove_work(struct work_struct *work);
+void cxe_c4dev_listen_rpl(struct cxe_c4dev *d, const void *cpl, size_t len,
+			  bool open);
+void cxe_c4dev_stray(struct cxe_c4dev *d);
 /* the glue's workqueue: what the receive path hands to process context */
 extern struct workqueue_struct *cxe_c4_wq;
 
@@ -335,17 +355,24 @@ void cxe_c4srv_drop_ready(struct cxe_c4srv *s);
 void cxe_c4dev_drop_tids(struct cxe_c4dev *d);
 /* cm.c: every connection of a gone adapter over (conn.c's gone) */
 void cxe_c4dev_end_tids(struct cxe_c4dev *d);
-/* cm.c: the backend's connection ops (adapter.h) */
-int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c);
-void cxe_c4_conn_release(struct cxe_conn *c);
-void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
-		       u32 max_recv_dlen);
+/* cm.c: t's page pods cleared; the digests the chip checks from now on */
+void cxe_c4tid_pods_cleared(struct cxe_c4tid *t);
+int cxe_c4tid_set_digests(struct cxe_c4tid *t, bool hdigest, bool ddigest);
 int cxe_c4dev_map_tid(struct cxe_c4dev *d, u32 tid, struct cxe_c4tid *t);
-/* dev.c: the adapter its connections count on, with a reference, or NULL */
-struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d);
-/* dev.c: the backend's counters_read (its size when buf is NULL) */
-ssize_t cxe_c4_counters_read(void *buf, size_t size);
-/* dev.c: the first accepted connection of a portal's servers, or NULL */
+/*
+ * dev.c: the adapter its connections count on, as one of backend b's,
+ * with a reference, or NULL
+ */
+struct cxe_adapter *cxe_c4dev_adapter(struct cxe_c4dev *d,
+				      const struct cxe_backend *b);
+/* dev.c: counters_read for the backend named backend (size if buf NULL) */
+ssize_t cxe_c4dev_counters_read(const char *backend, void *buf, size_t size);
+/* dev.c: the backend's show_state */
+ssize_t cxe_c4_show_state(char *page, ssize_t at);
+/* servers.c: the backend's listen and unlisten (adapter.h) */
+int cxe_c4_listen(struct cxe_np *cnp);
+void cxe_c4_unlisten(struct cxe_np *cnp);
+/* servers.c: the first accepted connection of a portal's servers, or NULL */
 struct cxe_c4tid *cxe_c4_take_ready(struct cxe_np *cnp);
 /*
  * Whether the chip still takes TCB changes and receive credits for t: it
@@ -398,7 +425,13 @@ bool cxe_c4_ddp_check(struct cxe_conn *c, u32 ttt, u32 itt, u32 off, u32 len,
 		      bool final);
 void cxe_c4_ddp_release(struct cxe_conn *c, struct cxe_task *task);
 
-/* main.c: the real adapters, through cxgb4's ULD slot */
+/* ops.c: the backend's connection ops (adapter.h) */
+int cxe_c4_accept(struct cxe_np *cnp, struct cxe_conn *c);
+void cxe_c4_conn_release(struct cxe_conn *c);
+void cxe_c4_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
+		       u32 max_recv_dlen);
+
+/* uld.c: the real adapters, through cxgb4's ULD slot */
 int cxe_c4real_init(void);
 void cxe_c4real_exit(void);
 
