@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
+import lzma
 import math
 import statistics
 import subprocess
@@ -86,6 +88,50 @@ KERNELS = ("6.1", "6.12")
 def results_dir(kernel: str) -> str:
     """Where a kernel's matrix goes by default, relative to the project's top."""
     return RESULTS_DIR if kernel == KERNELS[0] else f"{RESULTS_DIR}/{kernel}"
+
+
+# A run's every point (each repeat, with its counters and its per-symbol
+# figures) is most of its size: it goes beside perf.json, xz-compressed.
+POINTS_FILE = "points.json.xz"
+
+
+def save_result(result: dict[str, Any], perf_json: Path) -> tuple[Path, Path]:
+    """Write a run: ``perf_json`` holds everything but the points (the plan,
+    the commands, the link, the summary, the ratios, micro) and names the
+    file beside it that holds them (POINTS_FILE, xz-compressed JSON)."""
+    points = perf_json.parent / POINTS_FILE
+    head = {k: v for k, v in result.items() if k not in ("points", "points_file")}
+    head["points_file"] = POINTS_FILE
+    perf_json.parent.mkdir(parents=True, exist_ok=True)
+    perf_json.write_text(_rows_json(head))
+    data = json.dumps(result["points"], separators=(",", ":")).encode()
+    points.write_bytes(lzma.compress(data, preset=9))
+    return perf_json, points
+
+
+def _rows_json(d: dict[str, Any]) -> str:
+    """``d`` as indented JSON, save that a list of objects (the summary,
+    the ratios) has one object per line, as a table has one row per line."""
+    out = []
+    for k, v in d.items():
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            rows = ",\n".join("  " + json.dumps(x, ensure_ascii=False) for x in v)
+            val = f"[\n{rows}\n ]"
+        else:
+            val = json.dumps(v, indent=1, ensure_ascii=False).replace("\n", "\n ")
+        out.append(f" {json.dumps(k)}: {val}")
+    return "{\n" + ",\n".join(out) + "\n}\n"
+
+
+def load_result(perf_json: Path) -> dict[str, Any]:
+    """A run as save_result wrote it, its points read back from the file
+    beside it; a perf.json that holds its points itself (one written before
+    they were split off) is read as it is."""
+    result: dict[str, Any] = json.loads(perf_json.read_text())
+    if not isinstance(result.get("points"), list):
+        points = perf_json.parent / result.pop("points_file", POINTS_FILE)
+        result["points"] = json.loads(lzma.decompress(points.read_bytes()))
+    return result
 
 
 def measured_commit(top: Path) -> str:

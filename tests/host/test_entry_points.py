@@ -123,7 +123,8 @@ def test_perf_report_plots_from_a_plain_shell(tmp_path: Path) -> None:
     --report re-renders a committed run through the same plotting."""
     results = tmp_path / "results"
     results.mkdir()
-    shutil.copy(TOP / "perf/results/profile/perf.json", results)
+    for name in ("perf.json", "points.json.xz"):
+        shutil.copy(TOP / "perf/results/profile" / name, results)
     p, in_venv = plain([str(TOP / "perf/run"), "--report", "results/perf.json"], tmp_path, tmp_path)
     assert p.returncode == 0, p.stderr
     assert in_venv == [False, True]

@@ -229,6 +229,26 @@ def test_markdown_and_plots_from_a_result(tmp_path: Path) -> None:
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in made)
 
 
+def test_a_run_is_saved_as_its_summary_and_its_points_compressed(tmp_path: Path) -> None:
+    """perf.json holds the run without its points and names the xz file
+    beside it that holds them; load_result puts them back, and reads a
+    perf.json that holds its points itself as it is."""
+    pts = [_point(t, "4k", rep, 10.0 + rep, 1e5) for rep in range(3) for t in ("stock", "offload")]
+    pts[0]["kernel_functions_per_io"] = {"tcp_sendmsg_locked": 283.3049524762381}
+    result = {"kernel": "6.1.0-test", "commit": "abc", "points": pts, "summary": [{"bs": "4k"}]}
+    perf_json, points = perflib.save_result(result, tmp_path / "run/perf.json")
+    assert points == tmp_path / "run" / perflib.POINTS_FILE == tmp_path / "run/points.json.xz"
+    head = json.loads(perf_json.read_text())
+    assert "points" not in head and head["points_file"] == "points.json.xz" and head["summary"] == [{"bs": "4k"}]
+    # a table's rows one per line
+    assert '"summary": [\n  {"bs": "4k"}\n ]' in perf_json.read_text()
+    assert points.read_bytes()[:6] == b"\xfd7zXZ\x00"
+    assert perflib.load_result(perf_json) == result
+    # a run written before the split
+    (tmp_path / "old.json").write_text(json.dumps(result, indent=1))
+    assert perflib.load_result(tmp_path / "old.json") == result
+
+
 def test_both_link_directions_and_an_initiator_bound_point_are_reported() -> None:
     pts = [_point(t, "4k", rep, 12.0 if t == "offload" else 10.0, 1e5, ini=95.0 if t == "offload" else 60.0,
                   ini_insn=(110e3 if t == "offload" else 100e3) + rep * 10e3)
