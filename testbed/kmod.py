@@ -9,6 +9,11 @@ import sys
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
+# Where `make deps` keeps each kernel's extracted sources (LIO's and cxgb4's
+# private headers), one directory per release, and where the module's
+# Makefile looks for them: the one place Python names it (scripts/cache.sh
+# is the scripts'; tests/host/test_cache_dir.py holds them to each other).
+SRC_CACHE = Path("/var/cache/cxgbit-ext/src")
 
 
 def resolve_kernel(name: str) -> str:

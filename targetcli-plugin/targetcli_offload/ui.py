@@ -11,8 +11,10 @@ afresh (cxgbit_ext.control), so nothing goes stale.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from configshell_fb import ConfigNode, ExecutionError
 from rtslib_fb.utils import RTSLibError
@@ -22,6 +24,7 @@ from targetcli.ui_target import UITPG, UIMultiTPGTarget, UIPortal
 
 from cxgbit_ext import persist, portals
 from cxgbit_ext.control import (
+    ADAPTER_NAME_RULE,
     BUILTIN,
     OFFLOADS,
     Adapter,
@@ -33,10 +36,34 @@ from cxgbit_ext.control import (
 )
 
 Summary = tuple[str, bool | None]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def control() -> Control:
     return Control()
+
+
+@contextmanager
+def shell_errors() -> Iterator[None]:
+    """A CxgbitExtError raised inside, as configshell's ExecutionError: the
+    shell prints its message (which says what to do), not a traceback.
+    A context, not a decorator: configshell reads a command's parameters
+    from its own signature, which a wrapper would hide."""
+    try:
+        yield
+    except CxgbitExtError as e:
+        raise ExecutionError(str(e)) from e
+
+
+def help_text(**values: str) -> Callable[[F], F]:
+    """Fill a command's help (its docstring, which configshell shows) with
+    the rules the library owns, so that help and check say the same."""
+
+    def fill(command: F) -> F:
+        command.__doc__ = (command.__doc__ or "").format(**values)
+        return command
+
+    return fill
 
 
 class UIOffload(UINode):
@@ -64,21 +91,20 @@ class UIOffload(UINode):
         Shows the module, its offloaded portals, backends, adapters and
         connections.
         """
-        try:
+        with shell_errors():
             st = control().status()
-        except CxgbitExtError as e:
-            raise ExecutionError(str(e)) from e
         self.shell.con.display(f"cxgbit_ext {st.version}, LIO transport '{st.transport}'")
         self.shell.con.display(f"offloaded portals: {', '.join(st.portals) or 'none'}")
         for b in st.backends:
-            self.shell.con.display(f"backend {b.name}: {b.state_text()}")
+            self.shell.con.display(f"backend {b.name}: {b.summary()}")
         for a in st.adapters:
             self.shell.con.display(f"adapter {a.name} ({a.type}) serves {a.serving}: {a.offload_text()}")
         self.shell.con.display(f"offloaded connections: {len(st.connections)}")
 
     def ui_command_counters(self) -> None:
         """
-        Shows every adapter's counters.
+        Shows every adapter's counters: those of adapters/ and those of the
+        adapters of backends with devices of their own.
         """
         for name, counters in control().counters().items():
             self.shell.con.display(f"{name}:")
@@ -102,21 +128,20 @@ class UIAdapters(UINode):
         serving = [a for a in ads if a.netdev]
         return (f"{len(ads)} adapters, {len(serving)} serving", bool(serving))
 
+    @help_text(name_rule=ADAPTER_NAME_RULE)
     def ui_command_create(self, name: str, netdev: str = "") -> Any:
         """
-        Creates the software adapter NAME (1 to 15 characters of A-Z a-z
-        0-9 _ -), serving NETDEV when given: a netdev of this network
-        namespace, or * for every netdev. Without netdev it serves none
-        until bound (adapters/NAME bind netdev=...). It starts with every
-        offload on (see 'adapters/NAME get offload').
+        Creates the software adapter NAME ({name_rule}),
+        serving NETDEV when given: a netdev of this network namespace, or *
+        for every netdev. Without netdev it serves none until bound
+        (adapters/NAME bind netdev=...). It starts with every offload on
+        (see 'adapters/NAME get offload').
 
         A name in use, a netdev that does not exist or one that another
         adapter already serves is refused, and nothing changes.
         """
-        try:
+        with shell_errors():
             a = control().create_adapter(name, netdev)
-        except CxgbitExtError as e:
-            raise ExecutionError(str(e)) from e
         self.refresh()
         self.shell.log.info(f"Created adapter {a.name} ({a.type}, serves {a.serving}).")
         return self.new_node(self.get_child(a.name))
@@ -139,10 +164,8 @@ class UIAdapters(UINode):
         soft0 is built in and cannot be deleted: unbind it instead
         (adapters/soft0 unbind).
         """
-        try:
+        with shell_errors():
             left = control().adapter(name).delete()
-        except CxgbitExtError as e:
-            raise ExecutionError(str(e)) from e
         self.refresh()
         going_on = f" Its {left} connection(s) go on until they end." if left else ""
         self.shell.log.info(f"Deleted adapter {name}.{going_on}")
@@ -173,10 +196,8 @@ class UIAdapter(UINode):
         )  # fmt: skip
 
     def _adapter(self) -> Adapter:
-        try:
+        with shell_errors():
             return control().adapter(self.name)
-        except CxgbitExtError as e:
-            raise ExecutionError(str(e)) from e
 
     def summary(self) -> Summary:
         try:
@@ -184,8 +205,7 @@ class UIAdapter(UINode):
         except CxgbitExtError:
             return ("deleted", False)
         if not a.netdev:
-            off = f" ({', '.join(f'{c} off' for c in a.disabled)})" if a.disabled else ""
-            return (f"{a.type}, serves no netdev{off}", False)
+            return (f"{a.type}, serves no netdev{a.disabled_text()}", False)
         return (f"{a.type} on {a.serving}: {a.offload_text()}, {a.counters.get('connections', 0)} conns", True)
 
     def ui_getgroup_offload(self, toggle: str) -> bool:
@@ -199,10 +219,8 @@ class UIAdapter(UINode):
         This is the backend method for setting the adapter's offload switches.
         """
         self.assert_root()
-        try:
+        with shell_errors():
             control().adapter(self.name).set_toggles({toggle: value})
-        except CxgbitExtError as e:
-            raise ExecutionError(str(e)) from e
 
     def ui_command_set(self, group: str | None = None, **parameter: str) -> None:
         """
@@ -233,10 +251,8 @@ class UIAdapter(UINode):
                 values[param] = self.ui_type_bool(text)
             except ValueError as e:
                 raise ExecutionError(f"Not setting {param}! {e} Nothing was changed.") from e
-        try:
+        with shell_errors():
             control().adapter(self.name).set_toggles(values)
-        except CxgbitExtError as e:
-            raise ExecutionError(str(e)) from e
         now = self._adapter().toggles
         for param in values:
             self.shell.con.display(f"Parameter {param} is now '{self.ui_type_bool(now[param], reverse=True)}'.")
@@ -276,12 +292,10 @@ class UIAdapter(UINode):
 
 
 def _bind(node: UINode, adapter: str, netdev: str) -> None:
-    try:
+    with shell_errors():
         a = control().adapter(adapter)
         a.netdev = netdev
         node.shell.log.info(f"adapter {adapter} now serves {a.serving}")
-    except CxgbitExtError as e:
-        raise ExecutionError(str(e)) from e
 
 
 def _complete_netdev(text: str) -> list[str]:
@@ -320,7 +334,7 @@ class UIConnection(UINode):
         c = self._conn()
         if c is None:
             return ("gone", None)
-        offs = c.offloads(adapter_caps(control().adapters(), c.adapter))
+        offs = c.offloads(adapter_caps(control().every_adapter(), c.adapter))
         on = [k for k, v in offs.items() if v == "on"]
         return (f"-> {c.local} on {c.adapter}: {'+'.join(on) or 'nothing'}", True)
 
@@ -332,7 +346,7 @@ class UIConnection(UINode):
         if c is None:
             raise ExecutionError(f"connection {self.peer} has gone")
         self.shell.con.display(f"{c.peer} -> {c.local} on {c.adapter}")
-        for k, v in c.offloads(adapter_caps(control().adapters(), c.adapter)).items():
+        for k, v in c.offloads(adapter_caps(control().every_adapter(), c.adapter)).items():
             self.shell.con.display(f"  {k}: {v}")
         self.shell.con.display("\n".join(counter_lines(c.counters)))
 
@@ -379,7 +393,7 @@ class OffloadPortal(UIPortal):  # type: ignore[misc]
             except (RTSLibError, OSError, CxgbitExtError) as e:
                 raise ExecutionError(f"offload is on but cannot serve ({s.summary()}), and turning it back off "
                                      f"failed: {e}") from e  # fmt: skip
-            raise ExecutionError(f"offload stays {'on' if was else 'off'}: {s.summary().split('— ', 1)[-1]}")
+            raise ExecutionError(f"offload stays {'on' if was else 'off'}: {s.reason}")
         self.shell.log.info(f"offload enable now: True ({s.summary()})")
 
 
@@ -483,10 +497,8 @@ class OffloadRoot(UIRoot):  # type: ignore[misc]
         lio = Path(os.path.expanduser(savefile or default_save_file))
         ours = persist.beside(lio)
         if ours.exists():
-            try:
+            with shell_errors():
                 persist.restore(control(), ours)
-            except CxgbitExtError as e:
-                raise ExecutionError(str(e)) from e
             self.shell.log.info(f"cxgbit-ext settings restored from {ours}")
         UIRoot.ui_command_restoreconfig(self, savefile, clear_existing, target, storage_object)
         if lio.is_file():

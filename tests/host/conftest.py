@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from cxgbit_ext.control import BUILTIN, NAME_MAX, valid_adapter_name
 
 CAPS = "hcrc dcrc ddp iso"
 # The backends file of a module built with the cxgb4 backend, on a host
@@ -31,16 +32,23 @@ def counters_file(counts: dict[str, int]) -> str:
 
 
 def make_tree(
-    tmp_path: Path, *, version: str, netdev: str, portals: str, connections: str, counters: dict[str, int] | None = None
+    tmp_path: Path,
+    *,
+    version: str,
+    netdev: str,
+    portals: str,
+    connections: str,
+    counters: dict[str, int] | None = None,
+    kind: str = "soft",
 ) -> Path:
     """A copy of /sys/kernel/config/cxgbit_ext as the module lays it out,
-    with one software adapter soft0 (the host cannot load the module).
-    ``portals`` is what the module's portal_state file says, its portals
-    file the first word of each line."""
+    with one software adapter soft0 (the host cannot load the module) of
+    type ``kind``. ``portals`` is what the module's portal_state file says,
+    its portals file the first word of each line."""
     root = tmp_path / "cxgbit_ext"
     soft0 = root / "adapters" / "soft0"
     soft0.mkdir(parents=True)
-    (soft0 / "type").write_text("soft\n")
+    (soft0 / "type").write_text(kind + "\n")
     (soft0 / "netdev").write_text(netdev + "\n")
     (soft0 / "caps").write_text(CAPS + "\n")
     (soft0 / "counters").write_text(counters_file(counters or {}))
@@ -71,11 +79,10 @@ class FakeKernel:
     or "rmdir adapters/x" for one operation only) with an errno, as a
     kernel-side failure mid-way would."""
 
-    NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
-
     def __init__(self, root: Path) -> None:
         self.root = root
         self.refuse: dict[str, int] = {}
+        self.builtin = {BUILTIN}  # adapters the module made itself: rmdir is EPERM
         self._mkdir = Path.mkdir
         self._rmdir = Path.rmdir
         self._write_text = Path.write_text
@@ -103,6 +110,16 @@ class FakeKernel:
         monkeypatch.setattr(Path, "write_text", write_text)
         return self
 
+    def plug(self, name: str, kind: str, caps: str, netdev: str = "") -> None:
+        """An adapter the module made itself, of backend ``kind`` (its type
+        file) with ``caps``, as the module lists it under adapters/."""
+        path = self.root / "adapters" / name
+        self._mkdir(path)
+        for f, text in (("type", kind), ("netdev", netdev), ("caps", caps), ("ddp", "1"), ("iso", "1")):
+            self._write_text(path / f, text + "\n")
+        self._write_text(path / "counters", counters_file({}))
+        self.builtin.add(name)
+
     def count(self, adapter: str, counter: str, n: int) -> None:
         """The module counting n more of ``counter`` on ``adapter``."""
         path = self.root / "adapters" / adapter / "counters"
@@ -129,16 +146,18 @@ class FakeKernel:
         self._fail(path, "mkdir")
         if path.exists():
             raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
-        if not self.NAME.fullmatch(path.name):
+        if not valid_adapter_name(path.name):
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(path))
         self._mkdir(path)
-        for name, text in (("type", "soft\n"), ("netdev", "\n"), ("caps", CAPS + "\n"), ("ddp", "1\n"),
+        # the backend whose adapters are made by name made the built-in one too
+        made = (self.root / "adapters" / BUILTIN / "type").read_text()
+        for name, text in (("type", made), ("netdev", "\n"), ("caps", CAPS + "\n"), ("ddp", "1\n"),
                            ("iso", "1\n"), ("counters", counters_file({}))):  # fmt: skip
             self._write_text(path / name, text)
 
     def rmdir(self, path: Path) -> None:
         self._fail(path, "rmdir")
-        if path.name == "soft0":
+        if path.name in self.builtin:
             raise OSError(errno.EPERM, os.strerror(errno.EPERM), str(path))
         for f in path.iterdir():
             f.unlink()
@@ -148,7 +167,7 @@ class FakeKernel:
         self._fail(path, "write")
         value = data.strip()
         if path.name == "netdev":
-            if len(value) > 15 or "/" in value or " " in value:
+            if len(value) > NAME_MAX or "/" in value or " " in value:
                 raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(path))
             for other in (self.root / "adapters").iterdir():
                 if other != path.parent and value and (other / "netdev").read_text().strip() == value:
@@ -166,6 +185,22 @@ class FakeKernel:
         else:  # type, caps, counters are read-only
             raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return len(data)
+
+
+# A backend no tool knows by name, as the module shows one: its line in the
+# backends file, an adapter of it the module lists under adapters/ (ex0)
+# and an adapter of a device of its own, known by its device_counters
+# lines (ex1). The tools must show all of it as the module reports it.
+EXAMPLE_BACKEND = "example on caps=hcrc,dcrc\n"
+EXAMPLE_DEVICE_COUNTERS = {"pdus_rx": 3, "pdus_tx": 4, "bytes_placed": 0}
+
+
+def add_example_backend(kernel: FakeKernel) -> None:
+    """The backend "example" registered in kernel's tree, as above."""
+    root = kernel.root
+    (root / "backends").write_text((root / "backends").read_text() + EXAMPLE_BACKEND)
+    kernel.plug("ex0", "example", "hcrc dcrc")
+    (root / "device_counters").write_text("".join(f"example ex1 {k} {v}\n" for k, v in EXAMPLE_DEVICE_COUNTERS.items()))
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import cli
-from cxgbit_ext.control import Control, CxgbitExtError, ModuleNotLoaded
+from cxgbit_ext.control import Control, CxgbitExtError, ModuleNotLoaded, counter_lines
 
-from .conftest import FakeKernel, make_tree
+from .conftest import EXAMPLE_DEVICE_COUNTERS, FakeKernel, add_example_backend, make_tree
 
 
 @pytest.fixture
@@ -162,3 +162,63 @@ def test_module_not_loaded_is_a_clear_error(tmp_path: Path, capsys: pytest.Captu
         Control(tmp_path / "absent").status()
     assert cli.main(["--configfs", str(tmp_path / "absent"), "status"]) == 1
     assert "module is not loaded" in capsys.readouterr().err
+
+
+def test_status_shows_a_backend_no_tool_knows(kernel: FakeKernel, capsys: pytest.CaptureFixture[str]) -> None:
+    """A backend the tools do not know by name: its line with its caps, and
+    its adapter in the table with the type the module gives it, the columns
+    still lined up."""
+    add_example_backend(kernel)
+    tree = kernel.root
+    assert cli.main(["--configfs", str(tree), "status"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "backend example: on (offloads hcrc dcrc)" in lines
+    header = next(ln for ln in lines if ln.startswith("adapter "))
+    row = next(ln for ln in lines if ln.startswith("ex0 "))
+    assert row.split()[:4] == ["ex0", "example", "no", "netdev"]
+    assert row.index("no netdev") == header.index("serves")
+    assert cli.main(["--json", "--configfs", str(tree), "status"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert {"name": "example", "on": True, "caps": ["hcrc", "dcrc"], "why": "", "detail": []} in st["backends"]
+    (ex0,) = [a for a in st["adapters"] if a["name"] == "ex0"]
+    assert (ex0["type"], ex0["caps"], ex0["offloads"]) == ("example", ["hcrc", "dcrc"], ["hcrc", "dcrc"])
+
+
+def test_counters_and_connections_of_a_backend_no_tool_knows(
+    kernel: FakeKernel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its device's adapter (ex1, in device_counters only) is counted like
+    any other, and a connection on it shows the offloads of its backend,
+    not as one whose adapter was deleted."""
+    add_example_backend(kernel)
+    tree = kernel.root
+    assert cli.main(["--json", "--configfs", str(tree), "counters"]) == 0
+    counters = json.loads(capsys.readouterr().out)
+    assert list(counters) == ["ex0", "soft0", "ex1"]
+    assert counters["ex1"] == EXAMPLE_DEVICE_COUNTERS
+    assert cli.main(["--configfs", str(tree), "counters"]) == 0
+    text = capsys.readouterr().out
+    assert "ex1:\n" + "\n".join(counter_lines(EXAMPLE_DEVICE_COUNTERS)) in text, text
+    (tree / "connections").write_text(
+        "198.18.1.2:4000 198.18.1.1:3260 adapter=ex1 login=0 hdigest=1 ddigest=0 ddp=1 iso=1 pdus_rx=3 pdus_tx=4 "
+        "bytes_placed=0 bytes_copied=512\n"
+    )
+    assert cli.main(["--configfs", str(tree), "connections"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "198.18.1.2:4000 -> 198.18.1.1:3260 on ex1: hcrc",
+        "    dcrc off: DataDigest=None was negotiated",
+        "    pdus rx 3 tx 4, placed 0 B, copied 512 B",
+    ]
+
+
+def test_a_module_without_device_counters_has_no_device_adapters(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.2.0's module, which an upgrade leaves loaded under the new tools,
+    has no device_counters file: its adapters are those of adapters/."""
+    (tree / "device_counters").unlink()
+    assert Control(tree).device_adapters() == []
+    assert cli.main(["--json", "--configfs", str(tree), "counters"]) == 0
+    assert list(json.loads(capsys.readouterr().out)) == ["soft0"]
+    assert cli.main(["--json", "--configfs", str(tree), "connections"]) == 0
+    assert [c["adapter"] for c in json.loads(capsys.readouterr().out)] == ["soft0"]

@@ -17,7 +17,7 @@ import pytest
 from cxgbit_ext import cli, persist, portals
 from cxgbit_ext.control import FORMAT, Control, CxgbitExtError, PortalReport
 
-from .conftest import FakeKernel, make_tree, snapshot
+from .conftest import FakeKernel, add_example_backend, make_tree, snapshot
 
 # What the module says with soft0 bound to tgt0, for portals set up in the
 # target host's namespace (lo, tgt0 198.18.0.1 2001:2::1, tgt1 198.18.1.1)
@@ -141,6 +141,48 @@ def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, netns, capsys
     assert "restored cxgbit-ext settings" in capsys.readouterr().out
 
 
+def test_save_then_restore_round_trips_a_backend_no_tool_knows(
+    kernel: FakeKernel, tree: Path, tmp_path: Path, netns, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An adapter of backend "example" is saved with the type the module
+    gives it and its settings come back; one the configuration names that
+    this system lacks is refused, naming what mkdir makes here."""
+    add_example_backend(kernel)
+    f = tmp_path / "etc/cxgbit-ext.json"
+    ctl = Control(tree)
+    ctl.adapter("ex0").netdev = "tgt1"
+    ctl.adapter("ex0").ddp = False
+    assert cli.main(["--configfs", str(tree), "save", "--file", str(f)]) == 0
+    saved = json.loads(f.read_text())["adapters"]
+    assert saved[0] == {"name": "ex0", "type": "example", "netdev": "tgt1", "ddp": False, "iso": True}
+    ctl.adapter("ex0").netdev = ""
+    ctl.adapter("ex0").set_toggles({"ddp": True, "iso": False})
+    assert cli.main(["--configfs", str(tree), "restore", "--file", str(f)]) == 0
+    assert ctl.dump() == {"format": FORMAT, "adapters": saved}
+    capsys.readouterr()
+
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({"format": FORMAT, "adapters": [{**saved[0], "name": "ex9", "netdev": "lo"}]}))
+    before = snapshot(tree)
+    assert cli.main(["--configfs", str(tree), "restore", "--file", str(missing)]) == 1
+    assert "adapter ex9 (type 'example') is not on this system, and only soft adapters can be created" in (
+        capsys.readouterr().err
+    )
+    assert snapshot(tree) == before
+
+
+def test_restore_makes_adapters_of_the_type_mkdir_makes(tmp_path: Path, kernel_for, netns) -> None:
+    """A module whose built-in adapter, and so what mkdir makes, is of a
+    backend the tools do not know: restore makes the missing ones of it."""
+    tree = kernel_for(make_tree(tmp_path, version="0.2.0", netdev="tgt0", portals="", connections="",
+                                kind="example")).root  # fmt: skip
+    cfg = {"format": FORMAT, "adapters": [
+        {"name": "ex1", "type": "example", "netdev": "tgt1", "ddp": True, "iso": False},
+    ]}  # fmt: skip
+    Control(tree).setup(cfg)
+    assert Control(tree).adapter("ex1").dump() == cfg["adapters"][0]
+
+
 def test_restore_moves_netdevs_between_adapters(tree: Path, netns) -> None:
     """soft0 and soft1 swap netdevs: no step may have both on one (the kernel says EBUSY)."""
     ctl = Control(tree)
@@ -234,6 +276,21 @@ def test_lio_offload_requested_reads_rtslib_files(tmp_path: Path) -> None:
     assert persist.offload_requested(f) == [("0.0.0.0", 3260)]
     assert persist.beside(persist.LIO_DEFAULT) == Path("/etc/rtslib-fb-target/cxgbit-ext.json")
     assert persist.beside(Path("/tmp/x.json")) == Path("/tmp/x.cxgbit-ext.json")
+
+
+def test_rtpi_is_read_and_pinned_where_the_kernel_has_the_file(tmp_path: Path) -> None:
+    """A TPG's relative target port (save --lio, restore --lio, gateway
+    create): none on a kernel before 6.5, which has no rtpi file."""
+    tpg = tmp_path / "tpgt_1"
+    tpg.mkdir()
+    assert persist.tpg_rtpi(tpg) is None
+    assert not persist.pin_rtpi(tpg, 2) and not (tpg / "rtpi").exists()
+    (tpg / "rtpi").write_text("0\n")  # LIO shows it "%#x": none assigned yet
+    assert persist.tpg_rtpi(tpg) == 0
+    assert persist.pin_rtpi(tpg, 2)
+    assert (tpg / "rtpi").read_text() == "2"
+    (tpg / "rtpi").write_text("0x2\n")
+    assert persist.tpg_rtpi(tpg) == 2
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,10 @@ from configshell_fb import ConfigShell, ExecutionError
 from configshell_fb.console import Console
 from targetcli.ui_node import UINode
 
-from cxgbit_ext.control import Control
+from cxgbit_ext.control import Control, counter_lines
 from targetcli_offload import ui
 
-from .conftest import FakeKernel, make_tree, snapshot
+from .conftest import EXAMPLE_DEVICE_COUNTERS, FakeKernel, add_example_backend, make_tree, snapshot
 
 
 class Shell:
@@ -115,3 +115,26 @@ def test_status_says_which_backends_offload_and_why_not(sh: Shell) -> None:
     assert "backend soft: on" in out
     assert "backend cxgb4: off: no Chelsio T5/T6 adapter attached (cxgb4 has none)" in out
     assert "adapter soft0 (soft) serves tgt0" in out
+
+
+def test_a_backend_no_tool_knows_shows_as_the_module_reports_it(kernel: FakeKernel, sh: Shell) -> None:
+    """Backend "example": its caps in status, its adapter's type and
+    offloads in the tree, its device adapter's counters, and a connection
+    on that adapter with its backend's offloads."""
+    add_example_backend(kernel)
+    (kernel.root / "connections").write_text(
+        "198.18.1.2:4000 198.18.1.1:3260 adapter=ex1 login=0 hdigest=1 ddigest=0 ddp=1 iso=1 pdus_rx=3 pdus_tx=4 "
+        "bytes_placed=0 bytes_copied=512\n"
+    )
+    ui.UIOffload(sh.root)
+    out = sh.run("/offload status")
+    assert "backend example: on (offloads hcrc dcrc)" in out, out
+    assert "adapter ex0 (example) serves no netdev: hcrc+dcrc" in out, out
+    sh.run("/adapters refresh")
+    assert "[example, serves no netdev]" in sh.run("/adapters ls")
+    info = sh.run("/adapters/ex0 info").splitlines()
+    assert info[1:] == ["type: example", "serves: no netdev", "offload: hcrc (header CRC32C)",
+                        "offload: dcrc (data CRC32C)"]  # fmt: skip
+    counters = sh.run("/offload counters")
+    assert "ex1:\n" + "\n".join(counter_lines(EXAMPLE_DEVICE_COUNTERS)) in counters, counters
+    assert "on ex1: hcrc]" in sh.run("/offload/connections ls")

@@ -26,6 +26,7 @@ from rtslib_fb import LUN, TPG, BlockStorageObject, FabricModule, NetworkPortal,
 
 from cxgbit_ext import cli as cxgbit_cli
 from cxgbit_ext import portals, topology
+from cxgbit_ext.control import HOLD_MAX_S
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, ProtocolError
 from testbed import topo
 
@@ -320,7 +321,8 @@ def test_a_held_target_is_answered_on_the_offloaded_portal(block_dev: str) -> No
             c.close()
         raise AssertionError("a login to a disabled TPG succeeded")
 
-    for bad in (f"{IQN}\n", f"{IQN} 601\n", f"{IQN} -1\n", " 5\n", "x" * 224 + " 5\n"):
+    # among them one second past the longest hold: the tools' HOLD_MAX_S is the module's
+    for bad in (f"{IQN}\n", f"{IQN} {HOLD_MAX_S + 1}\n", f"{IQN} -1\n", " 5\n", "x" * 224 + " 5\n"):
         with pytest.raises(OSError) as e:
             holds.write_text(bad)
         assert e.value.errno == errno.EINVAL, bad

@@ -52,6 +52,7 @@ from typing import Any
 import pytest
 
 from testbed import fio, topo
+from testbed.kmod import SRC_CACHE
 
 from .conftest import TOP, connection_lines, lun_disk, wait_for
 
@@ -176,9 +177,10 @@ def offline_apt(kver: str) -> Iterator[None]:
     # a non-recursive bind of / is the 9p root without the guest's overlays
     run("mount", "--bind", "/", str(host))
     try:
-        cache = host / "var/cache/cxgbit-ext/src" / kver
+        # where the module's Makefile looks for them under DKMS (its default)
+        cache = host / SRC_CACHE.relative_to("/") / kver
         if (cache / "drivers/target/iscsi/iscsi_target_login.h").exists():
-            shutil.copytree(cache, f"/var/cache/cxgbit-ext/src/{kver}", symlinks=True, dirs_exist_ok=True)
+            shutil.copytree(cache, SRC_CACHE / kver, symlinks=True, dirs_exist_ok=True)
     finally:
         run("umount", str(host))
     with one_kernel:

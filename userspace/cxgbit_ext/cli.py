@@ -29,11 +29,25 @@ from pathlib import Path
 from typing import Any
 
 from cxgbit_ext import exporter, gateway, persist, portals, topology
-from cxgbit_ext.control import CONFIGFS, TOGGLES, Control, CxgbitExtError, adapter_caps, counter_lines
+from cxgbit_ext.control import (
+    ADAPTER_NAME_RULE,
+    CONFIGFS,
+    TOGGLES,
+    Control,
+    CxgbitExtError,
+    adapter_caps,
+    counter_lines,
+)
 
 
 def out(obj: Any) -> None:
     print(json.dumps(obj, indent=2))
+
+
+def _type_width(types: list[str]) -> int:
+    """The type column: 6 wide ("soft", "cxgb4" and a space), wider for a
+    longer type: the module names the backends, the tools do not know them."""
+    return max([6, *(len(t) + 1 for t in types)])
 
 
 def cmd_status(ctl: Control, a: argparse.Namespace) -> int:
@@ -44,12 +58,15 @@ def cmd_status(ctl: Control, a: argparse.Namespace) -> int:
     print(f"cxgbit_ext {st.version}: LIO transport '{st.transport}' registered")
     print(f"offloaded portals: {', '.join(st.portals) or 'none'}")
     for b in st.backends:
-        print(f"backend {b.name}: {b.state_text()} (offloads {' '.join(b.caps) or 'nothing'})")
-    print(f"{'adapter':<10}{'type':<6}{'serves':<14}{'conns':>7}{'pdus rx':>10}{'pdus tx':>10}{'placed B':>14}")
-    for ad in st.adapters:
+        print(f"backend {b.name}: {b.summary()}")
+    types = [ad.type for ad in st.adapters]
+    tw = _type_width(types)
+    print(f"{'adapter':<10}{'type':<{tw}}{'serves':<14}{'conns':>7}{'pdus rx':>10}{'pdus tx':>10}{'placed B':>14}")
+    for ad, kind in zip(st.adapters, types, strict=True):
+        # the counters the module reports; one it does not is shown as 0
         c = ad.counters
-        print(f"{ad.name:<10}{ad.type:<6}{ad.serving:<14}{c['connections']:>7}{c['pdus_rx']:>10}{c['pdus_tx']:>10}"
-              f"{c['bytes_placed']:>14}")  # fmt: skip
+        print(f"{ad.name:<10}{kind:<{tw}}{ad.serving:<14}{c.get('connections', 0):>7}{c.get('pdus_rx', 0):>10}"
+              f"{c.get('pdus_tx', 0):>10}{c.get('bytes_placed', 0):>14}")  # fmt: skip
     print(f"offloaded connections: {len(st.connections)}")
     for conn in st.connections:
         dig = "+".join(n for n, on in (("hdr-crc", conn.hdigest), ("data-crc", conn.ddigest)) if on) or "no digests"
@@ -64,9 +81,11 @@ def show_adapters(ctl: Control, a: argparse.Namespace) -> int:
         out([x.info() for x in ads])
         return 0
     width = max((len(x.name) for x in ads), default=0) + 2
-    print(f"{'adapter':<{max(width, 10)}}{'type':<6}{'serves':<16}offloads")
-    for x in ads:
-        print(f"{x.name:<{max(width, 10)}}{x.type:<6}{x.serving:<16}{x.offload_text()}")
+    types = [x.type for x in ads]
+    tw = _type_width(types)
+    print(f"{'adapter':<{max(width, 10)}}{'type':<{tw}}{'serves':<16}offloads")
+    for x, kind in zip(ads, types, strict=True):
+        print(f"{x.name:<{max(width, 10)}}{kind:<{tw}}{x.serving:<16}{x.offload_text()}")
     return 0
 
 
@@ -98,7 +117,8 @@ def cmd_set(ctl: Control, a: argparse.Namespace) -> int:
 
 
 def cmd_connections(ctl: Control, a: argparse.Namespace) -> int:
-    adapters = ctl.adapters()
+    # a device backend's adapters too: its connections name them
+    adapters = ctl.every_adapter()
     names = {x.name for x in adapters}
     conns = ctl.connections()
     rows = [{**dataclasses.asdict(c), "offloads": c.offloads(adapter_caps(adapters, c.adapter))} for c in conns]
@@ -330,7 +350,7 @@ def parser() -> argparse.ArgumentParser:
     ad = sub.add_parser("adapters", help="adapters, the netdevs they serve, what they offload; create, delete")
     adsub = ad.add_subparsers(dest="action", metavar="{create,delete}")
     cr = adsub.add_parser("create", help="make a software adapter (serving no netdev unless --netdev)")
-    cr.add_argument("name", help="1 to 15 characters of A-Z a-z 0-9 _ -")
+    cr.add_argument("name", help=ADAPTER_NAME_RULE)
     cr.add_argument("--netdev", default="", help="the netdev it serves, or '*' for all")
     de = adsub.add_parser("delete", help="remove a software adapter: new logins on its netdev go to stock TCP")
     de.add_argument("name")

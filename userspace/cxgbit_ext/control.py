@@ -12,7 +12,7 @@ import errno
 import ipaddress
 import re
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -22,11 +22,22 @@ from typing import Any
 CONFIGFS = Path("/sys/kernel/config/cxgbit_ext")
 FORMAT = 2  # of dump()/save files; bump on an incompatible change
 
-# the longest a login hold lasts (login_holds)
+# The longest a login hold lasts: the module refuses a longer one on
+# login_holds (holds.c, CXE_HOLD_MAX_S). The one place the tools name it.
 HOLD_MAX_S = 600
 BUILTIN = "soft0"  # made at module load; can be unbound, not deleted
-ADAPTER_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")  # what the module accepts for a soft adapter
-ADAPTER_NAME_RULE = "1 to 15 characters of A-Z a-z 0-9 _ -"
+# The longest name the module keeps for an adapter or a netdev (IFNAMSIZ - 1)
+NAME_MAX = 15
+# The names mkdir under adapters/ takes (configfs.c, cxe_adapter_name_ok):
+# the one place the tools write the rule; the CLI's and targetcli's help
+# say ADAPTER_NAME_RULE.
+ADAPTER_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{NAME_MAX}}}")
+ADAPTER_NAME_RULE = f"1 to {NAME_MAX} characters of A-Z a-z 0-9 _ -"
+
+
+def valid_adapter_name(name: str) -> bool:
+    """Whether the module makes an adapter of this name (ADAPTER_NAME_RULE)."""
+    return ADAPTER_NAME.fullmatch(name) is not None
 
 
 class CxgbitExtError(Exception):
@@ -141,10 +152,12 @@ class Adapter:
 
     def offload_text(self) -> str:
         """``hcrc+dcrc+iso (ddp off)``: what it offloads, and what is toggled off."""
-        text = "+".join(self.active) or "nothing"
-        if self.disabled:
-            text += f" ({', '.join(f'{c} off' for c in self.disabled)})"
-        return text
+        return f"{'+'.join(self.active) or 'nothing'}{self.disabled_text()}"
+
+    def disabled_text(self) -> str:
+        """`` (ddp off, iso off)``: what is toggled off, "" for nothing."""
+        off = self.disabled
+        return f" ({', '.join(f'{c} off' for c in off)})" if off else ""
 
     # -- what an admin sets ---------------------------------------------------
 
@@ -340,8 +353,13 @@ class Backend:
             return "on"
         return " ".join(("off:", BACKEND_WHY.get(self.why, self.why), *self.detail))
 
+    def summary(self) -> str:
+        """``on (offloads hcrc dcrc)``: its state and caps, as the status commands show a backend."""
+        return f"{self.state_text()} (offloads {' '.join(self.caps) or 'nothing'})"
 
-# The backends file's words for why a backend offloads nothing, for people
+
+# The backends file's words for why a backend offloads nothing, for people;
+# a word not here is shown as the module wrote it
 BACKEND_WHY = {
     "no_ports": "no Chelsio T5/T6 adapter attached (cxgb4 has none)",
     "hw_off": (
@@ -408,7 +426,20 @@ def _parse_connection(line: str) -> Connection:
     )
 
 
-def adapter_caps(adapters: list[Adapter], name: str) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class DeviceAdapter:
+    """An adapter of a backend with devices of its own: not under adapters/
+    (nothing of it is set by name). The module names it, with its backend,
+    in device_counters; what it offloads is its backend's caps (backends).
+    Nothing here knows a backend by name: a new one shows as it is."""
+
+    name: str
+    type: str  # its backend's name, as an adapter's type file says it
+    caps: tuple[str, ...]
+    counters: dict[str, int]
+
+
+def adapter_caps(adapters: Iterable[Adapter | DeviceAdapter], name: str) -> tuple[str, ...]:
     """The caps of adapter ``name``; for one deleted since (its connections
     live on), the offloads a connection line reports about itself."""
     return next((a.caps for a in adapters if a.name == name), CONNECTION_OFFLOADS)
@@ -465,7 +496,11 @@ class Control:
         return a
 
     def counters(self) -> dict[str, dict[str, int]]:
-        """Each adapter's counters, read now; one deleted while they are read is left out."""
+        """Each adapter's counters, read now, by name: those under adapters/
+        (one deleted while they are read is left out), then those of the
+        backends with devices of their own. A device adapter whose name an
+        adapter of adapters/ has is named ``backend/name`` (no adapter of
+        adapters/ has a "/" in its name)."""
         out = {}
         for a in self.adapters():
             try:
@@ -473,6 +508,8 @@ class Control:
             except CxgbitExtError:
                 if a.exists:
                     raise
+        for d in self.device_adapters():
+            out[f"{d.type}/{d.name}" if d.name in out else d.name] = d.counters
         return out
 
     @property
@@ -484,6 +521,25 @@ class Control:
     def transport(self) -> str:
         """The name of the LIO transport the module registered."""
         return self._read("transport").strip()
+
+    def device_adapters(self) -> list[DeviceAdapter]:
+        """The adapters of backends with devices of their own, in
+        device_counters' order, each with its backend's caps."""
+        try:
+            by_backend = self.device_counters()
+        except FileNotFoundError:
+            return []  # a module from before backend modules (0.2.0) has no device_counters, nor such adapters
+        caps = {b.name: b.caps for b in self.backends()} if by_backend else {}
+        return [
+            DeviceAdapter(name, backend, caps.get(backend, ()), counters)
+            for backend, by_adapter in by_backend.items()
+            for name, counters in by_adapter.items()
+        ]
+
+    def every_adapter(self) -> list[Adapter | DeviceAdapter]:
+        """Those of adapters/ and the device adapters: every adapter a
+        connections line may name (but one deleted since)."""
+        return [*self.adapters(), *self.device_adapters()]
 
     def device_counters(self) -> dict[str, dict[str, dict[str, int]]]:
         """The counters of the adapters of backends with devices of their own
@@ -556,8 +612,14 @@ class Control:
             )
 
     def _check_new_name(self, name: str) -> None:
-        if not ADAPTER_NAME.fullmatch(name):
+        if not valid_adapter_name(name):
             raise CxgbitExtError(f"{name!r} is not a valid adapter name: {ADAPTER_NAME_RULE}")
+
+    def made_type(self) -> str:
+        """The type of the adapters mkdir makes under adapters/: the built-in
+        adapter's, which the module makes with the same backend (the one
+        whose adapters are made by name), so no backend is named here."""
+        return Adapter(self, BUILTIN).type
 
     def _mkdir(self, name: str) -> None:
         try:
@@ -613,9 +675,9 @@ class Control:
         for w in wanted:
             have = current.get(w.name)
             if have is None:
-                if w.type != "soft":
+                if w.type != (made := self.made_type()):
                     raise CxgbitExtError(
-                        f"adapter {w.name} (type {w.type!r}) is not on this system, and only soft adapters "
+                        f"adapter {w.name} (type {w.type!r}) is not on this system, and only {made} adapters "
                         f"can be created; adapters here: {', '.join(current) or 'none'}"
                     )
                 self._check_new_name(w.name)
@@ -735,9 +797,11 @@ def _entry(i: int, a: Any) -> AdapterConfig:
             want = "true or false" if typ is bool else "a string"
             raise CxgbitExtError(f"adapters[{i}].{k}: expected {want}, got {a.get(k)!r}; expected {shape}")
     entry = AdapterConfig(a["name"], a["type"], a["netdev"], a["ddp"], a["iso"])
+    # only that the name stays inside adapters/: ADAPTER_NAME_RULE is for an
+    # adapter to be made (Control._plan), one that exists already is named as it is
     if entry.name in ("", ".", "..") or "/" in entry.name or entry.name != entry.name.strip():
         raise CxgbitExtError(f"adapters[{i}]: {entry.name!r} is not an adapter name")
-    if len(entry.netdev) > 15 or "/" in entry.netdev or " " in entry.netdev:
+    if len(entry.netdev) > NAME_MAX or "/" in entry.netdev or " " in entry.netdev:
         raise CxgbitExtError(f"adapters[{i}]: {entry.netdev!r} is not a netdev name")
     return entry
 

@@ -54,7 +54,7 @@ from rtslib_fb import (
 )
 from rtslib_fb.utils import RTSLibError
 
-from cxgbit_ext import portals, topology
+from cxgbit_ext import persist, portals, topology
 
 # ALUA states (SPC-4 asymmetric access states) and the implicit access type
 AO, ANO = 0, 1
@@ -227,9 +227,8 @@ def create(layout: Layout, dev: str | None = None) -> bool:
         target = Target(FabricModule("iscsi"), layout.iqn)
         for gw, ip in enumerate(layout.portals, 1):
             tpg = TPG(target, gw)
-            rtpi = Path(tpg.path) / "rtpi"
-            if rtpi.exists():
-                rtpi.write_text(str(gw))
+            # a kernel without the file numbers the ports as every gateway makes them
+            persist.pin_rtpi(Path(tpg.path), gw)
             tpg.set_attribute("authentication", "0")
             tpg.set_attribute("generate_node_acls", "1")
             tpg.set_attribute("demo_mode_write_protect", "0")

@@ -89,6 +89,26 @@ def restore(ctl: Control, path: Path = DEFAULT) -> dict[str, Any]:
     return data
 
 
+def tpg_rtpi(tpg_dir: Path) -> int | None:
+    """The relative target port id of the TPG at configfs ``tpg_dir`` (its
+    ``rtpi`` file, LIO 6.5 on): None on a kernel without the file, 0 while
+    none is assigned (a TPG never enabled nor pinned)."""
+    f = tpg_dir / "rtpi"
+    return int(f.read_text(), 0) if f.exists() else None
+
+
+def pin_rtpi(tpg_dir: Path, rtpi: int) -> bool:
+    """Give the TPG at configfs ``tpg_dir`` relative target port ``rtpi``:
+    LIO takes one only while the TPG is disabled (OSError otherwise, or
+    when another TPG has it). False on a kernel without the ``rtpi`` file,
+    which numbers the ports itself."""
+    f = tpg_dir / "rtpi"
+    if not f.exists():
+        return False
+    f.write_text(str(rtpi))
+    return True
+
+
 def _tpg_path(fabric: str, wwn: str, tag: int) -> Path:
     from rtslib_fb import FabricModule
 
@@ -109,9 +129,8 @@ def lio_config() -> dict[str, Any]:
     for t in cfg.get("targets", []):
         t["tpgs"] = sorted(t.get("tpgs", []), key=lambda tpg: tpg["tag"])
         for tpg in t["tpgs"]:
-            f = _tpg_path(t["fabric"], t["wwn"], tpg["tag"]) / "rtpi"
-            rtpi = int(f.read_text(), 0) if f.exists() else 0
-            # 0: a TPG never enabled nor pinned has no port id to keep
+            # None or 0: no file, or a TPG never enabled nor pinned: no port id to keep
+            rtpi = tpg_rtpi(_tpg_path(t["fabric"], t["wwn"], tpg["tag"]))
             if rtpi:
                 tpg["rtpi"] = rtpi
     return cfg
@@ -148,7 +167,9 @@ def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[s
     for where, rtpi, enable in deferred:
         if rtpi:
             try:
-                (where / "rtpi").write_text(str(rtpi))
+                if not pin_rtpi(where, rtpi):
+                    errors.append(f"{where.name} of {where.parent.name}: relative target port {rtpi}: "
+                                  "this kernel has no rtpi file (LIO numbers the port itself)")  # fmt: skip
             except OSError as e:
                 errors.append(f"{where.name} of {where.parent.name}: relative target port {rtpi}: {e.strerror}")
         if enable:
