@@ -306,7 +306,14 @@ def offloaded_line(c: Connection) -> str | None:
 
 def offloaded_peers() -> list[str]:
     """The initiator side (ip:port) of each offloaded connection."""
-    return [ln.split()[0] for ln in connection_lines()]
+    return [c.peer for c in Control(CFS).connections()]
+
+
+def adapter_of(peer: str) -> str | None:
+    """The adapter of the offloaded connection whose initiator side is
+    ``peer`` (ip:port as the connections file prints it: IPv6 and v4-mapped
+    in brackets), None when no connection line has it."""
+    return next((c.adapter for c in Control(CFS).connections() if c.peer == peer), None)
 
 
 def cxgb4_adapter(name: str) -> dict[str, str]:
@@ -343,9 +350,13 @@ def lun_disk(iqn: str, address: str, lun: int, timeout: float = 30) -> str:
     raise AssertionError(f"no LUN {lun} of {iqn} at {address} after {timeout} s")
 
 
+def adapter_counters(name: str) -> dict[str, int]:
+    """Adapter ``name``'s counters (adapters/<name>/counters)."""
+    return Control(CFS).adapter(name).counters
+
+
 def soft0_counters() -> dict[str, int]:
-    text = (CFS / "adapters/soft0/counters").read_text()
-    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}
+    return adapter_counters("soft0")
 
 
 def cxgb4_counters(name: str) -> dict[str, int]:

@@ -22,7 +22,7 @@ from cxgbit_ext import topology
 from iscsi_initiator.session import Connection, Params
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target
+from .conftest import CFS, PDU_INITIATOR, adapter_counters, connection_lines, offloaded_target
 
 IQN = "iqn.2026-11.org.cxgbit-ext:adapters"
 OFF, OTHER = topo.LINKS  # soft0 serves tgt0; soft1 (made here) tgt1
@@ -47,11 +47,6 @@ def soft1(target: None) -> Iterator[Path]:
     finally:
         if d.exists():
             d.rmdir()
-
-
-def counters(adapter: str) -> dict[str, int]:
-    text = (ADAPTERS / adapter / "counters").read_text()
-    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}
 
 
 # the key=value fields of a connections line, in the module's order (cxe_conn_line)
@@ -123,7 +118,7 @@ def test_bad_adapter_input_is_refused_and_changes_nothing(soft1: Path) -> None:
 
 def test_each_connection_on_the_adapter_of_its_netdev(soft1: Path) -> None:
     (soft1 / "netdev").write_text(OTHER.tgt_dev)
-    b0, b1 = counters("soft0"), counters("soft1")
+    b0, b1 = adapter_counters("soft0"), adapter_counters("soft1")
     a, b = login(OFF.tgt_ip), login(OTHER.tgt_ip)
     conns = connections()
     assert conns[peer(a)]["adapter"] == "soft0"
@@ -131,7 +126,7 @@ def test_each_connection_on_the_adapter_of_its_netdev(soft1: Path) -> None:
     n_a, n_b = write_read(a, 0, 64), write_read(b, 4096, 96)
     a.logout()
     b.logout()
-    a0, a1 = counters("soft0"), counters("soft1")
+    a0, a1 = adapter_counters("soft0"), adapter_counters("soft1")
     for before, after, n in ((b0, a0, n_a), (b1, a1, n_b)):
         assert after["syn_steered"] - before["syn_steered"] == 1
         assert after["connections"] - before["connections"] == 1
@@ -164,16 +159,16 @@ def test_toggles_apply_to_new_connections(target: None) -> None:
         c = login(OFF.tgt_ip, params)
         fields = connections()[peer(c)]
         assert (fields["ddp"], fields["iso"]) == ("0", "0")
-        before = counters("soft0")
+        before = adapter_counters("soft0")
         n = write_read(c, 12288, 300)  # solicited by R2Ts; read back in 8 KiB PDUs
-        mid = counters("soft0")
+        mid = adapter_counters("soft0")
         assert mid["bytes_copied"] - before["bytes_copied"] == n
         assert mid["bytes_placed"] == before["bytes_placed"]
         assert mid["bursts"] == before["bursts"]  # Data-In went PDU by PDU
         assert mid["ddp_tag_errors"] == before["ddp_tag_errors"]
         # the connection made before the change still places and segments
         n = write_read(started_with_all, 16384, 300)
-        after = counters("soft0")
+        after = adapter_counters("soft0")
         assert after["bytes_placed"] - mid["bytes_placed"] == n
         assert after["bytes_copied"] == mid["bytes_copied"]
         assert after["bursts"] - mid["bursts"] == 3  # 150 KiB in 64 KiB bursts

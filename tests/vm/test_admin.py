@@ -23,7 +23,7 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, TargetcliShell, connection_lines, insmod, lio_clear
+from .conftest import CFS, PDU_INITIATOR, TargetcliShell, adapter_counters, connection_lines, insmod, lio_clear
 
 IQN = "iqn.2026-11.org.cxgbit-ext:admin"
 T0, T1 = topo.LINKS[0], topo.LINKS[1]
@@ -307,11 +307,6 @@ def login_goes_to(ip: str, port: int) -> str | None:
         c.close()
 
 
-def counted(adapter: str) -> int:
-    text = (CFS / f"adapters/{adapter}/counters").read_text()
-    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}["connections"]
-
-
 def test_portal_state_is_the_rule_logins_follow(admin: None) -> None:
     """The module's portal_state says where a portal's logins go, and they go
     there: a portal on tgt1's address with soft0 bound to tgt0 is reported
@@ -330,11 +325,11 @@ def test_portal_state_is_the_rule_logins_follow(admin: None) -> None:
     s = portals.state(Control(), *NP1_STATE, True)
     assert s.reason == f"{T1.tgt_ip} is on {T1.tgt_dev}, which no adapter serves (soft0 serves {T0.tgt_dev})"
     assert portals.state(Control(), *ANY_STATE, True).summary() == f"offload: soft0 hcrc+dcrc+ddp+iso on {T0.tgt_dev}"
-    soft0 = counted("soft0")
+    soft0 = adapter_counters("soft0")["connections"]
     assert login_goes_to(*NP1_STATE) is None, "a login the module reports unserved was offloaded"
     assert login_goes_to(T1.tgt_ip, 3263) is None, "a login over tgt1, reported unserved, was offloaded"
     assert login_goes_to(T0.tgt_ip, 3263) == "soft0"
-    assert counted("soft0") == soft0 + 1
+    assert adapter_counters("soft0")["connections"] == soft0 + 1
 
     # an adapter bound to tgt1: the report and the logins move to it
     (CFS / "adapters/soft1").mkdir()
@@ -346,7 +341,7 @@ def test_portal_state_is_the_rule_logins_follow(admin: None) -> None:
     assert portals.state(Control(), *NP1_STATE, True).summary() == "offload: soft1 hcrc+dcrc+ddp+iso"
     assert login_goes_to(*NP1_STATE) == "soft1"
     assert login_goes_to(T1.tgt_ip, 3263) == "soft1"
-    assert counted("soft1") == 2 and counted("soft0") == soft0 + 1
+    assert adapter_counters("soft1")["connections"] == 2 and adapter_counters("soft0")["connections"] == soft0 + 1
 
     # soft0 serving every netdev: tgt1 stays soft1's, every other netdev is soft0's
     (CFS / "adapters/soft0/netdev").write_text("*")

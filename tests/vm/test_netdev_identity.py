@@ -30,7 +30,16 @@ from cxgbit_ext import topology
 from iscsi_initiator.session import Connection
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, dmesg_since, kmsg_mark, offloaded_target
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    adapter_counters,
+    adapter_of,
+    connection_lines,
+    dmesg_since,
+    kmsg_mark,
+    offloaded_target,
+)
 
 OFF, STOCK = topo.LINKS
 IQN = "iqn.2026-11.org.cxgbit-ext:netdev-identity"
@@ -88,13 +97,9 @@ def login(ip: str) -> Connection:
     return c
 
 
-def adapter_of(c: Connection, ini_ip: str) -> str | None:
-    """The adapter serving c, or None when it is not offloaded."""
-    me = f"{ini_ip}:{c.sock.getsockname()[1]} "
-    for ln in connection_lines():
-        if ln.startswith(me):
-            return ln.split(" adapter=")[1].split()[0]
-    return None
+def peer_of(c: Connection, ini_ip: str) -> str:
+    """c's initiator side as the connections file prints it (ip:port)."""
+    return f"{ini_ip}:{c.sock.getsockname()[1]}"
 
 
 def roundtrip(c: Connection, lba: int) -> None:
@@ -107,12 +112,14 @@ def test_rename_keeps_the_binding(soft1: Path) -> None:
     (soft1 / "netdev").write_text(STOCK.tgt_dev)
     live = login(STOCK.tgt_ip)
     try:
-        assert adapter_of(live, STOCK.ini_ip) == "soft1"
+        assert adapter_of(peer_of(live, STOCK.ini_ip)) == "soft1"
         rename(STOCK.tgt_dev, "tgtx1")
         try:
             assert (soft1 / "netdev").read_text() == "tgtx1\n"
             fresh = login(STOCK.tgt_ip)
-            assert adapter_of(fresh, STOCK.ini_ip) == "soft1", "a login after the rename was not offloaded on soft1"
+            assert adapter_of(peer_of(fresh, STOCK.ini_ip)) == "soft1", (
+                "a login after the rename was not offloaded on soft1"
+            )
             roundtrip(fresh, 0)
             fresh.close()
             roundtrip(live, 8)
@@ -128,7 +135,7 @@ def test_unregister_unbinds(soft1: Path) -> None:
     try:
         (soft1 / "netdev").write_text(EXTRA.tgt_dev)
         c = login(EXTRA.tgt_ip)
-        assert adapter_of(c, EXTRA.ini_ip) == "soft1"
+        assert adapter_of(peer_of(c, EXTRA.ini_ip)) == "soft1"
         c.close()
         mark = kmsg_mark("deleting tgtz")
         sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev)
@@ -138,7 +145,7 @@ def test_unregister_unbinds(soft1: Path) -> None:
         add_link(EXTRA)
         assert (soft1 / "netdev").read_text() == "\n"
         c = login(EXTRA.tgt_ip)
-        assert adapter_of(c, EXTRA.ini_ip) is None, "a new netdev that took the old name was served"
+        assert adapter_of(peer_of(c, EXTRA.ini_ip)) is None, "a new netdev that took the old name was served"
         roundtrip(c, 16)
         c.close()
     finally:
@@ -161,11 +168,11 @@ def test_unregister_ends_live_connections(soft1: Path) -> None:
         MappedLUN(acl, 0, next(iter(tpg.luns)))
         (soft1 / "netdev").write_text(EXTRA.tgt_dev)
         neighbour = login(OFF.tgt_ip)
-        assert adapter_of(neighbour, OFF.ini_ip) == "soft0"
+        assert adapter_of(peer_of(neighbour, OFF.ini_ip)) == "soft0"
         doomed = Connection(EXTRA.tgt_ip, 3260)
         doomed.login(name, IQN)
         peer = f"{EXTRA.ini_ip}:{doomed.sock.getsockname()[1]} "
-        assert adapter_of(doomed, EXTRA.ini_ip) == "soft1"
+        assert adapter_of(peer_of(doomed, EXTRA.ini_ip)) == "soft1"
         mark = kmsg_mark("deleting tgtz under a live connection")
         t0 = time.monotonic()
         sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev)
@@ -213,11 +220,6 @@ def other_host(target: None) -> Iterator[None]:
         topo.sh("ip", "netns", "del", OTHER_NS, check=False)
 
 
-def adapter_count(name: str) -> int:
-    text = (CFS / f"adapters/{name}/counters").read_text()
-    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines())}["connections"]
-
-
 def test_same_name_in_another_namespace(soft1: Path, other_host: None) -> None:
     """An adapter serves a netdev of its own namespace: soft0, bound to tgt0
     of netns tgt, does not serve tgt2's tgt0; a name that two namespaces
@@ -230,23 +232,23 @@ def test_same_name_in_another_namespace(soft1: Path, other_host: None) -> None:
 
     c = Connection(OTHER.tgt_ip, OTHER_PORT)
     c.login(PDU_INITIATOR, OTHER_IQN)
-    assert adapter_of(c, OTHER.ini_ip) is None, "soft0 served a netdev of another namespace that has its name"
+    assert adapter_of(peer_of(c, OTHER.ini_ip)) is None, "soft0 served a netdev of another namespace that has its name"
     roundtrip(c, 0)
     c.close()
 
     with topo.in_netns(OTHER_NS):
         (soft1 / "netdev").write_text(OFF.tgt_dev)
     assert (soft1 / "netdev").read_text() == f"{OFF.tgt_dev}\n"
-    soft0_before = adapter_count("soft0")
+    soft0_before = adapter_counters("soft0")["connections"]
     c = Connection(OTHER.tgt_ip, OTHER_PORT)
     c.login(PDU_INITIATOR, OTHER_IQN)
-    assert adapter_of(c, OTHER.ini_ip) == "soft1", "a login over tgt2's tgt0 was not offloaded on soft1"
+    assert adapter_of(peer_of(c, OTHER.ini_ip)) == "soft1", "a login over tgt2's tgt0 was not offloaded on soft1"
     roundtrip(c, 8)
-    soft1_before = adapter_count("soft1")
+    soft1_before = adapter_counters("soft1")["connections"]
     home = login(OFF.tgt_ip)
-    assert adapter_of(home, OFF.ini_ip) == "soft0", "a login over netns tgt's tgt0 left soft0"
+    assert adapter_of(peer_of(home, OFF.ini_ip)) == "soft0", "a login over netns tgt's tgt0 left soft0"
     roundtrip(home, 16)
-    assert adapter_count("soft0") == soft0_before + 1
-    assert adapter_count("soft1") == soft1_before
+    assert adapter_counters("soft0")["connections"] == soft0_before + 1
+    assert adapter_counters("soft1")["connections"] == soft1_before
     home.close()
     c.close()

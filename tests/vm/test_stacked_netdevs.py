@@ -27,7 +27,7 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, soft0_counters
+from .conftest import CFS, PDU_INITIATOR, adapter_of, connection_lines, offloaded_target, soft0_counters
 
 OFF, STOCK = topo.LINKS
 IQN = "iqn.2026-11.org.cxgbit-ext:stacked"
@@ -191,14 +191,6 @@ def bond(request: pytest.FixtureRequest, target: None) -> Iterator[Stack]:
         drop_bond(s)
 
 
-def adapter_of(c: Connection, ini_ip: str) -> str | None:
-    me = f"{ini_ip}:{c.sock.getsockname()[1]} "
-    for ln in connection_lines():
-        if ln.startswith(me):
-            return ln.split(" adapter=")[1].split()[0]
-    return None
-
-
 def offloaded_over(s: Stack, lba: int) -> None:
     """soft0 serves s.tgt_dev only: a login over it is offloaded, one over
     tgt1 is not, and data written on each reads back."""
@@ -207,7 +199,8 @@ def offloaded_over(s: Stack, lba: int) -> None:
         for ip, ini_ip, expect in ((s.tgt_ip, s.ini_ip, "soft0"), (STOCK.tgt_ip, STOCK.ini_ip, None)):
             c = Connection(ip, 3260)
             c.login(PDU_INITIATOR, IQN)
-            assert adapter_of(c, ini_ip) == expect, f"a login over {ip} went {adapter_of(c, ini_ip)}, not {expect}"
+            me = f"{ini_ip}:{c.sock.getsockname()[1]}"
+            assert adapter_of(me) == expect, f"a login over {ip} went {adapter_of(me)}, not {expect}"
             data = os.urandom(64 * 1024)
             c.scsi_write(lba, data)
             assert c.scsi_read(lba, len(data) // 512) == data
