@@ -114,6 +114,15 @@ struct cxe_adapter_ops {
 	 */
 	int (*accept)(struct cxe_np *cnp, struct cxe_conn *c);
 	/*
+	 * A backend whose adapters ride the kernel's TCP (CXE_BACKEND_SOCKETS)
+	 * takes c: a connection the software path accepted on a socket, for
+	 * one of its adapters (c->adapter), before anything was read. c is the
+	 * software path's (its ops, cxe_soft_ops, still work on it); the
+	 * backend keeps its own state in c->priv. 0, or an error: the
+	 * connection is then closed (the initiator retries). Process context.
+	 */
+	int (*adopt)(struct cxe_conn *c);
+	/*
 	 * Until the first send, the first Login request stays unread on the
 	 * connection (recv_hdr/recv_data deliver it all the same). hand_back
 	 * gives the connection in that state to the host's own listener for
@@ -263,6 +272,15 @@ struct cxe_limits {
  * one; a portal works whether it listens or not)
  */
 #define CXE_BACKEND_DEVICES	BIT(2)
+/*
+ * Its adapters serve netdevs as software adapters do (published in
+ * adapters/ with cxe_adapter_publish()) and ride the kernel's TCP: the
+ * portal's listener accepts the connections steered to them and the
+ * backend adopts each (adopt), its ops starting from the software path's
+ * (cxe_soft_ops) and replacing what its NIC does: a NIC whose offloads
+ * sit beside the host's TCP stack (digests, placement), not a TOE
+ */
+#define CXE_BACKEND_SOCKETS	BIT(3)
 
 /*
  * The contract's version. A backend sets .contract to the value it was
@@ -271,7 +289,7 @@ struct cxe_limits {
  * cxe_np and cxe_adapter, enum cxe_stat, and what cxgbit_ext.h declares
  * or inlines for backends.
  */
-#define CXE_BACKEND_CONTRACT	1
+#define CXE_BACKEND_CONTRACT	2
 
 struct cxe_backend {
 	/* these two first, in every version: a mismatch can still be named */

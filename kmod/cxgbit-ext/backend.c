@@ -121,7 +121,7 @@ static const char *cxe_backend_refused(const struct cxe_backend *b)
 	 */
 	if ((b->flags & (CXE_BACKEND_PORTALS | CXE_BACKEND_MKDIR)) &&
 	    b->owner != THIS_MODULE)
-		return "a module's backend serves its own devices only (CXE_BACKEND_DEVICES)";
+		return "a module's backend serves its own devices only (DEVICES or SOCKETS)";
 	/* one that can be found (flags) is asked to listen, or for connections */
 	if (!b->name || (b->flags && !b->ops))
 		return "no name or ops";
@@ -131,6 +131,9 @@ static const char *cxe_backend_refused(const struct cxe_backend *b)
 	if ((b->flags & CXE_BACKEND_DEVICES) &&
 	    (!b->ops->listen || !b->ops->unlisten))
 		return "no listen or unlisten";
+	if ((b->flags & CXE_BACKEND_SOCKETS) &&
+	    (!b->ops->adopt || !b->ops->conn_release))
+		return "no adopt or conn_release";
 	if (b->ops && b->ops->accept &&
 	    (b->conn_size < sizeof(struct cxe_conn) || !b->ops->conn_release))
 		return "no connection size or conn_release";

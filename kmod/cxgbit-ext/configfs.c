@@ -321,6 +321,8 @@ static const struct config_item_type cxe_adapter_type = {
 	.ct_owner	= THIS_MODULE,
 };
 
+static struct config_group cxe_adapters_group;
+
 /* An adapter of the backend whose adapters are made by name, listed */
 static struct cxe_adapter *cxe_adapter_new_soft(const char *name)
 {
@@ -342,6 +344,45 @@ static struct config_group *cxe_adapters_make(struct config_group *group,
 	pr_info("adapter %s created (software, serving no netdev until bound)\n", name);
 	return &a->group;
 }
+
+struct cxe_adapter *cxe_adapter_publish(const char *name,
+					const struct cxe_backend *b,
+					const char *netdev)
+{
+	struct cxe_adapter *a;
+	int ret;
+
+	if (!(b->flags & CXE_BACKEND_SOCKETS))
+		return ERR_PTR(-EINVAL);
+	a = cxe_adapter_new(name, b, &cxe_adapter_type);
+	if (IS_ERR(a))
+		return a;
+	ret = cxe_adapter_bind(a, netdev);
+	if (!ret)
+		ret = configfs_register_group(&cxe_adapters_group, &a->group);
+	if (ret) {
+		cxe_adapter_unlist(a);
+		cxe_adapter_put(a);
+		return ERR_PTR(ret);
+	}
+	pr_info("adapter %s published by backend %s, serving '%s'\n", name,
+		b->name, netdev);
+	return a;
+}
+EXPORT_SYMBOL_GPL(cxe_adapter_publish);
+
+/*
+ * The backend's adapter leaves adapters/ and serves nothing more; its
+ * connections keep it (and its backend's module) until they end.
+ */
+void cxe_adapter_unpublish(struct cxe_adapter *a)
+{
+	cxe_adapter_unlist(a);
+	configfs_unregister_group(&a->group);
+	pr_info("adapter %s unpublished\n", a->name);
+	cxe_adapter_put(a);
+}
+EXPORT_SYMBOL_GPL(cxe_adapter_unpublish);
 
 /* rmdir adapters/<name>: no new connections; live ones keep a reference */
 static void cxe_adapters_drop(struct config_group *group, struct config_item *item)
@@ -368,8 +409,6 @@ static const struct config_item_type cxe_root_type = {
 	.ct_bin_attrs	= cxe_root_bin_attrs,
 	.ct_owner	= THIS_MODULE,
 };
-
-static struct config_group cxe_adapters_group;
 
 static struct configfs_subsystem cxe_subsys = {
 	.su_group = {

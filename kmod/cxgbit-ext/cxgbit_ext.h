@@ -151,6 +151,7 @@ struct cxe_conn {
 	bool			no_inline;
 	struct cxe_dcache	dcache;
 	atomic64_t		stats[CXE_STAT_MAX];
+	void			*priv;		/* an adopting backend's (adopt) */
 };
 
 /*
@@ -305,6 +306,16 @@ static inline int cxe_recv_buf(struct cxe_conn *c, void *buf, u32 len,
 /* configfs.c: the control interface */
 int cxe_configfs_init(void);
 void cxe_configfs_exit(void);
+/*
+ * An adapter of b (CXE_BACKEND_SOCKETS) serving netdev (a name, "*" or
+ * ""), in adapters/ with a software adapter's attributes until
+ * cxe_adapter_unpublish(); an ERR_PTR when the name is taken or bad or
+ * the netdev is served already. Process context.
+ */
+struct cxe_adapter *cxe_adapter_publish(const char *name,
+					const struct cxe_backend *b,
+					const char *netdev);
+void cxe_adapter_unpublish(struct cxe_adapter *a);
 
 /*
  * This module's backend; main.c registers it (adapters/soft/cm.c). The
@@ -312,6 +323,8 @@ void cxe_configfs_exit(void);
  */
 extern const struct cxe_backend cxe_soft_backend;
 void cxe_soft_exit(void);
+/* the software path's connection ops, for backends that adopt (adopt) */
+extern const struct cxe_adapter_ops cxe_soft_ops;
 
 /* transport.c */
 extern struct iscsit_transport cxe_transport;

@@ -75,6 +75,33 @@ void cxe_np_ready(struct cxe_np *cnp)
 EXPORT_SYMBOL_GPL(cxe_np_ready);
 
 /*
+ * A connection b accepted for an adapter of a backend that rides the
+ * kernel's TCP (CXE_BACKEND_SOCKETS): that one adopts it and holds it
+ * from here, its module in b's stead. Otherwise b lets it go and the
+ * caller frees it; LIO closes the socket b lent it.
+ */
+static int cxe_adopt(const struct cxe_backend *b, struct cxe_conn *c)
+{
+	const struct cxe_backend *to = c->adapter->backend;
+	int ret = -ENODEV;
+
+	if (try_module_get(to->owner)) {
+		ret = to->ops->adopt(c);
+		if (ret)
+			module_put(to->owner);
+	}
+	if (!ret) {
+		module_put(b->owner);
+		return 0;
+	}
+	pr_warn_ratelimited("connection %pISpc -> %pISpc: backend %s did not take it (%d): closed\n",
+			    &c->peer, &c->local, to->name, ret);
+	b->ops->conn_release(c);
+	cxe_adapter_put(c->adapter);
+	return ret;
+}
+
+/*
  * b's next connection for the portal: 0 with *cp, -EAGAIN, or an error.
  * A connection holds b's module (cxe_free_conn() lets it go); one that
  * is unloading has none to give.
@@ -97,6 +124,8 @@ static int cxe_accept_from(const struct cxe_backend *b, struct cxe_np *cnp,
 	c->limits = &b->limits;
 	/* sets c->adapter (with a reference) and its toggles, may narrow c->limits */
 	ret = b->ops->accept(cnp, c);
+	if (!ret && c->adapter->backend != b)
+		ret = cxe_adopt(b, c);
 	if (ret) {
 		kfree(c);
 		module_put(b->owner);

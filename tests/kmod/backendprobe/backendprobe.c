@@ -6,6 +6,9 @@
  * registered already (name=), one that asks to serve portals by name
  * (flags=, CXE_BACKEND_* bits) is refused at load, with the reason in the
  * kernel log; any other is listed in the backends file until it unloads.
+ * With netdev=, it rides the kernel's TCP (CXE_BACKEND_SOCKETS): its
+ * adapter probe0 serves that netdev and it adopts nothing, answering
+ * adopt_err= (an errno, negative) for each connection steered to it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,6 +28,14 @@ static ulong flags;
 module_param(flags, ulong, 0444);
 MODULE_PARM_DESC(flags, "its CXE_BACKEND_* flags (default: none)");
 
+static char *netdev;
+module_param(netdev, charp, 0444);
+MODULE_PARM_DESC(netdev, "a netdev its adapter probe0 serves, refusing every connection (default: none, no adapter)");
+
+static int adopt_err = -ENOMEM;
+module_param(adopt_err, int, 0444);
+MODULE_PARM_DESC(adopt_err, "what adopt answers with netdev= (default: -ENOMEM)");
+
 static int cxe_probe_listen(struct cxe_np *cnp)
 {
 	return 0;
@@ -39,21 +50,52 @@ static const struct cxe_adapter_ops cxe_probe_ops = {
 	.unlisten	= cxe_probe_unlisten,
 };
 
+static int cxe_probe_adopt(struct cxe_conn *c)
+{
+	return adopt_err;
+}
+
+static struct cxe_adapter_ops cxe_probe_sockets_ops;
+
 static struct cxe_backend cxe_probe = {
 	.owner	= THIS_MODULE,
 	.ops	= &cxe_probe_ops,
 };
 
+static struct cxe_adapter *cxe_probe_adapter;
+
 static int __init cxe_probe_init(void)
 {
+	int ret;
+
 	cxe_probe.contract = contract;
 	cxe_probe.name = name;
 	cxe_probe.flags = flags;
-	return cxe_backend_register(&cxe_probe);
+	if (netdev) {
+		cxe_probe_sockets_ops = cxe_soft_ops;
+		/* the portal's listener accepts for it */
+		cxe_probe_sockets_ops.listen = NULL;
+		cxe_probe_sockets_ops.unlisten = NULL;
+		cxe_probe_sockets_ops.accept = NULL;
+		cxe_probe_sockets_ops.adopt = cxe_probe_adopt;
+		cxe_probe.ops = &cxe_probe_sockets_ops;
+		cxe_probe.flags |= CXE_BACKEND_SOCKETS;
+	}
+	ret = cxe_backend_register(&cxe_probe);
+	if (ret || !netdev)
+		return ret;
+	cxe_probe_adapter = cxe_adapter_publish("probe0", &cxe_probe, netdev);
+	if (IS_ERR(cxe_probe_adapter)) {
+		cxe_backend_unregister(&cxe_probe);
+		return PTR_ERR(cxe_probe_adapter);
+	}
+	return 0;
 }
 
 static void __exit cxe_probe_exit(void)
 {
+	if (cxe_probe_adapter)
+		cxe_adapter_unpublish(cxe_probe_adapter);
 	cxe_backend_unregister(&cxe_probe);
 }
 

@@ -862,7 +862,7 @@ static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 	sc->rx.login = false;
 }
 
-static const struct cxe_adapter_ops cxe_soft_ops = {
+const struct cxe_adapter_ops cxe_soft_ops = {
 	.listen		= cxe_soft_listen,
 	.unlisten	= cxe_soft_unlisten,
 	.accept		= cxe_soft_accept,
@@ -879,6 +879,7 @@ static const struct cxe_adapter_ops cxe_soft_ops = {
 	.ddp_check	= cxe_soft_ddp_check,
 	.ddp_release	= cxe_soft_ddp_release,
 };
+EXPORT_SYMBOL_GPL(cxe_soft_ops);
 
 /*
  * Software adapters are made by name (soft0 at load, more with mkdir) and
