@@ -56,3 +56,8 @@ def insmod(ko: Path, *params: str, provided: tuple[str, ...] = ()) -> subprocess
         if dep not in provided:
             subprocess.run(["modprobe", dep], check=True)
     return subprocess.run(["insmod", str(ko), *params], capture_output=True, text=True)
+
+
+def rmmod(mod: str) -> subprocess.CompletedProcess[str]:
+    """rmmod, its answer kept: a refusal ("in use") is what some tests want."""
+    return subprocess.run(["rmmod", mod], capture_output=True, text=True)

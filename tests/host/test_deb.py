@@ -63,6 +63,12 @@ def changelog_version() -> str:
     return p.stdout.strip().rsplit("-", 1)[0] if "-" in p.stdout else p.stdout.strip()
 
 
+def example_version() -> str:
+    """The version the example backend's Makefile looks for under /usr/src."""
+    (v,) = re.findall(r"^CXE_VERSION \?= (\S+)$", (TOP / "kmod/example-backend/Makefile").read_text(), re.M)
+    return v
+
+
 def manpage_version() -> str:
     """The version in docs/cxgbit-ext.1's title line (the page's footer)."""
     m = re.search(r'^\.TH .*"cxgbit-ext ([^"]+)"', (TOP / "docs/cxgbit-ext.1").read_text(), re.MULTILINE)
@@ -79,6 +85,7 @@ def test_one_version_everywhere() -> None:
         "setup.py": setup_version(),
         "docs/cxgbit-ext.1": manpage_version(),
         "debian/changelog": changelog_version(),
+        "kmod/example-backend/Makefile": example_version(),
     }
     assert len(set(versions.values())) == 1, versions
 
@@ -381,7 +388,9 @@ def newest_kernel() -> str:
 
 def test_packaged_source_builds_under_dkms(built: Built, newest_kernel: str, tmp_path: Path) -> None:
     """What the package's postinst does, in a throwaway dkms tree: dkms add
-    of /usr/src/cxgbit-ext-<version> as unpacked, dkms build for a kernel.
+    of /usr/src/cxgbit-ext-<version> as unpacked, dkms build for a kernel;
+    then the example backend built out of tree on that source's headers
+    and that build's Module.symvers, as an OEM builds a backend.
     LIO's headers come from where the module's Makefile finds them (make
     deps' cache, else linux-source; tests/host/test_dkms.py covers the latter)."""
     root = tmp_path / "root"
@@ -404,6 +413,20 @@ def test_packaged_source_builds_under_dkms(built: Built, newest_kernel: str, tmp
     (ko,) = (tmp_path / "dkms/cxgbit-ext" / v / newest_kernel / os.uname().machine / "module").glob("cxgbit_ext.ko*")
     p = subprocess.run(["modinfo", "-F", "version", str(ko)], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == v
+
+    # An OEM's backend, out of tree on what the package installed: the
+    # contract's headers under /usr/src and the Module.symvers of that build
+    example = tmp_path / "example-backend"
+    shutil.copytree(TOP / "kmod/example-backend", example)
+    symvers = tmp_path / "dkms/cxgbit-ext" / v / newest_kernel / os.uname().machine / "Module.symvers"
+    make = ["make", "-C", str(example), f"KVER={newest_kernel}", f"CXE_SRC={root / f'usr/src/cxgbit-ext-{v}'}",
+            f"CXE_SYMVERS={symvers}"]  # fmt: skip
+    p = subprocess.run(make, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    assert p.returncode == 0, f"{' '.join(make)}: exit {p.returncode}\n{p.stdout}{p.stderr}"
+    assert "warning" not in p.stdout + p.stderr, p.stdout + p.stderr
+    deps = subprocess.run(["modinfo", "-F", "depends", str(example / "cxgbit_ext_example.ko")],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert deps.stdout.strip() == "cxgbit_ext", deps.stdout
 
 
 def test_cxe_initiator_page_names_every_command_and_option() -> None:

@@ -23,7 +23,7 @@ from rtslib_fb import NetworkPortal, RTSRoot
 from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from testbed import topo
-from testbed.kmod import CXGB4_BACKEND, backend_ko
+from testbed.kmod import CXGB4_BACKEND, backend_ko, rmmod
 
 from .conftest import CFS, TOP, dmesg_since, insmod, kmsg_mark, lio_clear
 
@@ -33,10 +33,6 @@ LINK = topo.LINKS[0]
 
 def loaded(mod: str) -> bool:
     return Path(f"/sys/module/{mod}").exists()
-
-
-def rmmod(mod: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["rmmod", mod], capture_output=True, text=True)
 
 
 @pytest.fixture
