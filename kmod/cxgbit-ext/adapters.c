@@ -29,7 +29,7 @@
 #include <net/net_namespace.h>
 #include <net/addrconf.h>
 
-#include "cxgbit_ext.h"
+#include "core.h"
 
 const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_SYN_STEERED]	= "syn_steered",

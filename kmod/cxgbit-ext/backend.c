@@ -25,7 +25,7 @@
 
 #include "iscsi_target_parameters.h"
 
-#include "cxgbit_ext.h"
+#include "core.h"
 
 #define CXE_MAX_BACKENDS	4
 

@@ -54,7 +54,7 @@
 #include <linux/string.h>
 #include <linux/sizes.h>
 
-#include "cxgbit_ext.h"
+#include "core.h"
 
 static ssize_t cxe_root_version_show(struct config_item *item, char *page)
 {

@@ -2,13 +2,10 @@
 /*
  * cxgbit-ext: iSCSI PDU-offload transport for the LIO target.
  *
- * Shared declarations of the module's parts, from the bottom up: pdu/
- * (pure protocol code), adapters.c (the adapters and what each serves),
- * backend.c (the backend registry, what listens for each portal, the
- * hardware's limits), holds.c (login holds), portal.c (portals,
- * connections, login), transport.c (the PDU path LIO talks to),
- * adapters/soft/ (the software adapter), configfs.c (the control
- * interface) and main.c (entry).
+ * What a backend sees of the core, with adapter.h: the shared structs
+ * (adapter, connection, portal), the helpers inlined on them, and what
+ * the core exports. A backend module builds against this file, adapter.h
+ * and the headers of pdu/; the core's own parts share core.h as well.
  */
 #ifndef CXGBIT_EXT_H
 #define CXGBIT_EXT_H
@@ -64,8 +61,6 @@ enum cxe_stat {
 	CXE_STAT_WALK_STARTS,	/* walks of a command's pages begun at its start */
 	CXE_STAT_MAX,
 };
-
-extern const char *const cxe_stat_names[CXE_STAT_MAX];
 
 /*
  * An adapter: what serves offloaded connections on some netdevs. Software
@@ -225,120 +220,32 @@ struct cxe_np {
 void cxe_np_ready(struct cxe_np *cnp);
 
 /*
- * adapters.c: the adapters. The listed ones (made by name) serve netdevs:
- * steering and accept look them up; those of backends with devices of
- * their own are not listed.
- */
-int cxe_adapters_init(void);
-void cxe_adapters_exit(void);
-bool cxe_adapter_steer(const struct net_device *dev, bool syn);
-struct cxe_adapter *cxe_adapter_get_for_sk(const struct sock *sk);
-/* where a portal's logins go, appended to page from at (portal_state) */
-ssize_t cxe_portal_state(const struct cxe_np *cnp, char *page, ssize_t at);
-/* the portal's address, NULL for a wildcard; the netdev it is on (RCU held) */
-const void *cxe_portal_ip(const struct cxe_np *cnp);
-struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip);
-struct cxe_adapter *cxe_adapter_add(const char *name,
-				    const struct cxe_backend *b);
-struct cxe_adapter *cxe_adapter_new(const char *name,
-				    const struct cxe_backend *b,
-				    const struct config_item_type *type);
-void cxe_adapter_unlist(struct cxe_adapter *a);
-void cxe_adapter_release(struct config_item *item);
-/* serve netdev name: "*" all, "" none; -EBUSY when another one serves it */
-int cxe_adapter_bind(struct cxe_adapter *a, const char *name);
-void cxe_adapter_netdev_name(struct cxe_adapter *a, char name[IFNAMSIZ]);
-/* a's counters, summed over CPUs, "[prefix ]name value" a line, in size */
-size_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
-				 const char *prefix, char *buf, size_t size);
-
-/*
- * backend.c: the backend registry. This module's backends register at
- * its load; other modules' at theirs, whenever that is (process context,
- * may sleep). It lists the portals and has each backend listen for them.
+ * What the core exports to backend modules (EXPORT_SYMBOL_GPL), beside
+ * cxe_np_ready() above and the pure PDU helpers of pdu/ (CXE_EXPORT).
+ * backend.c: register and unregister (process context, may sleep).
  */
 int cxe_backend_register(const struct cxe_backend *b);
 void cxe_backend_unregister(const struct cxe_backend *b);
-int cxe_backends_get(const struct cxe_backend **out, int n,
-		     unsigned long flags);
-void cxe_backends_put(const struct cxe_backend **b, int n);
-const struct cxe_backend *cxe_backend_find(unsigned long flags);
-ssize_t cxe_backends_counters_read(void *buf, size_t size);
-ssize_t cxe_caps_show(unsigned long caps, const char *sep, char *page,
-		      ssize_t at);
-ssize_t cxe_backend_show_all(char *page);
-void cxe_backends_reset_handed_back(const char *target);
-int cxe_portal_listen(struct cxe_np *cnp);
-void cxe_portal_unlisten(struct cxe_np *cnp);
-int cxe_portals_each(int (*fn)(const struct cxe_np *cnp, void *arg), void *arg);
-/* the backend's limits (struct cxe_limits) as the PDU layer keeps to them */
-int cxe_validate_params(struct iscsit_conn *conn);
-void cxe_limit_send(struct cxe_conn *c);
-bool cxe_iso_fits(const struct cxe_conn *c, u32 mbl);
-bool cxe_ddp_fits(const struct cxe_conn *c, struct iscsit_cmd *cmd,
-		  u32 off, u32 len);
-
-/* holds.c: targets whose refused logins are not handed back */
-bool cxe_hold_has(const char *target, size_t len);
-ssize_t cxe_holds_store(const char *page, size_t count);
-ssize_t cxe_holds_show(char *page);
-
-/* portal.c: LIO's portal, connection and login calls */
-struct iscsi_login;
-int cxe_setup_np(struct iscsi_np *np, struct sockaddr_storage *addr);
-int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn);
-void cxe_free_np(struct iscsi_np *np);
-void cxe_free_conn(struct iscsit_conn *conn);
-int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login);
-int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
-		     u32 length);
-ssize_t cxe_conn_show_all(char *buf, size_t size);
-
-/* Receive a data segment of dlen bytes, len of them into buf. */
-static inline int cxe_recv_buf(struct cxe_conn *c, void *buf, u32 len,
-			       u32 dlen, bool *bad)
-{
-	struct cxe_data dst = { .buf = buf, .len = len };
-
-	return cxe_ops(c)->recv_data(c, &dst, dlen, bad);
-}
-
-/* configfs.c: the control interface */
-int cxe_configfs_init(void);
-void cxe_configfs_exit(void);
+/* adapters.c: the portal's address, NULL for a wildcard; its netdev (RCU held) */
+const void *cxe_portal_ip(const struct cxe_np *cnp);
+struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip);
+/* an adapter of a backend with devices of its own (DEVICES), not listed */
+struct cxe_adapter *cxe_adapter_add(const char *name,
+				    const struct cxe_backend *b);
+/* a's counters, summed over CPUs, "[prefix ]name value" a line, in size */
+size_t cxe_adapter_counters_emit(const struct cxe_adapter *a,
+				 const char *prefix, char *buf, size_t size);
 /*
- * An adapter of b (CXE_BACKEND_SOCKETS) serving netdev (a name, "*" or
- * ""), in adapters/ with a software adapter's attributes until
- * cxe_adapter_unpublish(); an ERR_PTR when the name is taken or bad or
- * the netdev is served already. Process context.
+ * configfs.c: an adapter of b (CXE_BACKEND_SOCKETS) serving netdev (a
+ * name, "*" or ""), in adapters/ with a software adapter's attributes
+ * until cxe_adapter_unpublish(); an ERR_PTR when the name is taken or bad
+ * or the netdev is served already. Process context.
  */
 struct cxe_adapter *cxe_adapter_publish(const char *name,
 					const struct cxe_backend *b,
 					const char *netdev);
 void cxe_adapter_unpublish(struct cxe_adapter *a);
-
-/*
- * This module's backend; main.c registers it (adapters/soft/cm.c). The
- * cxgb4 one is a module of its own (adapters/cxgb4, cxgbit_ext_cxgb4.ko).
- */
-extern const struct cxe_backend cxe_soft_backend;
-void cxe_soft_exit(void);
-/* the software path's connection ops, for backends that adopt (adopt) */
+/* adapters/soft/cm.c: the software path's connection ops (adopt) */
 extern const struct cxe_adapter_ops cxe_soft_ops;
-
-/* transport.c */
-extern struct iscsit_transport cxe_transport;
-
-/* dcache.c */
-struct iscsit_cmd;
-struct cxe_task;
-void cxe_dcache_init(struct cxe_dcache *dc);
-void cxe_dcache_lend(struct cxe_conn *c, struct iscsit_cmd *cmd);
-void cxe_dcache_return(struct cxe_conn *c, struct cxe_task *task);
-void cxe_dcache_close(struct cxe_dcache *dc);
-void cxe_dcache_destroy(struct cxe_dcache *dc);
-unsigned int cxe_dcache_kib(const struct cxe_dcache *dc);
-int cxe_dcache_module_init(void);
-void cxe_dcache_module_exit(void);
 
 #endif /* CXGBIT_EXT_H */

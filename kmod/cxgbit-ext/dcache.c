@@ -47,7 +47,7 @@
 #include <target/iscsi/iscsi_target_core.h>
 #include <target/iscsi/iscsi_transport.h>
 
-#include "cxgbit_ext.h"
+#include "core.h"
 
 static unsigned int data_cache_kib = 4096;
 module_param(data_cache_kib, uint, 0644);

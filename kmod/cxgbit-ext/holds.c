@@ -29,7 +29,7 @@
 #include <linux/sysfs.h>
 #include <target/iscsi/iscsi_target_core.h>
 
-#include "cxgbit_ext.h"
+#include "core.h"
 
 #define CXE_MAX_HOLDS	64
 #define CXE_HOLD_MAX_S	600

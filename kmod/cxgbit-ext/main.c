@@ -11,7 +11,7 @@
 #include <target/iscsi/iscsi_target_core.h>
 #include <target/iscsi/iscsi_transport.h>
 
-#include "cxgbit_ext.h"
+#include "core.h"
 
 /* Our own kobject sits in the kernel's module kset: look for a sibling. */
 static bool cxe_module_loaded(const char *name)

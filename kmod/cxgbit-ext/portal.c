@@ -20,7 +20,7 @@
 #include "iscsi_target_parameters.h"
 #include "iscsi_target_login.h"
 
-#include "cxgbit_ext.h"
+#include "core.h"
 #include "pdu/cxe_bhs.h"
 
 static LIST_HEAD(cxe_conns);

@@ -30,7 +30,7 @@
 #include "iscsi_target_parameters.h"
 #include "iscsi_target_login.h"
 
-#include "cxgbit_ext.h"
+#include "core.h"
 #include "pdu/cxe_bhs.h"
 
 /* The adapter's walk of the command's pages (struct cxe_sg_pos) */

@@ -16,7 +16,7 @@
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 
-#include "cxgbit_ext.h"
+#include "core.h"
 #include "pdu/cxe_ddp.h"
 #include "pdu/cxe_rx.h"
 
