@@ -356,7 +356,8 @@ class OffloadPortal(UIPortal):  # type: ignore[misc]
 
     def __init__(self, portal: Any, parent: UINode) -> None:
         # UIPortal.__init__ says super(UIPortal, self), and install() rebinds
-        # the name UIPortal to this class: do its two steps here instead.
+        # the name UIPortal to this class: its two steps here instead, until
+        # patches/targetcli-fb/0001 lands (test_library_patches holds them).
         UIRTSLibNode.__init__(self, f"{portal.ip_address}:{portal.port}", portal, parent)
         self.refresh()
 
@@ -434,7 +435,8 @@ class OffloadTarget(UIMultiTPGTarget):  # type: ignore[misc]
 
     def __init__(self, target: Any, parent: UINode) -> None:
         # UIMultiTPGTarget.__init__ says super(UIMultiTPGTarget, self), and
-        # install() rebinds that name to this class: its two steps here.
+        # install() rebinds that name to this class: its two steps here
+        # (patches/targetcli-fb/0001).
         UIRTSLibNode.__init__(self, target.wwn, target, parent)
         self.refresh()
 

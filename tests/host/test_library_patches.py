@@ -6,9 +6,12 @@ there: the patch is still needed) and 0 with the patch applied to a copy.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import configshell_fb
@@ -29,3 +32,51 @@ def test_configshell_debug_cost_patch(tmp_path: Path) -> None:
     print(f"configshell as installed: {stock.stdout}{stock.stderr}with 0001: {fixed.stdout}{fixed.stderr}")
     assert fixed.returncode == 0, "debug() with the patch still costs more from a deeper stack"
     assert stock.returncode == 1, "configshell as installed no longer walks the stack: 0001 is not needed"
+
+
+def test_targetcli_rebind_patch(tmp_path: Path) -> None:
+    """targetcli-fb/0001: a subclass rebound as UIPortal/UIMultiTPGTarget constructs."""
+    import targetcli
+
+    shutil.copytree(Path(targetcli.__file__).parent, tmp_path / "targetcli")
+    (patch,) = (PATCHES / "targetcli-fb").glob("0001-*.patch")
+    p = subprocess.run(["patch", "-p1", "-d", str(tmp_path), "-i", str(patch)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    repro = [sys.executable, str(PATCHES / "targetcli-fb/reproducers/rebind.py")]
+    stock = subprocess.run(repro, capture_output=True, text=True, timeout=60)
+    fixed = subprocess.run(repro, capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(tmp_path)})
+    print(f"targetcli as installed: {stock.stdout}{stock.stderr}with 0001: {fixed.stdout}{fixed.stderr}")
+    assert fixed.returncode == 0, "a rebound subclass still fails with the patch"
+    assert stock.returncode == 1, "targetcli as installed constructs a rebound subclass: 0001 is not needed"
+
+
+# The stock constructors targetcli_offload.ui.OffloadPortal and OffloadTarget
+# re-implement (targetcli-fb/0001 says why), as targetcli 2.1.53 has them
+STOCK_CONSTRUCTORS = {
+    "UIPortal": [
+        'name = "%s:%s" % (portal.ip_address, portal.port)',
+        "super(UIPortal, self).__init__(name, portal, parent)",
+        "self.refresh()",
+    ],
+    "UIMultiTPGTarget": [
+        "super(UIMultiTPGTarget, self).__init__(target.wwn, target, parent)",
+        "self.refresh()",
+    ],
+}
+
+
+def test_targetcli_constructors_are_those_targetcli_offload_copies() -> None:
+    """When targetcli changes either constructor, OffloadPortal's and
+    OffloadTarget's copies must follow it (or go, once 0001 is in)."""
+    import targetcli.ui_target as ui_target
+
+    for name, body in STOCK_CONSTRUCTORS.items():
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(ui_target, name).__init__)))
+        (fn,) = tree.body
+        assert isinstance(fn, ast.FunctionDef)
+        got = [
+            ast.unparse(stmt)
+            for stmt in fn.body
+            if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Constant)
+        ]
+        assert got == [ast.unparse(ast.parse(s).body[0]) for s in body], f"targetcli's {name}.__init__ changed: {got}"
