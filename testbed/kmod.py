@@ -10,10 +10,15 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 # Where `make deps` keeps each kernel's extracted sources (LIO's and cxgb4's
-# private headers), one directory per release, and where the module's
-# Makefile looks for them: the one place Python names it (scripts/cache.sh
-# is the scripts'; tests/host/test_cache_dir.py holds them to each other).
-SRC_CACHE = Path("/var/cache/cxgbit-ext/src")
+# private headers), one directory per release: as kmod/cxgbit-ext/srcdir.conf
+# names it for the module's Makefile and the scripts.
+SRC_CACHE = Path(
+    next(
+        ln.split("=", 1)[1].strip()
+        for ln in (TOP / "kmod/cxgbit-ext/srcdir.conf").read_text().splitlines()
+        if ln.startswith("CXE_SRCDIR_DEFAULT=")
+    )
+)
 
 
 def resolve_kernel(name: str) -> str:

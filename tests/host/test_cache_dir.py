@@ -1,9 +1,9 @@
 """Where `make deps` keeps the kernels' extracted sources: one name for it.
 
-The scripts take it from scripts/cache.sh and Python from
-testbed.kmod.SRC_CACHE; the Makefiles that build alone keep a default of
-their own (kmod/cxgbit-ext ships in the DKMS package without scripts/).
-Each is asked here, as the build asks it, and must say the same.
+kmod/cxgbit-ext/srcdir.conf names it (it ships in the DKMS package with
+the Makefile that reads it); the scripts take it through scripts/cache.sh,
+Python through testbed.kmod.SRC_CACHE, the test Makefiles by including
+it. Each is asked here, as the build asks it, and must say the same.
 """
 
 from __future__ import annotations
