@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cxgbit_ext.control import Connection as OffloadedConnection
 from cxgbit_ext.control import Control
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
@@ -295,12 +296,18 @@ def connection_lines() -> list[str]:
     return [ln for ln in (CFS / "connections").read_text().splitlines() if ln.strip()]
 
 
+def initiator_side(c: Connection) -> str:
+    """c's side (ip:port) as the connections file prints it over a
+    dual-stack portal: in brackets, IPv4 v4-mapped."""
+    host, port = c.sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"[::ffff:{host}]:{port}"
+
+
 def offloaded_line(c: Connection) -> str | None:
     """The connections line of c, None when it is not offloaded (the
     module prints the initiator side; IPv4 over a dual-stack portal
     arrives v4-mapped)."""
-    host, port = c.sock.getsockname()[:2]
-    me = f"[{host}]:{port} " if ":" in host else f"[::ffff:{host}]:{port} "
+    me = f"{initiator_side(c)} "
     return next((ln for ln in connection_lines() if ln.startswith(me)), None)
 
 
@@ -309,11 +316,19 @@ def offloaded_peers() -> list[str]:
     return [c.peer for c in Control(CFS).connections()]
 
 
+def connection_of(peer: str) -> OffloadedConnection | None:
+    """The offloaded connection whose initiator side is ``peer`` (ip:port
+    as the connections file prints it: IPv6 and v4-mapped in brackets),
+    None when no connection line has it."""
+    return next((c for c in Control(CFS).connections() if c.peer == peer), None)
+
+
 def adapter_of(peer: str) -> str | None:
     """The adapter of the offloaded connection whose initiator side is
     ``peer`` (ip:port as the connections file prints it: IPv6 and v4-mapped
     in brackets), None when no connection line has it."""
-    return next((c.adapter for c in Control(CFS).connections() if c.peer == peer), None)
+    c = connection_of(peer)
+    return c.adapter if c is not None else None
 
 
 def cxgb4_adapter(name: str) -> dict[str, str]:

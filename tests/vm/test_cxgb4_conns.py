@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import topology
+from cxgbit_ext.control import Connection as OffloadedConnection
+from cxgbit_ext.control import Control
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.pdu import Op, Pdu, data_out, logout_request, nop_out, scsi_command
 from iscsi_initiator.session import Connection, Params
@@ -38,6 +40,7 @@ from .conftest import (
     cxgb4_adapter,
     cxgb4_counters,
     lun_disk,
+    offloaded_peers,
     wait_for,
 )
 
@@ -47,10 +50,15 @@ CHIP = c4sim.ADAPTER
 BLOCK = 512
 
 
-def conn_line(peer_ip: str) -> dict[str, str]:
-    """The connections file's line of the one connection from peer_ip."""
-    (line,) = [ln for ln in connection_lines() if ln.startswith(f"{peer_ip}:")]
-    return dict(w.split("=", 1) for w in line.split()[2:])
+def connection_from(peer_ip: str) -> OffloadedConnection:
+    """The one offloaded connection from peer_ip."""
+    (conn,) = [c for c in Control(CFS).connections() if c.peer.startswith(f"{peer_ip}:")]
+    return conn
+
+
+def offloaded_from(peer_ip: str) -> bool:
+    """Whether a connection from peer_ip is offloaded."""
+    return any(p.startswith(f"{peer_ip}:") for p in offloaded_peers())
 
 
 # The glue runs the kernel's skbs, work items and libcxgb, which differ
@@ -125,19 +133,19 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     c = login(OFF.tgt_ip, Params(header_digest=digests, data_digest=digests, max_recv_dlen=8192,
                                  first_burst=65536, max_burst=262144))  # fmt: skip
     assert int(cxgb4_adapter(CHIP)["accepted"]) == accepted + 1
-    line = conn_line(OFF.ini_ip)
-    assert line["adapter"] == CHIP, line
-    assert line["hdigest"] == ("1" if digests == "CRC32C" else "0"), line
+    conn = connection_from(OFF.ini_ip)
+    assert conn.adapter == CHIP, conn
+    assert conn.hdigest == (digests == "CRC32C"), conn
     assert cxgb4_adapter(CHIP)["conns"] == "1"
     data = os.urandom(1037 * BLOCK)
     c.scsi_write(2048, data)
     assert c.scsi_read(2048, 1037) == data
     assert c.nop(b"ping").data == b"ping"
-    line = conn_line(OFF.ini_ip)
+    conn = connection_from(OFF.ini_ip)
     # R2T-solicited data is placed by the chip through its page pods;
     # only the immediate data (one data segment) comes in a data message
-    placed, copied = int(line["bytes_placed"]), int(line["bytes_copied"])
-    assert placed + copied == len(data) and 0 < copied <= 16384, line
+    placed, copied = conn.counters["bytes_placed"], conn.counters["bytes_copied"]
+    assert placed + copied == len(data) and 0 < copied <= 16384, conn
     # the adapter's counters (cxgb4_counters) hold this connection's too
     counted = cxgb4_counters(CHIP)
     assert counted["bytes_placed"] >= placed and counted["connections"] >= 1, counted
@@ -154,7 +162,7 @@ def test_write_read_through_the_chip(c4_target: str, digests: str) -> None:
     assert c.sock.recv(1) == b"", "the target sent more after the Logout response"
     c.close()
     tids_back("the TID was not given back after logout")
-    assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")]
+    assert not offloaded_from(OFF.ini_ip)
 
 
 def refcnt(mod: str) -> int:
@@ -169,7 +177,7 @@ def test_the_backends_module_stays_while_its_session_lives(c4_target: str) -> No
     before = refcnt(CXGB4_BACKEND)
     c = login(OFF.tgt_ip)
     try:
-        assert conn_line(OFF.ini_ip)["adapter"] == CHIP
+        assert connection_from(OFF.ini_ip).adapter == CHIP
         assert refcnt(CXGB4_BACKEND) == before + 1, "the connection holds no reference of its backend's module"
         for mod in (CXGB4_BACKEND, "cxgbit_ext"):
             p = subprocess.run(["rmmod", mod], capture_output=True, text=True)
@@ -187,7 +195,7 @@ def test_a_portal_on_another_port_is_not_the_chips(c4_target: str) -> None:
     """The wildcard portal on tgt1 (no adapter serves it): stock LIO
     answers, and the chip's count of connections does not move."""
     c = login(STOCK.tgt_ip)
-    assert not [ln for ln in connection_lines() if ln.startswith(f"{STOCK.ini_ip}:")]
+    assert not offloaded_from(STOCK.ini_ip)
     assert cxgb4_adapter(CHIP)["conns"] == "0"
     write_read_logout(c, 64, 64)
 
@@ -204,7 +212,7 @@ def test_a_reset_by_the_initiator_gives_the_tid_back(c4_target: str) -> None:
     again = Connection(OFF.tgt_ip)
     again.isid = isid
     again.login(PDU_INITIATOR, IQN)
-    assert conn_line(OFF.ini_ip)["adapter"] == CHIP
+    assert connection_from(OFF.ini_ip).adapter == CHIP
     write_read_logout(again, 0, 8)
 
 
@@ -277,7 +285,7 @@ def test_a_t6_completes_a_run_of_placed_data_outs_at_once(c4_target: str) -> Non
     sent), a T5 each of them; the data reads back equal either way."""
     c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True, max_burst=262144))
     data = os.urandom(256 * 1024)
-    rx_before = int(conn_line(OFF.ini_ip)["pdus_rx"])
+    rx_before = connection_from(OFF.ini_ip).counters["pdus_rx"]
     itt, r2t = write_r2t(c, 0x1000, len(data))
     assert r2t.desired_length == len(data), r2t
     step = c.params.max_xmit_dlen
@@ -288,9 +296,9 @@ def test_a_t6_completes_a_run_of_placed_data_outs_at_once(c4_target: str) -> Non
     rsp = c.recv()
     assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
     sent = 1 + len(range(0, len(data), step))
-    handed_up = int(conn_line(OFF.ini_ip)["pdus_rx"]) - rx_before
-    line = conn_line(OFF.ini_ip)
-    assert int(line["bytes_placed"]) == len(data), line
+    handed_up = connection_from(OFF.ini_ip).counters["pdus_rx"] - rx_before
+    conn = connection_from(OFF.ini_ip)
+    assert conn.counters["bytes_placed"] == len(data), conn
     if c4_target == "t6":
         assert handed_up < sent, (handed_up, sent)
     else:
@@ -332,7 +340,7 @@ def test_a_data_out_for_a_completed_r2t_places_nothing(c4_target: str) -> None:
     c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=keep, final=True))
     rsp = c.recv()
     assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
-    placed = int(conn_line(OFF.ini_ip)["bytes_placed"])
+    placed = connection_from(OFF.ini_ip).counters["bytes_placed"]
     assert placed == len(keep), "the R2T's data was not placed"
     assert cxgb4_adapter(CHIP)["pods_used"] == "0", "a completed R2T kept its page pods"
     c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=1, offset=0,
@@ -368,13 +376,13 @@ def test_an_r2t_without_pods_says_so_in_the_chips_tag_format(c4_target: str) -> 
         rsp = c.recv()
         assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
     assert all(t & NO_PODS and t != 0xFFFFFFFF for t in ttts) and ttts[0] != ttts[1], [hex(t) for t in ttts]
-    assert conn_line(OFF.ini_ip)["bytes_placed"] == "0"
+    assert connection_from(OFF.ini_ip).counters["bytes_placed"] == 0
     itt, r2t = write_r2t(c, 76, len(data[2]))
     assert not r2t.ttt & NO_PODS and r2t.ttt >> 30 == 0, f"a placed R2T's TTT {r2t.ttt:#x}"
     c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=data[2], final=True))
     rsp = c.recv()
     assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
-    assert conn_line(OFF.ini_ip)["bytes_placed"] == str(len(data[2]))
+    assert connection_from(OFF.ini_ip).counters["bytes_placed"] == len(data[2])
     assert c.logout() == 0
     c.close()
     tids_back("the connection's TID was not given back")
@@ -412,7 +420,7 @@ def test_a_tasks_r2ts_share_one_tag_and_its_pods(c4_target: str) -> None:
     and reads back, and the pods go back with the task."""
     c = login(OFF.tgt_ip, Params(immediate_data=False, initial_r2t=True, max_burst=65536))
     data, lba = os.urandom(256 * 1024), 20480
-    writes, placed = c4sim.stats()["pod_writes"], int(conn_line(OFF.ini_ip)["bytes_placed"])
+    writes, placed = c4sim.stats()["pod_writes"], connection_from(OFF.ini_ip).counters["bytes_placed"]
     itt = c.next_itt()
     cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, len(data) // BLOCK, 0)
     c.send(scsi_command(cdb, itt=itt, cmdsn=c._next_cmdsn(), expstatsn=c.expstatsn, write_len=len(data)))
@@ -429,7 +437,7 @@ def test_a_tasks_r2ts_share_one_tag_and_its_pods(c4_target: str) -> None:
     assert len(ttts) == 4 and len(set(ttts)) == 1, [hex(t) for t in ttts]
     assert c.scsi_read(lba, len(data) // BLOCK) == data
     wait_for("the task's pods did not go back", lambda: cxgb4_adapter(CHIP)["pods_used"] == "0", 10)
-    assert int(conn_line(OFF.ini_ip)["bytes_placed"]) - placed == len(data)
+    assert connection_from(OFF.ini_ip).counters["bytes_placed"] - placed == len(data)
     assert 0 < c4sim.stats()["pod_writes"] - writes <= 12, c4sim.stats()
     assert c.logout() == 0
     c.close()
@@ -456,15 +464,15 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
             iscsiadm.set_node(IQN, portal, "node.conn[0].iscsi.DataDigest", "CRC32C")
             iscsiadm.login(IQN, portal)
         disks = [lun_disk(IQN, OFF.tgt_ip, 0), lun_disk(IQN, STOCK.tgt_ip, 1)]
-        assert conn_line(OFF.ini_ip)["adapter"] == CHIP
+        assert connection_from(OFF.ini_ip).adapter == CHIP
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(lambda d: fio.write_verify(d, size="8M", bs="64k"), disks))
         for (res,) in results:
             assert res.write_bytes == 8 * topology.MiB
-        line = conn_line(OFF.ini_ip)
+        conn = connection_from(OFF.ini_ip)
         # every write byte came through the chip, most of it placed
-        placed, copied = int(line["bytes_placed"]), int(line["bytes_copied"])
-        assert placed + copied >= 8 * topology.MiB and placed > copied, line
+        placed, copied = conn.counters["bytes_placed"], conn.counters["bytes_copied"]
+        assert placed + copied >= 8 * topology.MiB and placed > copied, conn
     finally:
         iscsiadm.logout(IQN)
     tids_back("a TID was not given back after logout")
@@ -490,11 +498,11 @@ def test_a_recovery_ends_the_chips_sessions_and_it_listens_again(c4_target: str)
              lambda: [cxgb4_adapter(CHIP)[k] for k in ("state", "conns", "pods_used", "servers")]
              == ["down", "0", "0", "0"], 30)  # fmt: skip
     wait_for("LIO kept the reset chip's session",
-             lambda: not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")], 30)  # fmt: skip
+             lambda: not offloaded_from(OFF.ini_ip), 30)  # fmt: skip
     c4sim.set_state("up")
     wait_for("the portal has no server on the chip again", lambda: cxgb4_adapter(CHIP)["servers"] == "1", 30)
     again = login(OFF.tgt_ip)
-    assert conn_line(OFF.ini_ip)["adapter"] == CHIP, connection_lines()
+    assert connection_from(OFF.ini_ip).adapter == CHIP, connection_lines()
     assert int(cxgb4_adapter(CHIP)["accepted"]) == accepted + 1
     write_read_logout(again, 200, 8)
     write_read_logout(stock, 100000, 8)
@@ -536,12 +544,12 @@ def test_a_detached_adapter_ends_its_sessions_and_spares_the_rest(c4_target: str
             write_read_logout(stock, 100000, 8)
             (res,) = job.result(timeout=300)
         assert res.write_bytes == 32 * topology.MiB
-        assert not [ln for ln in connection_lines() if ln.startswith(f"{OFF.ini_ip}:")], connection_lines()
+        assert not offloaded_from(OFF.ini_ip), connection_lines()
     finally:
         iscsiadm.logout(IQN)
     assert not c4sim.chip_errors(), "after DETACH:\n" + "\n".join(c4sim.chip_errors())
     c4sim.set_state("attach")
     wait_for("the attached adapter does not serve the portal", lambda: cxgb4_adapter(CHIP)["servers"] == "1", 30)
     again = login(OFF.tgt_ip)
-    assert conn_line(OFF.ini_ip)["adapter"] == CHIP, connection_lines()
+    assert connection_from(OFF.ini_ip).adapter == CHIP, connection_lines()
     write_read_logout(again, 100008, 8)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import topology
+from cxgbit_ext.control import Control
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, ConnectionClosed
 from testbed import fio, topo
@@ -80,8 +81,8 @@ def test_the_example_backend_carries_a_session(example_target: Path) -> None:
     before = adapter_counters("ex0")
     iscsiadm.login(IQN, portal)
     (dev,) = iscsiadm.session_disks(IQN, expect=1).values()
-    (line,) = connection_lines()
-    assert line.startswith(f"{OFF.ini_ip}:") and " adapter=ex0 " in line, line
+    (conn,) = Control(CFS).connections()
+    assert conn.peer.startswith(f"{OFF.ini_ip}:") and conn.adapter == "ex0", conn
     (res,) = fio.write_verify(dev, size="16M", bs="64k")
     assert res.write_bytes == 16 * topology.MiB
     after = adapter_counters("ex0")

@@ -18,11 +18,21 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import cli, topology
+from cxgbit_ext.control import Control
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
-from .conftest import CFS, PDU_INITIATOR, TargetcliShell, connection_lines, offloaded_line, offloaded_target
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    TargetcliShell,
+    connection_lines,
+    connection_of,
+    initiator_side,
+    offloaded_line,
+    offloaded_target,
+)
 
 OFF, STOCK = topo.LINKS
 IQN_A = "iqn.2026-11.org.cxgbit-ext:v6-a"
@@ -85,13 +95,14 @@ def test_v4_and_v6_on_one_port_with_digests(targets: None) -> None:
     v4 = login(OFF.tgt_ip, IQN_A, params=DIGESTS)
     try:
         for c in (v6, v4):
-            line = offloaded_line(c)
-            assert line and " adapter=soft0 login=0 hdigest=1 ddigest=1 " in line, f"not offloaded with digests: {line}"
+            conn = connection_of(initiator_side(c))
+            state = None if conn is None else (conn.adapter, conn.login, conn.hdigest, conn.ddigest)
+            assert state == ("soft0", False, True, True), f"not offloaded with digests: {conn}"
         roundtrip(v6, 0)
         roundtrip(v4, 32)
         roundtrip(v6, 64)
-        line = offloaded_line(v6)
-        assert line and "bytes_placed=32768" in line, line
+        conn = connection_of(initiator_side(v6))
+        assert conn is not None and conn.counters["bytes_placed"] == 32768, conn
     finally:
         v6.close()
         v4.close()
@@ -124,13 +135,12 @@ def test_open_iscsi_fio_verify_and_tools_show_v6(
     iscsiadm.login(IQN_B, portal)
     try:
         (dev,) = iscsiadm.session_disks(IQN_B, expect=1).values()
-        mine = [ln for ln in connection_lines() if ln.startswith(f"[{V6[OFF][0]}]:")]
+        mine = [c for c in Control(CFS).connections() if c.peer.startswith(f"[{V6[OFF][0]}]:")]
         assert len(mine) == 1, f"open-iscsi's IPv6 connection is not offloaded: {connection_lines()}"
         fio.write_verify(dev, size="8M", bs="64k", iodepth=8)
-        peer = mine[0].split()[0]
-        (line,) = [ln for ln in connection_lines() if ln.startswith(f"{peer} ")]
-        placed = int(line.split("bytes_placed=")[1].split()[0])
-        assert placed >= 8 * topology.MiB, f"fio's writes were not placed offloaded: {line}"
+        (conn,) = [c for c in Control(CFS).connections() if c.peer == mine[0].peer]
+        placed = conn.counters["bytes_placed"]
+        assert placed >= 8 * topology.MiB, f"fio's writes were not placed offloaded: {conn}"
     finally:
         iscsiadm.logout(IQN_B, portal)
         iscsiadm.delete_nodes()

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import topology
+from cxgbit_ext.control import Control
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.pdu import F_DATAIN_STATUS, RSVD_TAG, Op, nop_out, scsi_command
 from iscsi_initiator.session import Connection, Params
@@ -131,9 +132,9 @@ def test_open_iscsi_fio_verify_offloaded(offload_target: None) -> None:
 
 
 def connection_counter(peer: str, name: str) -> int:
-    """One counter of one offloaded connection, from the connections file."""
-    (line,) = [ln for ln in (CFS / "connections").read_text().splitlines() if ln.startswith(f"{peer} ")]
-    return int(dict(f.partition("=")[::2] for f in line.split()[2:])[name])
+    """One counter of the one offloaded connection from ``peer``."""
+    (conn,) = [c for c in Control(CFS).connections() if c.peer == peer]
+    return conn.counters[name]
 
 
 @pytest.mark.parametrize("ip", [OFF.tgt_ip, STOCK.tgt_ip], ids=["offload", "stock"])
@@ -438,7 +439,8 @@ def test_stock_targetcli_enable_offload_on_a_specific_address(offload_target: No
         assert f"{OFF.tgt_ip}:3261" in (CFS / "portals").read_text().split()
         c = Connection(OFF.tgt_ip, 3261)
         c.login(PDU_INITIATOR, iqn)
-        assert f"{OFF.ini_ip}:{c.sock.getsockname()[1]} {OFF.tgt_ip}:3261" in (CFS / "connections").read_text()
+        pair = (f"{OFF.ini_ip}:{c.sock.getsockname()[1]}", f"{OFF.tgt_ip}:3261")
+        assert pair in [(o.peer, o.local) for o in Control(CFS).connections()]
         c.logout()
         p = targetcli(node, "enable_offload", "false")
         assert p.returncode == 0, p.stdout + p.stderr

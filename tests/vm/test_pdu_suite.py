@@ -58,9 +58,9 @@ from testbed import fio, topo
 
 from . import c4sim, shares
 from .conftest import (
-    CFS,
     PDU_INITIATOR,
     PDU_IQN,
+    connection_of,
     cxgb4_adapter,
     cxgb4_counters,
     offloaded_peers,
@@ -280,7 +280,7 @@ def connect(
     host = ip_of(path)
     c = cls(host)
     c.login(initiator, PDU_IQN, params)
-    offloaded = f"{OFF.ini_ip}:{c.sock.getsockname()[1]} " in (CFS / "connections").read_text()
+    offloaded = f"{OFF.ini_ip}:{c.sock.getsockname()[1]}" in offloaded_peers()
     assert offloaded == (path == "offload"), f"{path} login landed on the wrong transport"
     return c
 
@@ -453,10 +453,11 @@ SHARED_COUNTERS = ("pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied")
 
 
 def connection_counters(peer: str) -> dict[str, int] | None:
-    for line in (CFS / "connections").read_text().splitlines():
-        if line.startswith(f"{peer} "):
-            return {k: int(v) for k, _, v in (f.partition("=") for f in line.split()) if k in SHARED_COUNTERS}
-    return None
+    """SHARED_COUNTERS of the offloaded connection from ``peer``, None when there is none."""
+    conn = connection_of(peer)
+    if conn is None:
+        return None
+    return {k: v for k, v in conn.counters.items() if k in SHARED_COUNTERS}
 
 
 def soft0_net_of_background() -> dict[str, int]:
