@@ -111,14 +111,16 @@ cxgb4-test: modules
 # scripts/build-debug-kernel, built once per version and config, then
 # reused); any report of theirs, and any kmemleak object left after the
 # run, fails it (testbed/run, testbed/klog.py). What runs, by what it
-# covers: module load and unload, steering and hand-back, adapters and
-# netdev events, the PDU suite (every PDU path and digest, through soft0
-# and through the cxgb4 glue on the stand-in) and the fuzz, the glue's
-# connections, recovery and detach, rmmod and resets under load. Left out,
-# and why: tests/README.md ("The debug kernels").
-DEBUG_TESTS ?= tests/vm/test_module.py tests/vm/test_steering.py tests/vm/test_adapters.py \
-	tests/vm/test_netdev_identity.py tests/vm/test_robustness.py tests/vm/test_cxgb4_conns.py \
-	tests/vm/test_cxgb4sim.py tests/vm/test_pdu_suite.py tests/vm/test_pdu_fuzz.py
+# covers: module load and unload, backend modules (the example's adopted
+# connections), steering and hand-back, adapters and netdev events, the
+# PDU suite (every PDU path and digest, through soft0 and through the
+# cxgb4 glue on the stand-in) and the fuzz, the glue's connections,
+# recovery and detach, rmmod and resets under load. Left out, and why:
+# tests/README.md ("The debug kernels").
+DEBUG_TESTS ?= tests/vm/test_module.py tests/vm/test_example_backend.py tests/vm/test_steering.py \
+	tests/vm/test_adapters.py tests/vm/test_netdev_identity.py tests/vm/test_robustness.py \
+	tests/vm/test_cxgb4_conns.py tests/vm/test_cxgb4sim.py tests/vm/test_pdu_suite.py \
+	tests/vm/test_pdu_fuzz.py
 DEBUG_KVERS = $(addsuffix -dbg,$(KVERS))
 DEBUG_TIMEOUT ?= 10800
 debug-test:
