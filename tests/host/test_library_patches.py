@@ -19,17 +19,30 @@ import configshell_fb
 PATCHES = Path(__file__).resolve().parents[2] / "patches"
 
 
-def test_configshell_debug_cost_patch(tmp_path: Path) -> None:
-    """configshell-fb/0001: Log.debug() costs the same from any stack depth."""
-    copy = tmp_path / "configshell_fb"
-    shutil.copytree(Path(configshell_fb.__file__).parent, copy)
-    (patch,) = (PATCHES / "configshell-fb").glob("0001-*.patch")
-    p = subprocess.run(["patch", "-p2", "-d", str(copy), "-i", str(patch)], capture_output=True, text=True)
+Run = subprocess.CompletedProcess[str]
+
+
+def reproduce(package: Path, library: str, strip: int, script: str, tmp_path: Path) -> tuple[Run, Run]:
+    """The library's reproducer on the package as installed, and on a copy
+    of it (in tmp_path) with the library's 0001 applied (patch -p strip,
+    from the copy's directory for -p2, from tmp_path for -p1)."""
+    copy = tmp_path / package.name
+    shutil.copytree(package, copy)
+    (patch,) = (PATCHES / library).glob("0001-*.patch")
+    where = copy if strip == 2 else tmp_path
+    p = subprocess.run(["patch", f"-p{strip}", "-d", str(where), "-i", str(patch)], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    repro = [sys.executable, str(PATCHES / "configshell-fb/reproducers/debug_cost.py")]
+    repro = [sys.executable, str(PATCHES / library / "reproducers" / script)]
     stock = subprocess.run(repro, capture_output=True, text=True, timeout=120)
     fixed = subprocess.run(repro, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(tmp_path)})
-    print(f"configshell as installed: {stock.stdout}{stock.stderr}with 0001: {fixed.stdout}{fixed.stderr}")
+    print(f"{library} as installed: {stock.stdout}{stock.stderr}with 0001: {fixed.stdout}{fixed.stderr}")
+    return stock, fixed
+
+
+def test_configshell_debug_cost_patch(tmp_path: Path) -> None:
+    """configshell-fb/0001: Log.debug() costs the same from any stack depth."""
+    package = Path(configshell_fb.__file__).parent
+    stock, fixed = reproduce(package, "configshell-fb", 2, "debug_cost.py", tmp_path)
     assert fixed.returncode == 0, "debug() with the patch still costs more from a deeper stack"
     assert stock.returncode == 1, "configshell as installed no longer walks the stack: 0001 is not needed"
 
@@ -38,14 +51,7 @@ def test_targetcli_rebind_patch(tmp_path: Path) -> None:
     """targetcli-fb/0001: a subclass rebound as UIPortal/UIMultiTPGTarget constructs."""
     import targetcli
 
-    shutil.copytree(Path(targetcli.__file__).parent, tmp_path / "targetcli")
-    (patch,) = (PATCHES / "targetcli-fb").glob("0001-*.patch")
-    p = subprocess.run(["patch", "-p1", "-d", str(tmp_path), "-i", str(patch)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    repro = [sys.executable, str(PATCHES / "targetcli-fb/reproducers/rebind.py")]
-    stock = subprocess.run(repro, capture_output=True, text=True, timeout=60)
-    fixed = subprocess.run(repro, capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(tmp_path)})
-    print(f"targetcli as installed: {stock.stdout}{stock.stderr}with 0001: {fixed.stdout}{fixed.stderr}")
+    stock, fixed = reproduce(Path(targetcli.__file__).parent, "targetcli-fb", 1, "rebind.py", tmp_path)
     assert fixed.returncode == 0, "a rebound subclass still fails with the patch"
     assert stock.returncode == 1, "targetcli as installed constructs a rebound subclass: 0001 is not needed"
 
