@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,21 +45,28 @@ TOP = Path(__file__).resolve().parents[2]
 MODULE = "cxgbit_ext_example"
 
 
+def on_tgt0(ko: Path, *params: str) -> Callable[[], None]:
+    """offloaded_target's before: tgt0 taken from soft0 (a netdev is served
+    by one adapter; an empty write is not one, hence the newline), then
+    the backend module ko loaded onto it with params."""
+
+    def load() -> None:
+        (CFS / "adapters/soft0/netdev").write_text("\n")
+        p = insmod(ko, f"netdev={OFF.tgt_dev}", *params, provided=("cxgbit_ext",))
+        assert p.returncode == 0, p.stderr
+
+    return load
+
+
 @pytest.fixture
 def example_target(iscsid: None, module_ko: Path) -> Iterator[Path]:
     ko = module_ko.parent / "example-backend" / f"{MODULE}.ko"
     assert ko.exists(), f"{ko} missing: scripts/build-kmod builds it"
 
-    def example_on_tgt0() -> None:
-        # ex0 takes tgt0 over from soft0: the netdev is served by one adapter
-        (CFS / "adapters/soft0/netdev").write_text("\n")  # empty: serve none
-        p = insmod(ko, f"netdev={OFF.tgt_dev}", provided=("cxgbit_ext",))
-        assert p.returncode == 0, p.stderr
-
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=32 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
     try:
-        with offloaded_target(module_ko, t, before=example_on_tgt0):
+        with offloaded_target(module_ko, t, before=on_tgt0(ko)):
             yield ko
             iscsiadm.logout()
             wait_for("the example's connections end", lambda: not connection_lines(), 15)
@@ -114,14 +121,9 @@ def test_a_connection_its_backend_does_not_take_is_closed(iscsid: None, module_k
     probe = module_ko.parent / "backendprobe/backendprobe.ko"
     assert probe.exists(), f"{probe} missing: scripts/build-kmod builds it"
 
-    def probe_on_tgt0() -> None:
-        (CFS / "adapters/soft0/netdev").write_text("\n")
-        p = insmod(probe, f"netdev={OFF.tgt_dev}", "adopt_err=-12", provided=("cxgbit_ext",))
-        assert p.returncode == 0, p.stderr
-
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), portals=(("0.0.0.0", 3260),), offload=True)
     try:
-        with offloaded_target(module_ko, t, before=probe_on_tgt0):
+        with offloaded_target(module_ko, t, before=on_tgt0(probe, "adopt_err=-12")):
             marker = kmsg_mark("a connection backendprobe refuses")
             c = Connection(OFF.tgt_ip, 3260)
             with pytest.raises((ConnectionClosed, OSError)):
