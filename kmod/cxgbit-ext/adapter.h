@@ -289,7 +289,7 @@ struct cxe_limits {
  * cxe_np and cxe_adapter, enum cxe_stat, and what cxgbit_ext.h declares
  * or inlines for backends.
  */
-#define CXE_BACKEND_CONTRACT	2
+#define CXE_BACKEND_CONTRACT	3
 
 struct cxe_backend {
 	/* these two first, in every version: a mismatch can still be named */

@@ -54,6 +54,7 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_DCACHE_HITS]	= "data_cache_hits",
 	[CXE_STAT_DCACHE_MISSES] = "data_cache_misses",
 	[CXE_STAT_WALK_STARTS]	= "sg_walk_starts",
+	[CXE_STAT_LOGINS_STALLED] = "logins_stalled",
 };
 
 static LIST_HEAD(cxe_adapters);

@@ -59,6 +59,7 @@ enum cxe_stat {
 	CXE_STAT_DCACHE_HITS,	/* data buffers lent from the connection's cache */
 	CXE_STAT_DCACHE_MISSES,	/* data buffers the cache had to allocate */
 	CXE_STAT_WALK_STARTS,	/* walks of a command's pages begun at its start */
+	CXE_STAT_LOGINS_STALLED, /* connections closed before a whole first Login request */
 	CXE_STAT_MAX,
 };
 

@@ -21,7 +21,7 @@ from iscsi_initiator.pdu import scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, set_offload
+from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, set_offload, soft0_counters
 
 IQN = "iqn.2026-11.org.cxgbit-ext:robust"
 OFF = topo.LINKS[0]
@@ -136,3 +136,71 @@ def test_resets_mid_write_leak_nothing(robust_target: None) -> None:
     c.scsi_write(100, data)
     assert c.scsi_read(100, 64) == data
     c.logout()
+
+
+# A Login request's first 20 bytes, and then nothing: a client that stalls
+STALL = bytes([0x43, 0x87, 0, 0]) + bytes(16)
+STALLED = 500
+LOGIN_TIMEOUT_S = 15  # LIO's (TA_LOGIN_TIMEOUT), which the gate keeps too
+
+
+def stall(ip: str, n: int) -> list[socket.socket]:
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection((ip, 3260), timeout=10)
+        s.sendall(STALL)
+        socks.append(s)
+    return socks
+
+
+def closed_by_target(s: socket.socket) -> bool:
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True  # reset
+
+
+def timed_login(ip: str, timeout: float) -> float:
+    """Seconds a login over ip took; raises TimeoutError after timeout."""
+    start = time.monotonic()
+    c = Connection(ip, timeout=timeout)
+    try:
+        c.login(PDU_INITIATOR, IQN)
+        return time.monotonic() - start
+    finally:
+        c.close()
+
+
+def test_stalled_logins_hold_nobody_offloaded(robust_target: None) -> None:
+    """500 connections that never finish their Login request: another
+    login completes within 2 s, and each stalled one is closed by the
+    login timeout and counted in logins_stalled."""
+    before = soft0_counters()
+    socks = stall(OFF.tgt_ip, STALLED)
+    try:
+        took = timed_login(OFF.tgt_ip, timeout=10)
+        assert took < 2, f"a login beside {STALLED} stalled connections took {took:.1f} s"
+        assert wait_for(lambda: all(closed_by_target(s) for s in socks), timeout=LOGIN_TIMEOUT_S + 15)
+    finally:
+        for s in socks:
+            s.close()
+    after = soft0_counters()
+    assert after["logins_stalled"] - before["logins_stalled"] == STALLED
+    assert wait_for(lambda: offloaded() == 0), (CFS / "connections").read_text()
+
+
+def test_stalled_logins_hold_stock_lio(robust_target: None) -> None:
+    """The same on LIO's stock portal (over the stock netdev): its login
+    thread reads first Login requests one connection at a time, so two
+    stalled ones hold another login until they go."""
+    socks = stall(topo.LINKS[1].tgt_ip, 2)
+    try:
+        with pytest.raises(TimeoutError):
+            timed_login(topo.LINKS[1].tgt_ip, timeout=3)
+    finally:
+        for s in socks:
+            s.close()
+    assert timed_login(topo.LINKS[1].tgt_ip, timeout=10) < 5

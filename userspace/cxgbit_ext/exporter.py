@@ -77,6 +77,7 @@ COUNTERS: dict[str, tuple[str, str]] = {
     "data_cache_hits": ("data_cache_hits", "Data buffers lent from a connection's cache"),
     "data_cache_misses": ("data_cache_misses", "Data buffers a connection's cache had to allocate"),
     "sg_walk_starts": ("sg_walk_starts", "Walks of a command's pages begun at its start"),
+    "logins_stalled": ("logins_stalled", "Connections closed before sending a whole first Login request"),
 }
 # What a connections line counts besides its flags; data_cache_kib is a level
 CONNECTION_COUNTERS = ("pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "tx_inline")

@@ -59,6 +59,7 @@ struct cxe_soft_np {
 	struct cxe_np		*cnp;
 	struct net		*net;
 	struct socket		*listener;
+	struct cxe_gate		gate;
 };
 
 static int cxe_sock_set_transparent(struct socket *sock, int on)
@@ -350,11 +351,10 @@ static void cxe_hook_put(struct net *net)
 static void (*cxe_tcp_data_ready)(struct sock *sk);
 
 /*
- * A connection joined a portal listener's accept queue: the portal's
- * accept looks (it takes from every backend of the portal, so it does not
- * block in this listener's accept). The connections the listener makes
- * inherit this callback: for them it is TCP's own, until accept gives
- * them TCP's back.
+ * A connection joined a portal listener's accept queue: the portal's gate
+ * takes it (gate.c), and the portal's accept once its first Login request
+ * is whole. The connections the listener makes inherit this callback: for
+ * them it is TCP's own, until the gate gives them TCP's back.
  */
 static void cxe_soft_listener_ready(struct sock *sk)
 {
@@ -363,7 +363,7 @@ static void cxe_soft_listener_ready(struct sock *sk)
 	rcu_read_lock();
 	list_for_each_entry_rcu(snp, &cxe_nps, node) {
 		if (snp->listener->sk == sk) {
-			cxe_np_ready(snp->cnp);
+			cxe_gate_kick(&snp->gate);
 			break;
 		}
 	}
@@ -411,6 +411,7 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 	snp->cnp = cnp;
 	snp->listener = sock;
 	snp->net = sock_net(sock->sk);
+	cxe_gate_init(&snp->gate, cnp, sock);
 	ret = cxe_hook_get(snp->net);
 	if (ret)
 		goto err_sock;
@@ -450,12 +451,14 @@ static void cxe_soft_unlisten(struct cxe_np *cnp)
 	cxe_hook_put(snp->net);
 	/*
 	 * New connections inherit TCP's callback from now on; after the wait
-	 * the steering hook's readers are done with snp (and cnp), and the
-	 * connections never accepted, given TCP's callback back, go first:
-	 * nothing of ours is called once the module goes.
+	 * the steering hook's readers are done with snp (and cnp), nothing
+	 * kicks the gate but its own connections, and those the gate and the
+	 * listener still have go first, given TCP's callbacks back: nothing
+	 * of ours is called once the module goes.
 	 */
 	cxe_soft_tcp_ready(snp->listener);
 	synchronize_net();
+	cxe_gate_stop(&snp->gate);
 	while (!kernel_accept(snp->listener, &sock, O_NONBLOCK)) {
 		cxe_soft_tcp_ready(sock);
 		sock_release(sock);
@@ -467,30 +470,28 @@ static void cxe_soft_unlisten(struct cxe_np *cnp)
 
 /* ---- connections ----------------------------------------------------------- */
 
-static struct socket *cxe_soft_listener(const struct cxe_np *cnp)
+void cxe_soft_child(struct socket *sock)
 {
-	const struct cxe_soft_np *snp = cnp->priv;
-
-	return snp->listener;
+	cxe_soft_tcp_ready(sock);
+	cxe_steered_child(sock);
 }
 
 /*
- * The next connection, and the adapter serving the netdev it came in on
- * (the SYN was steered here because one did; if it has been unbound or
- * removed since, the connection is closed and the initiator retries, to
- * the stock listener); -EAGAIN when none is queued.
+ * The next connection whose first Login request is whole, and the adapter
+ * serving the netdev it came in on (the SYN was steered here because one
+ * did; if it has been unbound or removed since, the connection is closed
+ * and the initiator retries, to the stock listener); -EAGAIN when none is
+ * ready.
  */
 static int cxe_soft_accept_one(struct cxe_np *cnp, struct socket **sockp,
 			       struct cxe_adapter **ap)
 {
-	int ret;
+	struct cxe_soft_np *snp = cnp->priv;
 
 	for (;;) {
-		ret = kernel_accept(cxe_soft_listener(cnp), sockp, O_NONBLOCK);
-		if (ret < 0)
-			return ret;
-		cxe_soft_tcp_ready(*sockp);
-		cxe_steered_child(*sockp);
+		*sockp = cxe_gate_take(&snp->gate);
+		if (!*sockp)
+			return -EAGAIN;
 		*ap = cxe_adapter_get_for_sk((*sockp)->sk);
 		if (*ap)
 			return 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * cxgbit-ext software adapter: what its parts share. cm.c (listening,
- * steering, accept, hand-back, the ops table), io.c (the socket stream:
+ * steering, accept, hand-back, the ops table), gate.c (connections until
+ * their first Login request is whole), io.c (the socket stream:
  * receive, transmit, digests, segmentation) and ddp.c (tag table and
  * placement). Nothing here is part of the adapter contract (adapter.h):
  * the PDU layer sees only struct cxe_conn and the ops.
@@ -10,6 +11,8 @@
 #define CXE_SOFT_H
 
 #include <linux/spinlock.h>
+#include <linux/mutex.h>
+#include <linux/workqueue.h>
 #include <linux/types.h>
 #include <linux/bvec.h>
 #include <linux/mm_types.h>
@@ -153,6 +156,31 @@ struct cxe_soft_conn {
 	u32			held_off;
 	struct cxe_soft_tx	tx;
 };
+
+/*
+ * A portal's login gate (gate.c): its listener's connections wait there
+ * until their first Login request is whole, then the portal's accept
+ * takes them.
+ */
+struct cxe_gate {
+	struct mutex		lock;		/* the lists, waiting, closing */
+	struct list_head	wait_list;	/* first Login request not whole */
+	struct list_head	ready_list;	/* whole: for accept */
+	unsigned int		waiting;
+	bool			closing;
+	struct delayed_work	work;
+	struct socket		*listener;
+	struct cxe_np		*cnp;
+};
+
+void cxe_gate_init(struct cxe_gate *g, struct cxe_np *cnp,
+		   struct socket *listener);
+void cxe_gate_kick(struct cxe_gate *g);
+struct socket *cxe_gate_take(struct cxe_gate *g);
+void cxe_gate_stop(struct cxe_gate *g);
+
+/* cm.c: a connection off the listener made what the stock one's would be */
+void cxe_soft_child(struct socket *sock);
 
 static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 {
