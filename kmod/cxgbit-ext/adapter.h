@@ -123,8 +123,12 @@ struct cxe_adapter_ops {
 	 */
 	int (*adopt)(struct cxe_conn *c);
 	/*
-	 * Until the first send, the first Login request stays unread on the
-	 * connection (recv_hdr/recv_data deliver it all the same). hand_back
+	 * An adapter with hand_back returns from accept only connections
+	 * whose first Login request is whole, so that the PDU layer reads it
+	 * at accept without waiting (the software path's gate, gate.c) and
+	 * decides the hand-back before LIO sees the connection. Until the
+	 * first send, that request stays unread on the connection
+	 * (recv_hdr/recv_data deliver it all the same). hand_back
 	 * gives the connection in that state to the host's own listener for
 	 * its address (LIO's stock iSCSI/TCP portal), taking back from LIO
 	 * whatever it lent it (a socket); 0 when it did, and the PDU layer

@@ -85,6 +85,11 @@ static inline int cxe_recv_buf(struct cxe_conn *c, void *buf, u32 len,
 	return cxe_ops(c)->recv_data(c, &dst, dlen, bad);
 }
 
+/* tpgs.c: LIO's TPGs behind an offloaded portal, from its configfs tree */
+int cxe_tpg_behind(const char *target, const struct sockaddr_storage *addr);
+int cxe_tpgs_init(void);
+void cxe_tpgs_exit(void);
+
 /* configfs.c: the control interface */
 int cxe_configfs_init(void);
 void cxe_configfs_exit(void);

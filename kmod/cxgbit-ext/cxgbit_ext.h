@@ -34,6 +34,7 @@ struct iscsit_conn;
 struct iscsit_cmd;
 struct sock;
 struct scatterlist;
+struct cxe_first_login;
 
 /* Per-adapter counters, also summed from its connections */
 enum cxe_stat {
@@ -148,6 +149,8 @@ struct cxe_conn {
 	struct cxe_dcache	dcache;
 	atomic64_t		stats[CXE_STAT_MAX];
 	void			*priv;		/* an adopting backend's (adopt) */
+	/* the PDU layer's: the first Login request, when accept read it */
+	struct cxe_first_login	*first;
 };
 
 /*

@@ -2,7 +2,7 @@
 /*
  * Login holds: targets whose logins are answered on the offloaded portal
  * even when LIO finds no TPG of theirs behind it, instead of being handed
- * to the stock portal (transport.c, cxe_hand_back()).
+ * to the stock portal (portal.c, cxe_hand_back()).
  *
  * Why: LIO looks for an enabled TPG when it reads a login's first PDU.
  * A login for a target whose TPG (with offload on this portal) is still

@@ -60,10 +60,13 @@ static int __init cxe_init(void)
 	ret = cxe_dcache_module_init();
 	if (ret)
 		goto err_notifier;
+	ret = cxe_tpgs_init();
+	if (ret)
+		goto err_dcache;
 	/* the backends first: the control interface makes soft0 of one */
 	ret = cxe_backend_register(&cxe_soft_backend);
 	if (ret)
-		goto err_dcache;
+		goto err_tpgs;
 	ret = cxe_configfs_init();
 	if (ret)
 		goto err_backend;
@@ -75,6 +78,8 @@ static int __init cxe_init(void)
 
 err_backend:
 	cxe_backend_unregister(&cxe_soft_backend);
+err_tpgs:
+	cxe_tpgs_exit();
 err_dcache:
 	cxe_dcache_module_exit();
 err_notifier:
@@ -88,6 +93,7 @@ static void __exit cxe_exit(void)
 	cxe_configfs_exit();
 	cxe_backend_unregister(&cxe_soft_backend);
 	cxe_soft_exit();
+	cxe_tpgs_exit();
 	cxe_dcache_module_exit();
 	unregister_module_notifier(&cxe_module_nb);
 	pr_info("unloaded\n");

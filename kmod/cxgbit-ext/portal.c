@@ -135,6 +135,159 @@ static int cxe_accept_from(const struct cxe_backend *b, struct cxe_np *cnp,
 	return 0;
 }
 
+/*
+ * Offload is per target (LIO enables it per TPG), steering per ip:port:
+ * a connection reaches this portal whatever target it is for. Those LIO
+ * would serve differently here than on its stock portal for the same
+ * address go back there, their first Login request unread, so that the
+ * initiator sees exactly what it would see without offload:
+ * - discovery sessions: SendTargets here lists only targets with offload
+ *   on this portal, the stock portal lists every target;
+ * - a login LIO answers without having found a TPG behind this portal
+ *   (the target has no offload here, or no such target): the stock
+ *   portal finds the target's TPG, or answers the same refusal.
+ * LIO's own TPG lookup decides, so the rule follows its configuration.
+ */
+static bool cxe_hand_back(struct cxe_conn *c, const char *why,
+			  const char *target)
+{
+	int ret;
+
+	if (c->answered || !cxe_ops(c)->hand_back)
+		return false;
+	/*
+	 * A held target's TPG is being enabled (holds.c): LIO's answer
+	 * stands. Otherwise counted first: once handed back, the stock portal
+	 * may answer the initiator before this thread goes on (taken back in
+	 * the rare case that the adapter could not hand it back).
+	 */
+	ret = target && cxe_hold_has(target, strlen(target)) ? -EAGAIN : 0;
+	if (!ret) {
+		cxe_cstat(c, CXE_STAT_HANDED_BACK, 1);
+		ret = cxe_ops(c)->hand_back(c, target);
+		if (ret)
+			cxe_cstat(c, CXE_STAT_HANDED_BACK, -1);
+	}
+	if (ret == -EAGAIN) {
+		cxe_cstat(c, CXE_STAT_LOGINS_HELD, 1);
+		pr_info_ratelimited("connection %pISpc -> %pISpc: %s: target %s is held, answered here\n",
+				    &c->peer, &c->local, why, target);
+	}
+	if (ret)
+		return false;
+	pr_info("connection %pISpc -> %pISpc: %s: handed to the stock portal\n",
+		&c->peer, &c->local, why);
+	return true;
+}
+
+#define CXE_NO_TPG	"no TPG of this target behind the offloaded portal"
+
+/*
+ * The first Login request of a connection from an adapter that hands its
+ * connections up with it whole (one with hand_back), read at accept: the
+ * hand-back of a discovery session is decided there, before LIO sees the
+ * connection, and LIO's first read gets this copy (cxe_get_login_rx()).
+ */
+struct cxe_first_login {
+	u8	hdr[ISCSI_HDR_LEN];
+	int	ret;		/* the read's: 0, -EMSGSIZE (text too long), -1 */
+	u32	dlen;
+	u8	text[MAX_KEY_VALUE_PAIRS];
+};
+
+/* A Login request's header into hdr: 0, or -1 (the login ends) */
+static int cxe_login_hdr(struct cxe_conn *c, u8 *hdr)
+{
+	u8 buf[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN];
+	u32 flags;
+
+	if (cxe_ops(c)->recv_hdr(c, buf, &flags))
+		return -1;
+	if (cxe_bhs_ahs_len(buf)) {
+		pr_err("%pISpc: login PDU with an AHS\n", &c->peer);
+		return -1;
+	}
+	memcpy(hdr, buf, ISCSI_HDR_LEN);
+	return 0;
+}
+
+/* A Login request's text of dlen bytes into buf: 0, or -1 */
+static int cxe_login_text(struct cxe_conn *c, u8 *buf, u32 dlen)
+{
+	bool bad;
+
+	return cxe_recv_buf(c, buf, dlen, dlen, &bad) || bad ? -1 : 0;
+}
+
+static void cxe_conn_free(struct cxe_conn *c);
+
+/* A Login request's TargetName in buf, or NULL without one */
+static const char *cxe_text_target(const u8 *text, u32 dlen,
+				   char buf[ISCSI_IQN_LEN])
+{
+	const u8 *v;
+	u32 vlen;
+
+	v = cxe_keys_value(text, dlen, "TargetName", &vlen);
+	if (!v || !vlen || vlen >= ISCSI_IQN_LEN)
+		return NULL;
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	return buf;
+}
+
+/*
+ * The target of the login f if LIO would fail it for want of a TPG behind
+ * the offloaded portal, else NULL. A held target's is LIO's to answer
+ * (cxe_hand_back()), as is one whose TPGs are not known.
+ */
+static const char *cxe_login_no_tpg(struct cxe_np *cnp,
+				    const struct cxe_first_login *f,
+				    char buf[ISCSI_IQN_LEN])
+{
+	const char *target = cxe_text_target(f->text, f->dlen, buf);
+
+	if (!target || cxe_hold_has(target, strlen(target)) ||
+	    cxe_tpg_behind(target, &cnp->addr))
+		return NULL;
+	return target;
+}
+
+/*
+ * Read c's first Login request, whole at accept. True when c was handed
+ * to the stock portal (a discovery session, a login for a target with no
+ * TPG behind this portal): then it is freed.
+ */
+static bool cxe_login_first(struct cxe_np *cnp, struct cxe_conn *c)
+{
+	char buf[ISCSI_IQN_LEN];
+	struct cxe_first_login *f;
+	const char *target;
+
+	f = kmalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return false;	/* LIO reads it itself */
+	f->ret = cxe_login_hdr(c, f->hdr);
+	f->dlen = ntoh24(((struct iscsi_login_req *)f->hdr)->dlength);
+	if (!f->ret && f->dlen > MAX_KEY_VALUE_PAIRS)
+		f->ret = -EMSGSIZE;	/* LIO's check refuses it */
+	if (!f->ret)
+		f->ret = cxe_login_text(c, f->text, f->dlen);
+	c->first = f;
+	if (f->ret)
+		return false;
+	if (cxe_keys_have(f->text, f->dlen, "SessionType", "Discovery")) {
+		if (!cxe_hand_back(c, "discovery session", NULL))
+			return false;
+	} else {
+		target = cxe_login_no_tpg(cnp, f, buf);
+		if (!target || !cxe_hand_back(c, CXE_NO_TPG, target))
+			return false;
+	}
+	cxe_conn_free(c);
+	return true;
+}
+
 #define CXE_MAX_ACCEPTING	4
 
 /*
@@ -162,6 +315,8 @@ int cxe_accept_np(struct iscsi_np *np, struct iscsit_conn *conn)
 					ret = cxe_accept_from(b[i], cnp, conn, &c);
 			cxe_backends_put(b, n);
 		}
+		if (!ret && cxe_ops(c)->hand_back && cxe_login_first(cnp, c))
+			continue;	/* handed back: LIO never saw it */
 		if (ret != -EAGAIN)
 			break;
 		ret = wait_event_interruptible(cnp->accept_wq,
@@ -241,81 +396,52 @@ ssize_t cxe_conn_show_all(char *buf, size_t size)
 	return buf ? len : len + lines * 32;
 }
 
+/* What cxe_accept_from() made, the backend's part released first */
+static void cxe_conn_free(struct cxe_conn *c)
+{
+	struct module *owner = c->adapter->backend->owner;
+
+	cxe_ops(c)->conn_release(c);
+	cxe_adapter_put(c->adapter);
+	kfree(c->first);
+	kfree(c);
+	module_put(owner);	/* cxe_accept_from()'s */
+}
+
 void cxe_free_conn(struct iscsit_conn *conn)
 {
 	struct cxe_conn *c = conn->context;
-	struct module *owner;
 
 	if (!c)
 		return;
-	owner = c->adapter->backend->owner;
 	spin_lock(&cxe_conns_lock);
 	list_del(&c->node);
 	spin_unlock(&cxe_conns_lock);
 	conn->context = NULL;
-	cxe_ops(c)->conn_release(c);
 	cxe_dcache_destroy(&c->dcache);
-	cxe_adapter_put(c->adapter);
 	mutex_destroy(&c->tx_lock);
-	kfree(c);
-	module_put(owner);	/* cxe_accept_from()'s */
+	cxe_conn_free(c);
 }
 
 /* ---- login --------------------------------------------------------------- */
 
 /*
- * Offload is per target (LIO enables it per TPG), steering per ip:port:
- * a connection reaches this portal whatever target it is for. Those LIO
- * would serve differently here than on its stock portal for the same
- * address go back there, their first Login request unread, so that the
- * initiator sees exactly what it would see without offload:
- * - discovery sessions: SendTargets here lists only targets with offload
- *   on this portal, the stock portal lists every target;
- * - a login LIO answers without having found a TPG behind this portal
- *   (the target has no offload here, or no such target): the stock
- *   portal finds the target's TPG, or answers the same refusal.
- * LIO's own TPG lookup decides, so the rule follows its configuration.
+ * A Login request for LIO: the first one as accept read it, if it did
+ * (its copy is then let go), the others from the connection.
  */
-static bool cxe_hand_back(struct cxe_conn *c, const char *why,
-			  const char *target)
-{
-	int ret;
-
-	if (c->answered || !cxe_ops(c)->hand_back)
-		return false;
-	/* a held target's TPG is being enabled (holds.c): LIO's answer stands */
-	ret = target && cxe_hold_has(target, strlen(target)) ?
-	      -EAGAIN : cxe_ops(c)->hand_back(c, target);
-	if (ret == -EAGAIN) {
-		cxe_cstat(c, CXE_STAT_LOGINS_HELD, 1);
-		pr_info_ratelimited("connection %pISpc -> %pISpc: %s: target %s is held, answered here\n",
-				    &c->peer, &c->local, why, target);
-	}
-	if (ret)
-		return false;
-	cxe_cstat(c, CXE_STAT_HANDED_BACK, 1);
-	pr_info("connection %pISpc -> %pISpc: %s: handed to the stock portal\n",
-		&c->peer, &c->local, why);
-	return true;
-}
-
 int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 {
 	struct cxe_conn *c = conn->context;
 	struct iscsi_login_req *req = (struct iscsi_login_req *)login->req;
-	u8 hdr[ISCSI_HDR_LEN + CXE_MAX_AHS_LEN];
-	u32 dlen, flags;
-	bool bad;
+	struct cxe_first_login *f = c->first;
+	u32 dlen;
 	int ret;
 
-	ret = cxe_ops(c)->recv_hdr(c, hdr, &flags);
-	if (ret)
-		return -1;
-	if (cxe_bhs_ahs_len(hdr)) {
-		pr_err("%pISpc: login PDU with an AHS\n", &c->peer);
-		return -1;
-	}
-	memcpy(login->req, hdr, ISCSI_HDR_LEN);
+	if (f)
+		memcpy(login->req, f->hdr, ISCSI_HDR_LEN);
+	ret = f ? f->ret : cxe_login_hdr(c, login->req);
+	if (ret && ret != -EMSGSIZE)
+		goto out;
 	dlen = ntoh24(req->dlength);
 	if (login->first_request) {
 		login->leading_connection = !req->tsih;
@@ -330,17 +456,22 @@ int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 		login->tsih = be16_to_cpu(req->tsih);
 	}
 	/* checks the opcode, flags, stages and dlen <= MAX_KEY_VALUE_PAIRS */
-	if (iscsi_target_check_login_request(conn, login) < 0)
-		return -1;
+	ret = iscsi_target_check_login_request(conn, login);
+	if (ret < 0)
+		goto out;
 	memset(login->req_buf, 0, MAX_KEY_VALUE_PAIRS);
-	ret = cxe_recv_buf(c, login->req_buf, dlen, dlen, &bad);
-	if (ret || bad)
-		return -1;
-	if (login->first_request &&
-	    cxe_keys_have(login->req_buf, dlen, "SessionType", "Discovery") &&
-	    cxe_hand_back(c, "discovery session", NULL))
-		return -1;	/* LIO forgets the connection */
-	return 0;
+	if (f && f->ret)
+		ret = -1;	/* LIO's check let too long a text by? */
+	else if (f)
+		memcpy(login->req_buf, f->text, dlen);
+	else
+		ret = cxe_login_text(c, login->req_buf, dlen);
+out:
+	if (f) {
+		c->first = NULL;
+		kfree(f);
+	}
+	return ret ? -1 : 0;
 }
 
 /*
@@ -373,16 +504,10 @@ static const char *cxe_login_target(struct iscsi_login *login,
 				    char buf[ISCSI_IQN_LEN])
 {
 	const struct iscsi_login_req *req = (const struct iscsi_login_req *)login->req;
-	u32 dlen = min_t(u32, ntoh24(req->dlength), MAX_KEY_VALUE_PAIRS);
-	const u8 *v;
-	u32 vlen;
 
-	v = cxe_keys_value(login->req_buf, dlen, "TargetName", &vlen);
-	if (!v || !vlen || vlen >= ISCSI_IQN_LEN)
-		return NULL;
-	memcpy(buf, v, vlen);
-	buf[vlen] = '\0';
-	return buf;
+	return cxe_text_target(login->req_buf,
+			       min_t(u32, ntoh24(req->dlength), MAX_KEY_VALUE_PAIRS),
+			       buf);
 }
 
 int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
@@ -394,8 +519,7 @@ int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	const struct iscsi_login_rsp *rsp = (const struct iscsi_login_rsp *)login->rsp;
 
 	if (!conn->tpg && rsp->status_class &&
-	    cxe_hand_back(c, "no TPG of this target behind the offloaded portal",
-			  cxe_login_target(login, target)))
+	    cxe_hand_back(c, CXE_NO_TPG, cxe_login_target(login, target)))
 		return 0;	/* LIO is failing the login: it forgets the connection */
 	c->answered = true;
 	if (cxe_ops(c)->send_pdu(c, login->rsp, &src))

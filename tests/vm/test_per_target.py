@@ -18,6 +18,7 @@ portal, and the counters say which path each connection took.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -31,7 +32,15 @@ from iscsi_initiator.session import Connection, LoginError
 from testbed import topo
 from testbed.kmod import insmod
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_peers, soft0_counters
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    connection_lines,
+    dmesg_since,
+    kmsg_mark,
+    offloaded_peers,
+    soft0_counters,
+)  # fmt: skip
 
 OFF, STOCK = topo.LINKS
 BASE = "iqn.2026-11.org.cxgbit-ext:pt-"
@@ -41,6 +50,10 @@ TARGETS = {  # name: (portal, offload)
     "c": ("0.0.0.0", 3260, False),
     "d": (OFF.tgt_ip, 3262, True),
 }
+
+
+# what LIO logs of a login it failed, or of one it read without a TPG for it
+FALSE_FAILURE = re.compile(r"Login negotiation failed|Unable to locate Target")
 
 
 def iqn(name: str) -> str:
@@ -86,12 +99,15 @@ def test_discovery_lists_every_target(targets: None) -> None:
     """SendTargets over the offloaded netdev lists what it lists over the stock one."""
     before = soft0_counters()
     over_stock = listed(f"{STOCK.tgt_ip}:3260")
+    mark = kmsg_mark("discovery over the offloaded netdev")
     over_offload = listed(f"{OFF.tgt_ip}:3260")
     assert over_stock == {iqn(n) for n in TARGETS}
     assert over_offload == over_stock
     after = soft0_counters()
     assert after["syn_steered"] > before["syn_steered"], "discovery never reached the offloaded portal"
     assert after["handed_back"] == before["handed_back"] + 1
+    # handed back before LIO read it: the log says no login failed
+    assert not [line for line in dmesg_since(mark) if FALSE_FAILURE.search(line)], dmesg_since(mark)
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
@@ -99,6 +115,7 @@ def test_login_and_io_to_each_target(targets: None, name: str) -> None:
     """Each target logs in and does I/O over tgt0; the offloaded ones on soft0, the others stock."""
     _, port, offload = TARGETS[name]
     before = soft0_counters()
+    mark = kmsg_mark(f"login to {name} over the offloaded netdev")
     c = Connection(OFF.tgt_ip, port)
     try:
         c.login(PDU_INITIATOR, iqn(name))
@@ -113,6 +130,8 @@ def test_login_and_io_to_each_target(targets: None, name: str) -> None:
     # B and C went through the offloaded portal and were handed back
     steered = port == 3260
     assert after["handed_back"] - before["handed_back"] == (1 if steered and not offload else 0)
+    # decided before LIO read the login: the log says no login failed
+    assert not [line for line in dmesg_since(mark) if FALSE_FAILURE.search(line)], dmesg_since(mark)
 
 
 def test_unknown_target_answered_as_stock(targets: None) -> None:
