@@ -117,7 +117,7 @@ struct cxe_adapter_ops {
 	 * A backend whose adapters ride the kernel's TCP (CXE_BACKEND_SOCKETS)
 	 * takes c: a connection the software path accepted on a socket, for
 	 * one of its adapters (c->adapter), before anything was read. c is the
-	 * software path's (its ops, cxe_soft_ops, still work on it); the
+	 * software path's (its ops, cxe_sock_conn_ops, still work on it); the
 	 * backend keeps its own state in c->priv. 0, or an error: the
 	 * connection is then closed (the initiator retries). Process context.
 	 */
@@ -281,7 +281,7 @@ struct cxe_limits {
  * adapters/ with cxe_adapter_publish()) and ride the kernel's TCP: the
  * portal's listener accepts the connections steered to them and the
  * backend adopts each (adopt), its ops starting from the software path's
- * (cxe_soft_ops) and replacing what its NIC does: a NIC whose offloads
+ * (cxe_sock_conn_ops) and replacing what its NIC does: a NIC whose offloads
  * sit beside the host's TCP stack (digests, placement), not a TOE
  */
 #define CXE_BACKEND_SOCKETS	BIT(3)

@@ -249,7 +249,11 @@ struct cxe_adapter *cxe_adapter_publish(const char *name,
 					const struct cxe_backend *b,
 					const char *netdev);
 void cxe_adapter_unpublish(struct cxe_adapter *a);
-/* adapters/soft/cm.c: the software path's connection ops (adopt) */
-extern const struct cxe_adapter_ops cxe_soft_ops;
+/*
+ * adapters/soft/cm.c: the software path's per-connection ops, for a
+ * CXE_BACKEND_SOCKETS backend to start its own from (listen, unlisten,
+ * accept and adopt are NULL)
+ */
+extern const struct cxe_adapter_ops cxe_sock_conn_ops;
 
 #endif /* CXGBIT_EXT_H */

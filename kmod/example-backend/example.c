@@ -5,7 +5,7 @@
  * (CRC32C, data placement; not a TOE) looks like on the cxgbit-ext
  * contract, built out of tree against the headers the cxgbit-ext-dkms
  * package installs. It has no hardware: every PDU goes through the
- * software path (cxe_soft_ops), and where a NIC's driver would program
+ * software path (cxe_sock_conn_ops), and where a NIC's driver would program
  * its engine this backend counts what it carried, so that a session on
  * it shows which backend carried it.
  *
@@ -57,7 +57,7 @@ static void cxe_ex_conn_release(struct cxe_conn *c)
 {
 	struct cxe_ex_conn *ec = cxe_ex(c);
 
-	cxe_soft_ops.conn_release(c);
+	cxe_sock_conn_ops.conn_release(c);
 	pr_info("connection %pISpc -> %pISpc: %lld PDUs received, %lld sent on %s\n",
 		&c->peer, &c->local, atomic64_read(&ec->pdus_rx),
 		atomic64_read(&ec->pdus_tx), c->adapter->name);
@@ -67,7 +67,7 @@ static void cxe_ex_conn_release(struct cxe_conn *c)
 
 static int cxe_ex_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 {
-	int ret = cxe_soft_ops.recv_hdr(c, hdr, flags);
+	int ret = cxe_sock_conn_ops.recv_hdr(c, hdr, flags);
 
 	if (!ret)
 		atomic64_inc(&cxe_ex(c)->pdus_rx);
@@ -77,7 +77,7 @@ static int cxe_ex_recv_hdr(struct cxe_conn *c, u8 *hdr, u32 *flags)
 static int cxe_ex_send_pdu(struct cxe_conn *c, const u8 *bhs,
 			   const struct cxe_data *src)
 {
-	int ret = cxe_soft_ops.send_pdu(c, bhs, src);
+	int ret = cxe_sock_conn_ops.send_pdu(c, bhs, src);
 
 	if (!ret)
 		atomic64_inc(&cxe_ex(c)->pdus_tx);
@@ -87,7 +87,7 @@ static int cxe_ex_send_pdu(struct cxe_conn *c, const u8 *bhs,
 static int cxe_ex_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 {
 	struct cxe_seg_burst plan = cxe_burst_plan(b);
-	int ret = cxe_soft_ops.send_burst(c, b);
+	int ret = cxe_sock_conn_ops.send_burst(c, b);
 
 	if (!ret)
 		atomic64_add(cxe_seg_count(&plan), &cxe_ex(c)->pdus_tx);
@@ -116,10 +116,7 @@ static int __init cxe_ex_init(void)
 {
 	int ret;
 
-	cxe_ex_ops = cxe_soft_ops;
-	cxe_ex_ops.listen = NULL;	/* the portal's listener takes them */
-	cxe_ex_ops.unlisten = NULL;
-	cxe_ex_ops.accept = NULL;
+	cxe_ex_ops = cxe_sock_conn_ops;	/* the portal's listener accepts */
 	cxe_ex_ops.adopt = cxe_ex_adopt;
 	cxe_ex_ops.conn_release = cxe_ex_conn_release;
 	cxe_ex_ops.recv_hdr = cxe_ex_recv_hdr;

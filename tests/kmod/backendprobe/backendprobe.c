@@ -72,11 +72,8 @@ static int __init cxe_probe_init(void)
 	cxe_probe.name = name;
 	cxe_probe.flags = flags;
 	if (netdev) {
-		cxe_probe_sockets_ops = cxe_soft_ops;
 		/* the portal's listener accepts for it */
-		cxe_probe_sockets_ops.listen = NULL;
-		cxe_probe_sockets_ops.unlisten = NULL;
-		cxe_probe_sockets_ops.accept = NULL;
+		cxe_probe_sockets_ops = cxe_sock_conn_ops;
 		cxe_probe_sockets_ops.adopt = cxe_probe_adopt;
 		cxe_probe.ops = &cxe_probe_sockets_ops;
 		cxe_probe.flags |= CXE_BACKEND_SOCKETS;

@@ -863,24 +863,36 @@ static void cxe_soft_set_params(struct cxe_conn *c, bool hdigest, bool ddigest,
 	sc->rx.login = false;
 }
 
-const struct cxe_adapter_ops cxe_soft_ops = {
+/* What a connection on the kernel's TCP does, whoever accepted it */
+#define CXE_SOFT_CONN_OPS					\
+	.hand_back	= cxe_soft_hand_back,			\
+	.conn_release	= cxe_soft_conn_release,		\
+	.set_params	= cxe_soft_set_params,			\
+	.recv_hdr	= cxe_soft_recv_hdr,			\
+	.recv_data	= cxe_soft_recv_data,			\
+	.data_taken	= cxe_soft_data_taken,			\
+	.send_pdu	= cxe_soft_send_pdu,			\
+	.send_burst	= cxe_soft_send_burst,			\
+	.tx_room	= cxe_soft_tx_room,			\
+	.ddp_reserve	= cxe_soft_ddp_reserve,			\
+	.ddp_check	= cxe_soft_ddp_check,			\
+	.ddp_release	= cxe_soft_ddp_release
+
+static const struct cxe_adapter_ops cxe_soft_ops = {
 	.listen		= cxe_soft_listen,
 	.unlisten	= cxe_soft_unlisten,
 	.accept		= cxe_soft_accept,
-	.hand_back	= cxe_soft_hand_back,
-	.conn_release	= cxe_soft_conn_release,
-	.set_params	= cxe_soft_set_params,
-	.recv_hdr	= cxe_soft_recv_hdr,
-	.recv_data	= cxe_soft_recv_data,
-	.data_taken	= cxe_soft_data_taken,
-	.send_pdu	= cxe_soft_send_pdu,
-	.send_burst	= cxe_soft_send_burst,
-	.tx_room	= cxe_soft_tx_room,
-	.ddp_reserve	= cxe_soft_ddp_reserve,
-	.ddp_check	= cxe_soft_ddp_check,
-	.ddp_release	= cxe_soft_ddp_release,
+	CXE_SOFT_CONN_OPS,
 };
-EXPORT_SYMBOL_GPL(cxe_soft_ops);
+
+/*
+ * The same per-connection ops alone: those a CXE_BACKEND_SOCKETS backend
+ * starts its table from (the portal's listener accepts for it)
+ */
+const struct cxe_adapter_ops cxe_sock_conn_ops = {
+	CXE_SOFT_CONN_OPS,
+};
+EXPORT_SYMBOL_GPL(cxe_sock_conn_ops);
 
 /*
  * Software adapters are made by name (soft0 at load, more with mkdir) and
