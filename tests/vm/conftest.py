@@ -11,6 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+# configshell's Console binds sys.stdout as a default argument when first
+# imported: imported here, at collection, that is the session's capture,
+# open to the end, not a test's capture that a later test finds closed
+import configshell_fb.console  # noqa: F401
 import pytest
 
 from cxgbit_ext.control import Connection as OffloadedConnection
