@@ -371,6 +371,21 @@ static void cxe_soft_listener_ready(struct sock *sk)
 	cxe_tcp_data_ready(sk);
 }
 
+/* give a socket TCP's own data_ready back */
+static void cxe_soft_tcp_ready(struct socket *sock)
+{
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	WRITE_ONCE(sock->sk->sk_data_ready, cxe_tcp_data_ready);
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+}
+
+/* A connection off the listener made what the stock one's would be */
+static void cxe_soft_child(struct socket *sock)
+{
+	cxe_soft_tcp_ready(sock);
+	cxe_steered_child(sock);
+}
+
 static int cxe_soft_listen(struct cxe_np *cnp)
 {
 	sa_family_t family = cnp->addr.ss_family;
@@ -411,7 +426,7 @@ static int cxe_soft_listen(struct cxe_np *cnp)
 	snp->cnp = cnp;
 	snp->listener = sock;
 	snp->net = sock_net(sock->sk);
-	cxe_gate_init(&snp->gate, cnp, sock);
+	cxe_gate_init(&snp->gate, cnp, sock, cxe_soft_child);
 	ret = cxe_hook_get(snp->net);
 	if (ret)
 		goto err_sock;
@@ -430,14 +445,6 @@ err_sock:
 err_free:
 	kfree(snp);
 	return ret;
-}
-
-/* give a socket TCP's own data_ready back */
-static void cxe_soft_tcp_ready(struct socket *sock)
-{
-	write_lock_bh(&sock->sk->sk_callback_lock);
-	WRITE_ONCE(sock->sk->sk_data_ready, cxe_tcp_data_ready);
-	write_unlock_bh(&sock->sk->sk_callback_lock);
 }
 
 static void cxe_soft_unlisten(struct cxe_np *cnp)
@@ -469,12 +476,6 @@ static void cxe_soft_unlisten(struct cxe_np *cnp)
 }
 
 /* ---- connections ----------------------------------------------------------- */
-
-void cxe_soft_child(struct socket *sock)
-{
-	cxe_soft_tcp_ready(sock);
-	cxe_steered_child(sock);
-}
 
 /*
  * The next connection whose first Login request is whole, and the adapter

@@ -175,7 +175,7 @@ static void cxe_gate_intake(struct cxe_gate *g)
 	struct socket *sock;
 
 	while (!kernel_accept(g->listener, &sock, O_NONBLOCK)) {
-		cxe_soft_child(sock);
+		g->prepare(sock);
 		e = kmalloc(sizeof(*e), GFP_KERNEL);
 		if (!e) {
 			sock_release(sock);	/* the initiator retries */
@@ -235,7 +235,8 @@ out:
 }
 
 void cxe_gate_init(struct cxe_gate *g, struct cxe_np *cnp,
-		   struct socket *listener)
+		   struct socket *listener,
+		   void (*prepare)(struct socket *sock))
 {
 	mutex_init(&g->lock);
 	INIT_LIST_HEAD(&g->wait_list);
@@ -243,6 +244,7 @@ void cxe_gate_init(struct cxe_gate *g, struct cxe_np *cnp,
 	INIT_DELAYED_WORK(&g->work, cxe_gate_work);
 	g->cnp = cnp;
 	g->listener = listener;
+	g->prepare = prepare;
 }
 
 /* The listener has a new connection (softirq) */

@@ -170,17 +170,17 @@ struct cxe_gate {
 	bool			closing;
 	struct delayed_work	work;
 	struct socket		*listener;
+	/* the listener's owner's, on each new connection before it waits */
+	void			(*prepare)(struct socket *sock);
 	struct cxe_np		*cnp;
 };
 
 void cxe_gate_init(struct cxe_gate *g, struct cxe_np *cnp,
-		   struct socket *listener);
+		   struct socket *listener,
+		   void (*prepare)(struct socket *sock));
 void cxe_gate_kick(struct cxe_gate *g);
 struct socket *cxe_gate_take(struct cxe_gate *g);
 void cxe_gate_stop(struct cxe_gate *g);
-
-/* cm.c: a connection off the listener made what the stock one's would be */
-void cxe_soft_child(struct socket *sock);
 
 static inline struct cxe_soft_conn *cxe_soft(struct cxe_conn *c)
 {
