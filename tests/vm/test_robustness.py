@@ -17,11 +17,19 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import topology
-from iscsi_initiator.pdu import scsi_command
+from iscsi_initiator.pdu import Op, login_request, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, set_offload, soft0_counters
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    connection_lines,
+    offloaded_peers,
+    offloaded_target,
+    set_offload,
+    soft0_counters,
+)  # fmt: skip
 
 IQN = "iqn.2026-11.org.cxgbit-ext:robust"
 OFF = topo.LINKS[0]
@@ -204,3 +212,25 @@ def test_stalled_logins_hold_stock_lio(robust_target: None) -> None:
         for s in socks:
             s.close()
     assert timed_login(topo.LINKS[1].tgt_ip, timeout=10) < 5
+
+
+def test_slow_login_request_is_answered_offloaded(robust_target: None) -> None:
+    """A first Login request that trickles in over 6 s, as from a slow
+    initiator on a lossy link, is answered, on the offloaded path: the gate
+    waits for it whole and its timer is the login timeout, not a guess."""
+    c = Connection(OFF.tgt_ip)
+    try:
+        keys = [("InitiatorName", PDU_INITIATOR), ("SessionType", "Normal"), ("TargetName", IQN),
+                ("AuthMethod", "None")]  # fmt: skip
+        wire = login_request(isid=c.isid, tsih=0, itt=1, cid=0, cmdsn=1, expstatsn=0,
+                             csg=0, nsg=1, transit=True, keys=keys).encode()  # fmt: skip
+        step = -(-len(wire) // 12)
+        for i in range(0, len(wire), step):
+            c.sock.sendall(wire[i : i + step])
+            time.sleep(0.5)
+        rsp = c.recv()
+        assert rsp.opcode == Op.LOGIN_RSP and rsp.u8(36) == 0, (rsp.opcode, rsp.u8(36), rsp.u8(37))
+        me = f"{OFF.ini_ip}:{c.sock.getsockname()[1]}"
+        assert me in offloaded_peers(), (CFS / "connections").read_text()
+    finally:
+        c.close()
