@@ -120,7 +120,7 @@ cxgb4-test: modules
 DEBUG_TESTS ?= tests/vm/test_module.py tests/vm/test_example_backend.py tests/vm/test_steering.py \
 	tests/vm/test_adapters.py tests/vm/test_netdev_identity.py tests/vm/test_robustness.py \
 	tests/vm/test_cxgb4_conns.py tests/vm/test_cxgb4sim.py tests/vm/test_pdu_suite.py \
-	tests/vm/test_pdu_fuzz.py tests/vm/test_per_target.py
+	tests/vm/test_pdu_fuzz.py tests/vm/test_per_target.py tests/vm/test_fault_injection.py
 DEBUG_KVERS = $(addsuffix -dbg,$(KVERS))
 DEBUG_TIMEOUT ?= 10800
 debug-test:

@@ -84,6 +84,33 @@ def _initiator_blocks(lines: list[str]) -> set[int]:
     return out
 
 
+# A failure the fault-injection lane asked for (failslab, fail_page_alloc
+# with verbose=2) is logged with its stack: "FAULT_INJECTION: forcing a
+# failure." then the dump_stack() block to its "</TASK>"; and the allocator
+# reports a failed allocation made without __GFP_NOWARN ("page allocation
+# failure", "vmalloc error") with a stack, which shows should_fail when the
+# failure was injected. Only those blocks are set aside; what the failure
+# then causes is read as any other line.
+_INJECTED = re.compile(r"FAULT_INJECTION: forcing a failure")
+_ALLOC_FAILED = re.compile(r": (?:page allocation failure|vmalloc error): ")
+_SHOULD_FAIL = re.compile(r"\bshould_fail")
+_TASK_END = re.compile(r"</TASK>")
+
+
+def _injected_blocks(lines: list[str]) -> set[int]:
+    """Indices of the lines of injected failures' own reports."""
+    out: set[int] = set()
+    for i, line in enumerate(lines):
+        injected, alloc = _INJECTED.search(line), _ALLOC_FAILED.search(line)
+        if not injected and not alloc:
+            continue
+        end = next((j for j in range(i + 1, min(len(lines), i + 100)) if _TASK_END.search(lines[j])), None)
+        if end is None or (alloc and not any(_SHOULD_FAIL.search(x) for x in lines[i:end])):
+            continue
+        out.update(range(i, end + 1))
+    return out
+
+
 def known_initiator_warns(lines: Iterable[str]) -> list[str]:
     """The workqueue lines of the initiator-side WARNs bad_lines() sets aside."""
     lines = [line.rstrip("\n") for line in lines]
@@ -93,7 +120,7 @@ def known_initiator_warns(lines: Iterable[str]) -> list[str]:
 def bad_lines(lines: Iterable[str]) -> list[str]:
     """Return the lines of a kernel log that report a kernel problem."""
     lines = [line.rstrip("\n") for line in lines]
-    known = _initiator_blocks(lines)
+    known = _initiator_blocks(lines) | _injected_blocks(lines)
     return [line for i, line in enumerate(lines) if i not in known and _BAD.search(line)]
 
 
@@ -105,7 +132,7 @@ def report(lines: Iterable[str], before: int = 2, after: int = 30, most: int = 1
     every bad line, and "..." where lines were left out.
     """
     lines = [line.rstrip("\n") for line in lines]
-    known = _initiator_blocks(lines)
+    known = _initiator_blocks(lines) | _injected_blocks(lines)
     keep: set[int] = set()
     for i, line in enumerate(lines):
         if i not in known and _BAD.search(line):

@@ -143,3 +143,50 @@ def test_any_other_warn_still_counts() -> None:
     assert bad_lines([*INITIATOR_WARN, SPLATS["oops"]]) == [SPLATS["oops"]]
     # an unterminated block (log cut short) is not set aside
     assert len(bad_lines(INITIATOR_WARN[:-1])) == 3
+
+
+INJECTED = """\
+[  300.000000] FAULT_INJECTION: forcing a failure.
+[  300.000001] name failslab, interval 1, probability 10, space 0, times 99990
+[  300.000002] CPU: 0 UID: 0 PID: 612 Comm: iscsi_np Not tainted 6.12.117+deb12-amd64-dbg #1
+[  300.000003] Hardware name: QEMU Standard PC (i440FX + PIIX, 1996), BIOS 1.16.2-debian-1.16.2-1 04/01/2014
+[  300.000004] Call Trace:
+[  300.000005]  <TASK>
+[  300.000006]  dump_stack_lvl+0x5d/0x80
+[  300.000007]  should_fail_ex+0x3a4/0x4a0
+[  300.000008]  cxe_accept_np+0x1c2/0x6b0 [cxgbit_ext]
+[  300.000009]  </TASK>
+""".splitlines()
+
+
+def test_an_injected_failures_own_report_is_set_aside() -> None:
+    """The fault-injection lane's stack of a failure it forced is no finding;
+    a report after it still is."""
+    assert bad_lines(CLEAN + INJECTED) == []
+    assert report(CLEAN + INJECTED) == []
+    after = [*INJECTED, SPLATS["oops"]]
+    assert bad_lines(CLEAN + after) == [SPLATS["oops"]]
+    # a "forcing a failure" line without its stack's end sets nothing aside
+    cut = [*INJECTED[:-1], SPLATS["warn"]]
+    assert SPLATS["warn"] in bad_lines(CLEAN + cut)
+
+
+ALLOC_FAILED = """\
+[  336.564916] iscsi_np: vmalloc error: size 24576, failed to allocated page array size 48, mode:0xdc2(GFP_KERNEL)
+[  336.567275] CPU: 0 UID: 0 PID: 260 Comm: iscsi_np Tainted: G           OE      6.12.117+deb12-amd64-dbg #1
+[  336.567334] Call Trace:
+[  336.567345]  <TASK>
+[  336.567364]  dump_stack_lvl+0x91/0xb0
+[  336.567399]  warn_alloc+0x24f/0x390
+[  336.567499]  ? should_fail_ex+0x32a/0x590
+[  336.568201]  cxe_soft_accept+0x1d5/0x690 [cxgbit_ext]
+[  336.568345]  </TASK>
+""".splitlines()
+
+
+def test_the_allocators_report_of_an_injected_failure_is_set_aside() -> None:
+    """The allocator's stack for a failure the lane injected is no finding;
+    the same report without should_fail on its stack (a real failure) is."""
+    assert bad_lines(CLEAN + ALLOC_FAILED) == []
+    real = [line for line in ALLOC_FAILED if "should_fail" not in line]
+    assert bad_lines(CLEAN + real) == ["[  336.567334] Call Trace:"]

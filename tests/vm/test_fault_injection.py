@@ -1,0 +1,189 @@
+"""Allocation failures injected into the module's call chains (debug
+kernels): failslab and fail_page_alloc fail allocations made with
+cxgbit_ext's code on the stack (the stack-trace filter set to the module's
+text) while logins (offloaded, discovery and target hand-backs), digested
+I/O and adapter create/delete run. Whatever fails, no kernel report, every
+block whose write was acknowledged reads back as written once injection
+stops, a clean login then works, no connection is left behind, and the
+module unloads (the fixture) with kmemleak clean (testbed/run).
+
+Runs where the kernel has the fault-injection stack filter (the 6.12
+debug kernel); elsewhere it skips, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ProtocolError, ScsiError
+from testbed import topo
+
+from .conftest import CFS, PDU_INITIATOR, connection_lines, kmsg_mark, offloaded_target
+
+T = TypeVar("T")
+IQN = "iqn.2026-11.org.cxgbit-ext:faults"
+OFF = topo.LINKS[0]
+BLOCK = 512
+DEBUGFS = Path("/sys/kernel/debug")
+KINDS = ("failslab", "fail_page_alloc")
+TIMES = 100_000  # the budget of failures; what is left of it counts them
+ROUNDS = 16
+PROBABILITIES = (10, 2)  # percent, alternating by round: many failures, then I/O that gets through
+LBAS = 64  # 32 KiB per write, each round its own range
+STALL_S = 90  # a command unanswered this long on a live connection is lost
+
+
+def module_text() -> tuple[int, int]:
+    """cxgbit_ext's text, from its symbols (the filter takes a range)."""
+    addrs = []
+    for line in Path("/proc/kallsyms").read_text().splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3] == "[cxgbit_ext]" and f[1] in "tT":
+            addrs.append(int(f[0], 16))
+    assert addrs and min(addrs), "no readable cxgbit_ext text symbols in /proc/kallsyms"
+    return min(addrs), max(addrs) + 0x1000
+
+
+def set_attr(kind: str, name: str, value: object) -> None:
+    (DEBUGFS / kind / name).write_text(f"{value}\n")
+
+
+def injecting(probability: int) -> None:
+    for kind in KINDS:
+        set_attr(kind, "probability", probability)
+
+
+@pytest.fixture(scope="module")
+def faulty_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    if not (DEBUGFS / "failslab/require-start").exists():
+        pytest.skip("this kernel has no fault-injection stack filter (FAULT_INJECTION_STACKTRACE_FILTER)")
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
+                          portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
+    with offloaded_target(module_ko, t):
+        start, end = module_text()
+        for kind in KINDS:
+            for name, value in (("require-start", start), ("require-end", end), ("stacktrace-depth", 32),
+                                ("interval", 1), ("times", TIMES), ("space", 0), ("verbose", 2),
+                                ("task-filter", "N"), ("ignore-gfp-wait", "N")):  # fmt: skip
+                set_attr(kind, name, value)
+        set_attr("fail_page_alloc", "ignore-gfp-highmem", "N")
+        set_attr("fail_page_alloc", "min-order", 0)
+        try:
+            yield
+        finally:
+            injecting(0)
+
+
+# how an injected failure shows to the initiator: the connection refused,
+# dropped or timed out, a login refused, a command answered with an error
+EXPECTED = (OSError, EOFError, ConnectionClosed, LoginError, ProtocolError, ScsiError)
+
+
+def attempt(fn: Callable[..., T], *args: object) -> T | None:
+    """fn's result, or None when an injected failure ended it."""
+    try:
+        return fn(*args)
+    except EXPECTED:
+        return None
+
+
+def round_trip(lba: int, data: bytes) -> bool:
+    """Log in with digests, write data at lba, read it back: True when the
+    write was acknowledged (a read that returns must return the data). A
+    command the target neither answers nor drops its connection for in
+    STALL_S fails the test (the connection's NOP-Ins keep it alive)."""
+    c = Connection(OFF.tgt_ip, timeout=20)
+    stalled = threading.Event()
+
+    def stall() -> None:
+        stalled.set()
+        c.sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(STALL_S, stall)
+    timer.start()
+    written = False
+    try:
+        c.login(PDU_INITIATOR, IQN, Params(header_digest="CRC32C", data_digest="CRC32C"))
+        c.scsi_write(lba, data)
+        written = True
+        got = c.scsi_read(lba, len(data) // BLOCK)
+        assert got == data, f"LBA {lba}: a read that completed returned other data"
+        c.logout()
+    except EXPECTED:
+        if stalled.is_set():
+            raise AssertionError(f"LBA {lba}: no answer in {STALL_S} s on a connection kept alive") from None
+        raise
+    finally:
+        timer.cancel()
+        c.close()
+    return written
+
+
+def discovery() -> None:
+    c = Connection(OFF.tgt_ip, timeout=20)
+    try:
+        c.login(PDU_INITIATOR, None, discovery=True)
+    finally:
+        c.close()
+
+
+def adapter_churn() -> None:
+    a = CFS / "adapters/fi0"
+    a.mkdir()
+    try:
+        (a / "netdev").write_text("lo")
+    finally:
+        a.rmdir()
+
+
+def test_allocation_failures_lose_nothing(faulty_target: None) -> None:
+    mark = kmsg_mark("fault injection")
+    written: dict[int, bytes] = {}
+    try:
+        for r in range(ROUNDS):
+            injecting(PROBABILITIES[r % len(PROBABILITIES)])
+            lba = r * LBAS
+            data = os.urandom(LBAS * BLOCK)
+            if attempt(round_trip, lba, data):
+                written[lba] = data
+            attempt(discovery)
+            attempt(adapter_churn)
+    finally:
+        injecting(0)
+    failed = {k: TIMES - int((DEBUGFS / k / "times").read_text()) for k in KINDS}
+    # what was acknowledged is there, through a clean login
+    c = Connection(OFF.tgt_ip, timeout=30)
+    try:
+        c.login(PDU_INITIATOR, IQN, Params(header_digest="CRC32C", data_digest="CRC32C"))
+        for lba, data in written.items():
+            assert c.scsi_read(lba, LBAS) == data, f"LBA {lba}: acknowledged write not read back"
+        c.logout()
+    finally:
+        c.close()
+    if (CFS / "adapters/fi0").exists():
+        (CFS / "adapters/fi0").rmdir()
+    deadline = time.monotonic() + 60
+    while connection_lines() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not connection_lines(), (CFS / "connections").read_text()
+    log = subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
+    log = log[log.rfind(mark) :]
+    sites = set(re.findall(r"^\[[ \d.]+\]\s+(\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ \[cxgbit_ext\]", log, re.M))
+    summary = (f"cxe-test: fault injection: {failed['failslab']} slab and {failed['fail_page_alloc']} page "
+               f"allocation failures injected over {ROUNDS} rounds at {PROBABILITIES} % "
+               f"({len(written)} writes acknowledged); "
+               f"module frames in the sampled stacks: {','.join(sorted(sites)) or 'none'}")  # fmt: skip
+    Path("/dev/kmsg").write_text(summary + "\n")
+    print(summary)
+    assert sum(failed.values()) > 0, "no failure was injected: the filter matched nothing"
