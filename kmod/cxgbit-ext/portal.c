@@ -146,7 +146,8 @@ static int cxe_accept_from(const struct cxe_backend *b, struct cxe_np *cnp,
  * - a login LIO answers without having found a TPG behind this portal
  *   (the target has no offload here, or no such target): the stock
  *   portal finds the target's TPG, or answers the same refusal.
- * LIO's own TPG lookup decides, so the rule follows its configuration.
+ * LIO's configuration decides: as its configfs tree shows it when the
+ * first request is read at accept (tpgs.c), else LIO's own TPG lookup.
  */
 static bool cxe_hand_back(struct cxe_conn *c, const char *why,
 			  const char *target)
@@ -268,11 +269,12 @@ static bool cxe_login_first(struct cxe_np *cnp, struct cxe_conn *c)
 	if (!f)
 		return false;	/* LIO reads it itself */
 	f->ret = cxe_login_hdr(c, f->hdr);
-	f->dlen = ntoh24(((struct iscsi_login_req *)f->hdr)->dlength);
-	if (!f->ret && f->dlen > MAX_KEY_VALUE_PAIRS)
-		f->ret = -EMSGSIZE;	/* LIO's check refuses it */
-	if (!f->ret)
-		f->ret = cxe_login_text(c, f->text, f->dlen);
+	if (!f->ret) {
+		f->dlen = ntoh24(((struct iscsi_login_req *)f->hdr)->dlength);
+		/* too long a text is LIO's check's to refuse */
+		f->ret = f->dlen > MAX_KEY_VALUE_PAIRS ? -EMSGSIZE :
+			 cxe_login_text(c, f->text, f->dlen);
+	}
 	c->first = f;
 	if (f->ret)
 		return false;
@@ -437,11 +439,11 @@ int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 	u32 dlen;
 	int ret;
 
-	if (f)
-		memcpy(login->req, f->hdr, ISCSI_HDR_LEN);
 	ret = f ? f->ret : cxe_login_hdr(c, login->req);
 	if (ret && ret != -EMSGSIZE)
-		goto out;
+		goto out;	/* f->hdr is not read whole */
+	if (f)
+		memcpy(login->req, f->hdr, ISCSI_HDR_LEN);
 	dlen = ntoh24(req->dlength);
 	if (login->first_request) {
 		login->leading_connection = !req->tsih;
