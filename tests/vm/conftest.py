@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 import uuid
@@ -147,6 +148,20 @@ def debug_kernel() -> bool:
 
 def dmesg() -> list[str]:
     return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def closed_by_peer(s: socket.socket, timeout: float = 10) -> bool:
+    """True when the target closes or resets s within ``timeout`` s (what
+    it sent before is read and dropped)."""
+    s.settimeout(timeout)
+    try:
+        while s.recv(65536):
+            pass
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    except TimeoutError:
+        return False
+    return True
 
 
 def kmsg_mark(what: str) -> str:

@@ -24,6 +24,7 @@ from testbed import topo
 from .conftest import (
     CFS,
     PDU_INITIATOR,
+    closed_by_peer,
     connection_lines,
     offloaded_peers,
     offloaded_target,
@@ -161,16 +162,6 @@ def stall(ip: str, n: int) -> list[socket.socket]:
     return socks
 
 
-def closed_by_target(s: socket.socket) -> bool:
-    s.setblocking(False)
-    try:
-        return s.recv(1) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True  # reset
-
-
 def timed_login(ip: str, timeout: float) -> float:
     """Seconds a login over ip took; raises TimeoutError after timeout."""
     start = time.monotonic()
@@ -191,7 +182,8 @@ def test_stalled_logins_hold_nobody_offloaded(robust_target: None) -> None:
     try:
         took = timed_login(OFF.tgt_ip, timeout=10)
         assert took < 2, f"a login beside {STALLED} stalled connections took {took:.1f} s"
-        assert wait_for(lambda: all(closed_by_target(s) for s in socks), timeout=LOGIN_TIMEOUT_S + 15)
+        deadline = time.monotonic() + LOGIN_TIMEOUT_S + 15
+        assert all(closed_by_peer(s, max(0.1, deadline - time.monotonic())) for s in socks)
     finally:
         for s in socks:
             s.close()

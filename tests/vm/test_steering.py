@@ -43,7 +43,7 @@ from iscsi_initiator.pdu import RSVD_TAG, Op, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, offloaded_peers, offloaded_target, soft0_counters
+from .conftest import PDU_INITIATOR, closed_by_peer, offloaded_peers, offloaded_target, soft0_counters
 
 OFF, STOCK = topo.LINKS
 IQN = "iqn.2026-11.org.cxgbit-ext:steering"
@@ -251,18 +251,6 @@ def test_urgent_data_ends_the_connection(target: None) -> None:
         again.close()
     finally:
         neighbour.close()
-
-
-def closed_by_peer(s: socket.socket, timeout: float = 10) -> bool:
-    s.settimeout(timeout)
-    try:
-        while s.recv(65536):
-            pass
-    except (ConnectionResetError, BrokenPipeError):
-        pass
-    except TimeoutError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("path", ["stock", "offload"])
