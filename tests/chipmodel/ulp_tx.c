@@ -16,6 +16,7 @@
 #define SUB_HCRC		0x1
 #define SUB_DCRC		0x2
 #define SUB_ISO			0x8
+#define ISO_LAST		BIT(22)
 #define ISO_HDRCRC		BIT(20)
 #define ISO_PLDCRC		BIT(19)
 #define ISO_IMMEDIATE		BIT(18)
@@ -88,7 +89,13 @@ static int cxe_model_one(const struct cxe_model_tx *m,
 			     submode & SUB_HCRC, submode & SUB_DCRC);
 }
 
-/* FW_ISCSI_TX_DATA_WR: a template and the data of several Data-Ins */
+/*
+ * FW_ISCSI_TX_DATA_WR: a template and the data of several Data-Ins. The
+ * F bit is the chip's: on a PDU that ends a burst, and on the last PDU of
+ * a last slice. Mainline's drivers never send a template with F (cxgbit
+ * sets only S on its last slice's; cxgb4i clears F and sets the last-slice
+ * flag instead), so what the chip does with one is not known: refused.
+ */
 static int cxe_model_iso(const struct cxe_model_tx *m,
 			 struct cxe_model_out *o, const u8 *iso,
 			 const u8 *pl, u32 len, u32 submode)
@@ -109,7 +116,7 @@ static int cxe_model_iso(const struct cxe_model_tx *m,
 	    !mpdu || mpdu > m->max_dlen || !burst || burst % mpdu ||
 	    cxe_get_be32(iso + 16) & 0xffffff ||
 	    cxe_bhs_opcode(pl) != CXE_OP_DATA_IN || cxe_bhs_ahs_len(pl) ||
-	    (len - CXE_BHS_LEN) % 4)
+	    pl[1] & CXE_FLAG_FINAL || (len - CXE_BHS_LEN) % 4)
 		return -EINVAL;
 	left = len - CXE_BHS_LEN;
 	n = (left + mpdu - 1) / mpdu;
@@ -122,6 +129,8 @@ static int cxe_model_iso(const struct cxe_model_tx *m,
 			hdr[3] = 0;
 			cxe_put_be32(hdr + 24, CXE_RSVD_TAG);
 			cxe_put_be32(hdr + 44, 0);
+		} else if (op & ISO_LAST) {
+			hdr[1] |= CXE_FLAG_FINAL;
 		}
 		cxe_bhs_set_dlen(hdr, dlen);
 		cxe_put_be32(hdr + 36, cxe_get_be32(pl + 36) + datasn_off + i);

@@ -730,7 +730,7 @@ static void golden_model_tx(enum cxe_chip chip)
 	if (iso) {
 		dlen = (npdu - 1) * mpdu + 4 * (1 + random() % (mpdu / 4));
 		payload[0] = 0x25;	/* Data-In */
-		payload[1] = 0x80;	/* F */
+		payload[1] = 0x01;	/* S, no F: as cxgbit lays its last slice */
 		plen = 48 + dlen + (npdu - 1) * 48 + npdu * digests;
 		op = FW_ISCSI_TX_DATA_WR;
 		immlen = sizeof(*cpl);

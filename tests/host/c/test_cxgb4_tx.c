@@ -212,6 +212,50 @@ static void test_model_refusals(void)
 	CHECK(cxe_model_tx_wr(&m, req, len, NULL, 0, out, sizeof(out)) == -EINVAL);
 }
 
+/*
+ * The F bit of an ISO request's PDUs, as both of mainline's drivers ask
+ * for it: cxgbit's Data-In template (cxgbit_tx_datain_iso()) carries S
+ * and the status but never F, and cxgb4i clears F from its template
+ * (cxgbi_prep_iso_info()); each sets the CPL's last-slice flag where the
+ * sequence ends instead. So F is the chip's to set on the last PDU of a
+ * last slice, and a template that carries F is one no driver sends.
+ */
+static void test_iso_final_bit(void)
+{
+	struct cxe_c4tx_conn c = { CXE_CHIP_T5, 7, false, false };
+	struct cxe_model_tx m = { CXE_CHIP_T5, 7, 16224 };
+	/* a 16 KiB READ's Data-In at MaxRecvDataSegmentLength 16224 */
+	struct cxe_seg_burst b = { .max_pdu = 16224, .len = 16384 };
+	struct cxe_c4tx_slice s = { .npdu = 2, .len = 16384, .iso = true };
+	static u8 out[2 * 16384], payload[CXE_BHS_LEN + 16384];
+	u8 head[CXE_C4TX_HEAD_MAX];
+	struct cxe_c4tx_wr wr;
+	long n;
+
+	s.tmpl[0] = CXE_OP_DATA_IN;
+	s.tmpl[1] = CXE_DATAIN_STATUS;		/* mainline's: S, no F */
+	s.tmpl[3] = 0;				/* GOOD */
+	memcpy(payload, s.tmpl, CXE_BHS_LEN);
+	memcpy(payload + CXE_BHS_LEN, data, 16384);
+	CHECK(cxe_c4tx_iso(head, sizeof(head), &c, &b, &s, 5, false, &wr) ==
+	      CXE_C4TX_HEAD_MAX);
+	n = cxe_model_tx_wr(&m, head, wr.head_len, payload, wr.payload, out,
+			    sizeof(out));
+	CHECK(n == 2 * CXE_BHS_LEN + 16384);
+	if (n != 2 * CXE_BHS_LEN + 16384)
+		return;
+	/* the first PDU: neither F nor S; the last: both, and its status */
+	CHECK(out[1] == 0 && cxe_bhs_dlen(out) == 16224);
+	CHECK(out[CXE_BHS_LEN + 16224 + 1] ==
+	      (CXE_FLAG_FINAL | CXE_DATAIN_STATUS));
+	CHECK(cxe_bhs_dlen(out + CXE_BHS_LEN + 16224) == 160);
+
+	/* a template with F: refused */
+	payload[1] |= CXE_FLAG_FINAL;
+	CHECK(cxe_model_tx_wr(&m, head, wr.head_len, payload, wr.payload, out,
+			      sizeof(out)) == -EINVAL);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int seed = argc > 1 ? (unsigned int)atoi(argv[1]) : 1;
@@ -223,6 +267,7 @@ int main(int argc, char **argv)
 	for (u32 i = 0; i < DATA_MAX; i++)
 		data[i] = (u8)rnd(256);
 	test_model_refusals();
+	test_iso_final_bit();
 	for (int round = 0; round < 400; round++) {
 		struct cxe_c4tx_conn c = {
 			.chip = rnd(2) ? CXE_CHIP_T6 : CXE_CHIP_T5,

@@ -97,9 +97,14 @@ bool cxe_c4tx_slice(const struct cxe_seg_burst *b, const u8 *tmpl,
 	s->offset = first.offset;
 	s->len = last.offset + last.len - first.offset;
 	s->iso = s->npdu > 1;
-	/* the last PDU's header; for ISO, from the first PDU on, no length */
+	/*
+	 * the last PDU's header; for ISO, from the first PDU on, no length,
+	 * and no F: the chip sets it for a last slice (cxe_c4tx_iso()), as
+	 * mainline's drivers ask for it
+	 */
 	cxe_seg_datain_hdr(s->tmpl, tmpl, &last);
 	if (s->iso) {
+		s->tmpl[1] &= ~CXE_FLAG_FINAL;
 		cxe_bhs_set_dlen(s->tmpl, 0);
 		cxe_put_be32(s->tmpl + 36, first.datasn);
 		cxe_put_be32(s->tmpl + 40, first.offset);
