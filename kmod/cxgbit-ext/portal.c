@@ -148,14 +148,15 @@ static int cxe_accept_from(const struct cxe_backend *b, struct cxe_np *cnp,
  *   portal finds the target's TPG, or answers the same refusal.
  * LIO's configuration decides: as its configfs tree shows it when the
  * first request is read at accept (tpgs.c), else LIO's own TPG lookup.
+ * 0 when handed back; -EAGAIN for a held target; else why it could not be.
  */
-static bool cxe_hand_back(struct cxe_conn *c, const char *why,
-			  const char *target)
+static int cxe_hand_back(struct cxe_conn *c, const char *why,
+			 const char *target)
 {
 	int ret;
 
 	if (c->answered || !cxe_ops(c)->hand_back)
-		return false;
+		return -EOPNOTSUPP;
 	/*
 	 * A held target's TPG is being enabled (holds.c): LIO's answer
 	 * stands. Otherwise counted first: once handed back, the stock portal
@@ -175,10 +176,10 @@ static bool cxe_hand_back(struct cxe_conn *c, const char *why,
 				    &c->peer, &c->local, why, target);
 	}
 	if (ret)
-		return false;
+		return ret;
 	pr_info("connection %pISpc -> %pISpc: %s: handed to the stock portal\n",
 		&c->peer, &c->local, why);
-	return true;
+	return 0;
 }
 
 #define CXE_NO_TPG	"no TPG of this target behind the offloaded portal"
@@ -191,7 +192,8 @@ static bool cxe_hand_back(struct cxe_conn *c, const char *why,
  */
 struct cxe_first_login {
 	u8	hdr[ISCSI_HDR_LEN];
-	int	ret;		/* the read's: 0, -EMSGSIZE (text too long), -1 */
+	/* the read's: 0, -EMSGSIZE (text too long), -1; -ENOMEM: to close */
+	int	ret;
 	u32	dlen;
 	u8	text[MAX_KEY_VALUE_PAIRS];
 };
@@ -258,16 +260,25 @@ static const char *cxe_login_no_tpg(struct cxe_np *cnp,
  * Read c's first Login request, whole at accept. True when c was handed
  * to the stock portal (a discovery session, a login for a target with no
  * TPG behind this portal): then it is freed.
+ *
+ * One that should go back but cannot for want of memory (its copy here,
+ * or the stock portal's request socket) is closed at LIO's first read,
+ * never answered here: what LIO says on this portal is not what the
+ * stock portal says (SendTargets, the target's TPG), while a closed
+ * connection is one an initiator logs in again on.
  */
 static bool cxe_login_first(struct cxe_np *cnp, struct cxe_conn *c)
 {
 	char buf[ISCSI_IQN_LEN];
 	struct cxe_first_login *f;
-	const char *target;
+	const char *target, *why;
+	int ret;
 
 	f = kmalloc(sizeof(*f), GFP_KERNEL);
-	if (!f)
-		return false;	/* LIO reads it itself */
+	if (!f) {
+		c->first = ERR_PTR(-ENOMEM);
+		goto closed;
+	}
 	f->ret = cxe_login_hdr(c, f->hdr);
 	if (!f->ret) {
 		f->dlen = ntoh24(((struct iscsi_login_req *)f->hdr)->dlength);
@@ -279,15 +290,26 @@ static bool cxe_login_first(struct cxe_np *cnp, struct cxe_conn *c)
 	if (f->ret)
 		return false;
 	if (cxe_keys_have(f->text, f->dlen, "SessionType", "Discovery")) {
-		if (!cxe_hand_back(c, "discovery session", NULL))
-			return false;
+		why = "discovery session";
+		target = NULL;
 	} else {
+		why = CXE_NO_TPG;
 		target = cxe_login_no_tpg(cnp, f, buf);
-		if (!target || !cxe_hand_back(c, CXE_NO_TPG, target))
+		if (!target)
 			return false;
 	}
-	cxe_conn_free(c);
-	return true;
+	ret = cxe_hand_back(c, why, target);
+	if (!ret) {
+		cxe_conn_free(c);
+		return true;
+	}
+	if (ret != -ENOMEM)
+		return false;	/* held, or no stock portal: LIO answers */
+	f->ret = -ENOMEM;
+closed:
+	pr_warn_ratelimited("connection %pISpc -> %pISpc: no memory to read or hand back its first Login request: closed\n",
+			    &c->peer, &c->local);
+	return false;
 }
 
 #define CXE_MAX_ACCEPTING	4
@@ -405,7 +427,8 @@ static void cxe_conn_free(struct cxe_conn *c)
 
 	cxe_ops(c)->conn_release(c);
 	cxe_adapter_put(c->adapter);
-	kfree(c->first);
+	if (!IS_ERR(c->first))
+		kfree(c->first);
 	kfree(c);
 	module_put(owner);	/* cxe_accept_from()'s */
 }
@@ -439,6 +462,10 @@ int cxe_get_login_rx(struct iscsit_conn *conn, struct iscsi_login *login)
 	u32 dlen;
 	int ret;
 
+	if (IS_ERR(f)) {
+		c->first = NULL;
+		return -1;	/* accept could not keep it (cxe_login_first()) */
+	}
 	ret = f ? f->ret : cxe_login_hdr(c, login->req);
 	if (ret && ret != -EMSGSIZE)
 		goto out;	/* f->hdr is not read whole */
@@ -521,7 +548,7 @@ int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	const struct iscsi_login_rsp *rsp = (const struct iscsi_login_rsp *)login->rsp;
 
 	if (!conn->tpg && rsp->status_class &&
-	    cxe_hand_back(c, CXE_NO_TPG, cxe_login_target(login, target)))
+	    !cxe_hand_back(c, CXE_NO_TPG, cxe_login_target(login, target)))
 		return 0;	/* LIO is failing the login: it forgets the connection */
 	c->answered = true;
 	if (cxe_ops(c)->send_pdu(c, login->rsp, &src))

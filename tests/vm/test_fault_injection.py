@@ -26,6 +26,7 @@ from typing import TypeVar
 import pytest
 
 from cxgbit_ext import topology
+from iscsi_initiator.pdu import text_request
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ProtocolError, ScsiError
 from testbed import topo
 
@@ -54,6 +55,18 @@ def module_text() -> tuple[int, int]:
             addrs.append(int(f[0], 16))
     assert addrs and min(addrs), "no readable cxgbit_ext text symbols in /proc/kallsyms"
     return min(addrs), max(addrs) + 0x1000
+
+
+def function_text(name: str) -> tuple[int, int]:
+    """One of cxgbit_ext's functions: its address up to the next symbol's."""
+    addrs: dict[str, int] = {}
+    for line in Path("/proc/kallsyms").read_text().splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3] == "[cxgbit_ext]" and f[1] in "tT":
+            addrs[f[2]] = int(f[0], 16)
+    assert name in addrs, f"{name} is not a symbol of cxgbit_ext"
+    later = [a for a in addrs.values() if a > addrs[name]]
+    return addrs[name], min(later)
 
 
 def set_attr(kind: str, name: str, value: object) -> None:
@@ -191,3 +204,69 @@ def test_allocation_failures_lose_nothing(faulty_target: None) -> None:
     Path("/dev/kmsg").write_text(summary + "\n")
     print(summary)
     assert sum(failed.values()) > 0, "no failure was injected: the filter matched nothing"
+
+
+STOCK_IQN = IQN + "-stock"
+
+
+@pytest.fixture
+def stock_beside(faulty_target: None) -> Iterator[None]:
+    """A target on the same address without offload: only the stock portal
+    lists it in SendTargets."""
+    with topo.in_netns():
+        topology.create(topology.Topology(iqn=STOCK_IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                                          portals=(("0.0.0.0", 3260),), offload=False, name_prefix="fis"))  # fmt: skip
+    try:
+        yield
+    finally:
+        topology.delete(STOCK_IQN)
+
+
+def sendtargets() -> set[str] | None:
+    """The targets a discovery session over the offloaded netdev lists, or
+    None when the target ended the connection."""
+    c = Connection(OFF.tgt_ip, timeout=20)
+    try:
+        c.login(PDU_INITIATOR, None, discovery=True)
+        itt = c.next_itt()
+        c.send(text_request(itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, keys={"SendTargets": "All"}))
+        rsp = c.recv()
+        keys = rsp.data.decode(errors="replace").split("\0")
+        return {k.split("=", 1)[1] for k in keys if k.startswith("TargetName=")}
+    except EXPECTED:
+        return None
+    finally:
+        c.close()
+
+
+# where each allocation is made: accept's 8 KiB copy of the request (a
+# page allocation), and the stock listener's request socket the software
+# adapter hands the connection back with (the first slab allocation there)
+FIRST_LOGIN_ALLOCATIONS = (("fail_page_alloc", "cxe_login_first"), ("failslab", "cxe_soft_hand_back"))
+
+
+@pytest.mark.parametrize(("kind", "function"), FIRST_LOGIN_ALLOCATIONS)
+def test_a_discovery_is_never_answered_offloaded(stock_beside: None, kind: str, function: str) -> None:
+    """A discovery session's first Login request that accept cannot keep or
+    hand to the stock portal for want of memory ends the connection, as an
+    initiator retries, and is never answered on the offloaded portal, whose
+    SendTargets lists only the targets with offload there."""
+    every = {IQN, STOCK_IQN}
+    assert sendtargets() == every
+    start, end = function_text(function)
+    for k in KINDS:
+        set_attr(k, "require-start", start)
+        set_attr(k, "require-end", end)
+    set_attr(kind, "times", 1)
+    try:
+        set_attr(kind, "probability", 100)
+        got = sendtargets()
+    finally:
+        injecting(0)
+        start, end = module_text()
+        for k in KINDS:
+            set_attr(k, "require-start", start)
+            set_attr(k, "require-end", end)
+    assert (DEBUGFS / kind / "times").read_text().strip() == "0", f"no {kind} failure in {function}'s calls"
+    assert got in (None, every), f"answered on the offloaded portal: {got}"
+    assert sendtargets() == every
