@@ -31,7 +31,9 @@ from .conftest import TOP, offloaded_target
 from .shares import MINE, SERIES, owner, runs_here
 
 DEBUGFS = Path("/sys/kernel/debug/cxgb4sim")
-TRACE, ERRORS, STATS, FL_PAGES, STATE = (DEBUGFS / f for f in ("trace", "errors", "stats", "fl_pages", "state"))
+TRACE, ERRORS, STATS, FL_PAGES, STATE, HOLD_CLOSE = (
+    DEBUGFS / f for f in ("trace", "errors", "stats", "fl_pages", "state", "hold_close")
+)
 # the adapter's PCI name, as the backends file and the counters name it
 ADAPTER = "0000:c4:00.4"
 # port 0 and its peer: the suites' offloaded path

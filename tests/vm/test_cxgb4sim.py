@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -271,6 +272,66 @@ def normalized(line: str) -> str:
         params = [p if p.split("=")[0] not in SEQUENCE_FLOWC else p.split("=")[0] + "=SEQ" for p in line.split()[1:]]
         return "  flowc " + " ".join(params)
     return line
+
+
+def closing_syn_trace() -> list[str]:
+    """The portal switched to the loaded ULD, then off while the chip holds
+    the server's close (hold_close), and a connection from the peer to the
+    server still live on the chip meanwhile: the trace from its SYN until
+    the ULD let that TID go, numbered, the peer's port named P."""
+    with portal() as np:
+        (np / "cxgbit").write_text("1")
+        before = len(trace())
+        c4sim.HOLD_CLOSE.write_text("1\n")
+        # the ULD waits for the close's answer: switched off aside
+        off = threading.Thread(target=(np / "cxgbit").write_text, args=("0",))
+        try:
+            off.start()
+            deadline = time.monotonic() + 10
+            while not any("CPL_CLOSE_LISTSRV_REQ" in ln for ln in trace()[before:]):
+                assert time.monotonic() < deadline, "the ULD never asked to close its server"
+                time.sleep(0.1)
+            probe = f"import socket; socket.create_connection(({SIM_IP!r}, {PORT}), timeout=2).close()"
+            subprocess.run(["ip", "netns", "exec", PEER_NS, "python3", "-c", probe], capture_output=True)
+            lines = trace()[before:]
+        finally:
+            c4sim.HOLD_CLOSE.write_text("0\n")
+            off.join(30)
+    assert not off.is_alive(), "switching the portal off never ended"
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("chip: SYN")), None)
+    assert start is not None, "the peer's SYN never reached the chip:\n" + "\n".join(lines)
+    end = next((i for i, ln in enumerate(lines) if i > start and "TID_RELEASE" in ln), len(lines) - 1)
+    got = numbered(lines[start : end + 1], "T")
+    # the release as the ULD sends it: through cxgb4_remove_tid(), or its
+    # own CPL_TID_RELEASE (mainline, for a TID it never entered in cxgb4's
+    # table): the same message to the chip
+    got = [re.sub(r"^tx \S+ (CPL_)?TID_RELEASE (tid=\S+).*", r"TID_RELEASE \2", ln) for ln in got]
+    return [normalized(re.sub(rf"{PEER_IP}:\d+", f"{PEER_IP}:P", ln)) for ln in got]
+
+
+def test_a_syn_for_a_closing_server_is_refused_as_mainline_refuses_it(
+    peer_ns: None, kver: str, module_ko: Path
+) -> None:
+    """A SYN that reaches a server the ULD is closing (the chip has not
+    carried out the close yet) gets its TID back unanswered, as mainline
+    gives back one whose listener no longer listens: no accept reply, so no
+    abort that could overtake one parked on an L2T entry still resolving."""
+    sh("modprobe", "iscsi_target_mod")
+    sh("insmod", str(c4sim.intree_cxgbit(kver)))
+    try:
+        mainline = closing_syn_trace()
+    finally:
+        rmmod("cxgbit")
+    assert not [ln for ln in mainline if ln.startswith("error:")], "\n".join(mainline)
+    assert "TID_RELEASE" in mainline[-1], mainline
+    assert not any("CPL_PASS_ACCEPT_RPL" in ln for ln in mainline), mainline
+
+    load_ours(module_ko)
+    try:
+        ours = closing_syn_trace()
+    finally:
+        unload_ours()
+    assert ours == mainline, "ours:\n" + "\n".join(ours) + "\nmainline:\n" + "\n".join(mainline)
 
 
 @pytest.mark.parametrize("peer_scaling", ["1", "0"], ids=["peer-wscale", "peer-no-wscale"])

@@ -402,6 +402,16 @@ void c4sim_chip_tx(const char *via, struct sk_buff *skb)
 	} else if (fw == FW_TP_WR && skb_headlen(skb) >= sizeof(*wr) + 8) {
 		op = skb->data[sizeof(*wr)];
 		tid = GET_TID((const struct cpl_pass_open_rpl *)(skb->data + sizeof(*wr)));
+		if (op == CPL_TID_RELEASE) {
+			/*
+			 * what cxgb4_remove_tid() sends, from the ULD itself
+			 * (cxgbit gives back a TID it never entered so)
+			 */
+			c4sim_trace("tx %s CPL_TID_RELEASE tid=%u", q, tid);
+			kfree_skb(skb);
+			c4sim_chip_tid_release(tid);
+			return;
+		}
 		if (op == CPL_PASS_ACCEPT_RPL)
 			c4sim_accept_rpl(q, (const void *)skb->data, skb_headlen(skb));
 		else if (op != CPL_RX_DATA_ACK)

@@ -515,20 +515,80 @@ int cxgb4_create_server6(const struct net_device *dev, unsigned int stid,
 }
 EXPORT_SYMBOL(cxgb4_create_server6);
 
+/*
+ * debugfs cxgb4sim/hold_close: while 1, the servers' close requests wait
+ * in the chip, their servers still taking SYNs, as until the firmware
+ * gets to a request; 0 carries out those waiting, in order, and answers
+ * them
+ */
+static DEFINE_SPINLOCK(c4sim_hold_lock);
+static bool c4sim_hold_close;
+static unsigned int c4sim_nheld;
+static struct {
+	unsigned int stid, queue;
+} c4sim_held[C4SIM_NSTIDS];
+
+static void c4sim_server_close(unsigned int stid, unsigned int queue)
+{
+	if (c4sim_server_set(stid, false, false, 0, 0, 0))
+		c4sim_server_reply(CPL_CLOSE_LISTSRV_RPL, stid, queue);
+}
+
 int cxgb4_remove_server(const struct net_device *dev, unsigned int stid,
 			unsigned int queue, bool ipv6)
 {
+	bool held;
+
 	if (c4sim_detached("cxgb4_remove_server"))
 		return -ENODEV;
 	if (!c4sim_is_port(dev))
 		return -EINVAL;
 	c4sim_trace("tx ctrl CPL_CLOSE_LISTSRV_REQ stid=%u queue=%u ipv6=%d",
 		    stid, queue, ipv6);
-	if (!c4sim_server_set(stid, false, false, 0, 0, 0))
-		return NET_XMIT_SUCCESS;
-	return c4sim_server_reply(CPL_CLOSE_LISTSRV_RPL, stid, queue);
+	spin_lock_bh(&c4sim_hold_lock);
+	held = c4sim_hold_close && c4sim_nheld < ARRAY_SIZE(c4sim_held);
+	if (held) {
+		c4sim_held[c4sim_nheld].stid = stid;
+		c4sim_held[c4sim_nheld].queue = queue;
+		c4sim_nheld++;
+	}
+	spin_unlock_bh(&c4sim_hold_lock);
+	if (!held)
+		c4sim_server_close(stid, queue);
+	return NET_XMIT_SUCCESS;
 }
 EXPORT_SYMBOL(cxgb4_remove_server);
+
+static int c4sim_hold_get(void *data, u64 *val)
+{
+	*val = READ_ONCE(c4sim_hold_close);
+	return 0;
+}
+
+static int c4sim_hold_set(void *data, u64 val)
+{
+	unsigned int i, n = 0, *held;
+
+	if (val > 1)
+		return -EINVAL;
+	held = kmalloc_array(2 * ARRAY_SIZE(c4sim_held), sizeof(*held), GFP_KERNEL);
+	if (!held)
+		return -ENOMEM;
+	spin_lock_bh(&c4sim_hold_lock);
+	c4sim_hold_close = val;
+	for (; !val && n < c4sim_nheld; n++) {
+		held[2 * n] = c4sim_held[n].stid;
+		held[2 * n + 1] = c4sim_held[n].queue;
+	}
+	c4sim_nheld -= n;
+	spin_unlock_bh(&c4sim_hold_lock);
+	for (i = 0; i < n; i++)
+		c4sim_server_close(held[2 * i], held[2 * i + 1]);
+	kfree(held);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(c4sim_hold_fops, c4sim_hold_get, c4sim_hold_set, "%llu\n");
 
 /* ---- the adapter ---------------------------------------------------------- */
 
@@ -649,6 +709,7 @@ static int __init c4sim_init(void)
 	debugfs_create_file("stats", 0444, c4sim_dir, NULL, &c4sim_stats_fops);
 	debugfs_create_file("fl_pages", 0444, c4sim_dir, NULL, &c4sim_fl_pages_fops);
 	debugfs_create_file("state", 0644, c4sim_dir, NULL, &c4sim_state_fops);
+	debugfs_create_file_unsafe("hold_close", 0644, c4sim_dir, NULL, &c4sim_hold_fops);
 	pr_info("cxgb4sim: a %s stand-in for cxgb4 at %s, %u ports (c4sim0..), for tests only\n",
 		a->t5 ? "T5" : "T6", pci_name(pdev), nports);
 	return 0;

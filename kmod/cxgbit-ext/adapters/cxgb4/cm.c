@@ -458,11 +458,12 @@ static void cxe_c4tid_refuse(struct cxe_c4dev *d,
 
 /*
  * The accept request in process context: the reply's options, the TID in
- * the map, the reply. A SYN no server listens for any more is accepted
- * and aborted at once: the chip then forgets the TID the way it does for
- * every other connection. One the device has no path for (no route, no
- * L2T entry) cannot even be answered: its TID goes back unanswered, as
- * mainline does.
+ * the map, the reply. A SYN no server listens for any more (its portal is
+ * closing, the chip has not closed the server yet), and one the device
+ * has no path for (no route, no L2T entry), get their TID back
+ * unanswered, as mainline gives them back: an accept reply and an abort
+ * after it could reach the chip in the other order, the reply parked on
+ * an L2T entry still resolving.
  */
 static void cxe_c4tid_accept_work(struct work_struct *work)
 {
@@ -485,6 +486,18 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 	cxe_c4tid_addr(&t->local, r.ip_version, r.local_ip, r.local_port);
 	cxe_c4tid_addr(&t->peer, r.ip_version, r.peer_ip, r.peer_port);
 	t->srv = cxe_c4srv_for(d, r.stid);
+	if (!t->srv) {
+		struct cxe_c4tid *other = cxe_c4tid_get(d, r.tid);
+
+		pr_info("cxgb4 adapter %s: SYN from %pISpc for server %u refused (no portal listening)\n",
+			d->name, &t->peer, r.stid);
+		/* the TID of a connection of ours is that one's to give back */
+		if (other)
+			cxe_c4tid_put(other);
+		else
+			d->ops->release_tid(d, r.tid, t->ipv6);
+		goto out;
+	}
 	ret = d->ops->accept_path(d, &r, &path, &a);
 	if (ret == -EBUSY) {
 		/* the TID is another connection's: nothing to give back */
@@ -497,11 +510,6 @@ static void cxe_c4tid_accept_work(struct work_struct *work)
 			d->name, &t->peer, r.stid, ret);
 		cxe_c4tid_refuse(d, &r);
 		goto out;
-	}
-	if (!t->srv) {
-		pr_info("cxgb4 adapter %s: SYN from %pISpc for server %u refused (no portal listening)\n",
-			d->name, &t->peer, r.stid);
-		refuse = true;
 	}
 	a.tid = r.tid;
 	t->snd_win = cxe_c4conn_accept_opts(&r, &path, &a);
