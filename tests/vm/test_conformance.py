@@ -54,15 +54,6 @@ OFFLOADED = {
 }
 
 
-# Why the oracle's libiscsi run is not in make test or make cxgb4-test
-# (printed with the skip; --cxgb4-sim CHIP -k mainline runs it)
-MAINLINE_STALLS = (
-    "mainline cxgbit's libiscsi run through the stand-in stalls in WriteSame10 (ALL.W*, T5, 6.1: no end "
-    "within 600 s, where ours and stock end); until it is found to be mainline's or the stand-in's, "
-    "docs/cxgb4.md"
-)
-
-
 @pytest.fixture(scope="module", params=list(OFFLOADED))
 def conf_target(module_ko: Path, kver: str, request: pytest.FixtureRequest) -> Iterator[tuple[str, str, str]]:
     """The target; its offloaded side's name, portal address and chip."""
@@ -72,8 +63,6 @@ def conf_target(module_ko: Path, kver: str, request: pytest.FixtureRequest) -> I
         with offloaded_target(module_ko, t):
             yield request.param, OFF.tgt_ip, ""
         return
-    if request.param == "mainline" and not request.config.getoption("--cxgb4-sim"):
-        pytest.skip(MAINLINE_STALLS)
     c4sim.skip_unless_here(request.config, "libiscsi", c4sim.LIBISCSI_SHARE)
     chip = c4sim.chip_here(request.config)
     uld = "cxgbit_ext" if request.param == "cxgb4sim" else "cxgbit"
