@@ -9,6 +9,7 @@ negative tests. One connection per session, synchronous, sequential.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import socket
 import struct
@@ -74,6 +75,7 @@ class Params:
     immediate_data: bool = True
     initial_r2t: bool = True
     erl: int = 0
+    max_connections: int = 1
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -94,8 +96,16 @@ def _yn(b: bool) -> str:
     return "Yes" if b else "No"
 
 
+class _SessionSN:
+    """The CmdSN a session's connections number their commands from."""
+
+    def __init__(self) -> None:
+        self.cmdsn = 1
+
+
 class Connection:
-    """One TCP connection to a target portal, logged in by login()."""
+    """One TCP connection to a target portal, logged in by login(), or
+    joined to another's session by join()."""
 
     def __init__(self, host: str, port: int = 3260, timeout: float = 30, source: str | None = None) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout,
@@ -107,10 +117,19 @@ class Connection:
         # session unless the caller sets the same ISID to reinstate one
         self.isid = b"\x80" + secrets.token_bytes(3) + b"\x00\x01"
         self.tsih = 0
-        self.cmdsn = 1
+        self.cid = 0
+        self._sn = _SessionSN()
         self.expstatsn = 0
         self.itt = 0x1000
         self.target_keys: dict[str, str] = {}
+
+    @property
+    def cmdsn(self) -> int:
+        return self._sn.cmdsn
+
+    @cmdsn.setter
+    def cmdsn(self, value: int) -> None:
+        self._sn.cmdsn = value
 
     # -- plumbing --------------------------------------------------------
     def _recv_exact(self, n: int) -> bytes:
@@ -166,7 +185,7 @@ class Connection:
 
     # -- login -----------------------------------------------------------
     def _login_step(self, csg: int, nsg: int, transit: bool, keys: list[tuple[str, str]]) -> Pdu:
-        req = login_request(isid=self.isid, tsih=self.tsih, itt=self.itt, cid=0, cmdsn=self.cmdsn,
+        req = login_request(isid=self.isid, tsih=self.tsih, itt=self.itt, cid=self.cid, cmdsn=self.cmdsn,
                             expstatsn=self.expstatsn, csg=csg, nsg=nsg, transit=transit, keys=keys)  # fmt: skip
         self.send(req)
         rsp = self.recv()
@@ -186,6 +205,7 @@ class Connection:
     ) -> dict[str, str]:  # fmt: skip
         """Log in; returns the keys the target sent. Raises LoginError."""
         self.params = p = params or Params()
+        joining = bool(self.tsih)  # a connection joining a session (join())
         sec: list[tuple[str, str]] = [("InitiatorName", initiator),
                                       ("SessionType", "Discovery" if discovery else "Normal")]  # fmt: skip
         if target and not discovery:
@@ -218,11 +238,12 @@ class Connection:
             ("HeaderDigest", p.header_digest), ("DataDigest", p.data_digest),
             ("MaxRecvDataSegmentLength", str(p.max_recv_dlen)),
         ]  # fmt: skip
-        if not discovery:
+        # a connection joining a session negotiates its own keys only
+        if not discovery and not joining:
             ops += [
                 ("ErrorRecoveryLevel", str(p.erl)), ("InitialR2T", _yn(p.initial_r2t)),
                 ("ImmediateData", _yn(p.immediate_data)), ("MaxBurstLength", str(p.max_burst)),
-                ("FirstBurstLength", str(p.first_burst)), ("MaxConnections", "1"),
+                ("FirstBurstLength", str(p.first_burst)), ("MaxConnections", str(p.max_connections)),
                 ("DataPDUInOrder", "Yes"), ("DataSequenceInOrder", "Yes"),
                 ("MaxOutstandingR2T", "1"), ("DefaultTime2Wait", "0"), ("DefaultTime2Retain", "0"),
             ]  # fmt: skip
@@ -243,6 +264,15 @@ class Connection:
         self.cmdsn = rsp.expcmdsn
         self.full_feature = True
         return self.target_keys
+
+    def join(self, lead: Connection, initiator: str, target: str, cid: int) -> dict[str, str]:
+        """Log in as connection ``cid`` of ``lead``'s session (MC/S): its
+        ISID and TSIH, the CmdSN it numbers commands from, the session's
+        keys as ``lead`` negotiated them; this connection's own keys (its
+        digests, MaxRecvDataSegmentLength) offered as ``lead``'s were.
+        Returns the keys the target sent."""
+        self.isid, self.tsih, self.cid, self._sn = lead.isid, lead.tsih, cid, lead._sn
+        return self.login(initiator, target, dataclasses.replace(lead.params, extra={}))
 
     def _apply(self, k: dict[str, str]) -> None:
         p = self.params
@@ -370,9 +400,11 @@ class Connection:
             raise ConnectionClosed(f"expected TMF Response, got {rsp!r}")
         return rsp.u8(2)
 
-    def logout(self) -> int:
+    def logout(self, reason: int = 0) -> int:
+        """Logout: the session (reason 0) or this connection (1); returns
+        the response code."""
         itt = self.next_itt()
-        self.send(logout_request(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn))
+        self.send(logout_request(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, reason=reason, cid=self.cid))
         rsp = self.recv()
         if rsp.opcode != Op.LOGOUT_RSP:
             raise ConnectionClosed(f"expected Logout Response, got {rsp!r}")

@@ -10,6 +10,7 @@ import socket
 import struct
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -181,6 +182,67 @@ def test_nop_answers_a_target_ping_that_comes_first(wired: tuple[Connection, soc
     ours, reply = decode(rd), decode(rd)
     assert (ours.opcode, ours.itt) == (Op.NOOP_OUT, 0x1001)
     assert (reply.opcode, reply.itt, reply.ttt) == (Op.NOOP_OUT, 0xFFFFFFFF, 0x42), "the ping was not answered"
+
+
+# -- a session of several connections (MC/S) ------------------------------------
+
+
+SESSION_KEYS = {"ErrorRecoveryLevel", "InitialR2T", "ImmediateData", "MaxBurstLength", "FirstBurstLength",
+                "MaxConnections", "DataPDUInOrder", "DataSequenceInOrder", "MaxOutstandingR2T",
+                "DefaultTime2Wait", "DefaultTime2Retain"}  # fmt: skip
+
+
+def answer_login(target: socket.socket, tsih: int, expcmdsn: int) -> list[Pdu]:
+    """Take one connection's login to full feature phase, answering every
+    request with no keys; the requests."""
+
+    def rd(n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            buf += target.recv(n - len(buf))
+        return buf
+
+    got: list[Pdu] = []
+    while not got or (got[-1].flags & 3) != 3:
+        req = decode(rd)
+        got.append(req)
+        rsp = Pdu()
+        rsp.opcode = Op.LOGIN_RSP
+        rsp.flags = req.flags & 0x8F | (req.flags & 0x0C)
+        rsp.bhs[8:14] = req.bhs[8:14]
+        rsp.set_u16(14, tsih)
+        rsp.itt, rsp.statsn, rsp.expcmdsn, rsp.maxcmdsn = req.itt, 0, expcmdsn, expcmdsn + 31
+        target.sendall(rsp.encode())
+    return got
+
+
+def test_a_connection_joins_its_leads_session() -> None:
+    """join() logs in with the lead's ISID and TSIH and its own CID,
+    negotiating no session-wide key, and numbers commands from the same
+    CmdSN as the lead."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        port = srv.getsockname()[1]
+        lead, second = Connection("127.0.0.1", port, timeout=5), Connection("127.0.0.1", port, timeout=5)
+        t1, t2 = srv.accept()[0], srv.accept()[0]
+        try:
+            with ThreadPoolExecutor(1) as ex:
+                first = ex.submit(answer_login, t1, 0x1234, 5)
+                lead.login("iqn.i", "iqn.t", Params(max_connections=2))
+                keys = {k: v for req in first.result() for k, v in decode_keys(req.data).items()}
+                assert keys["MaxConnections"] == "2"
+                assert (lead.tsih, lead.cmdsn) == (0x1234, 5)
+                joined = ex.submit(answer_login, t2, 0x1234, 5)
+                second.join(lead, "iqn.i", "iqn.t", cid=1)
+                reqs = joined.result()
+            for req in reqs:
+                assert (bytes(req.bhs[8:14]), req.u16(14), req.u16(20)) == (lead.isid, 0x1234, 1)
+            sent = {k for req in reqs for k in decode_keys(req.data)}
+            assert {"InitiatorName", "TargetName", "HeaderDigest"} <= sent and not sent & SESSION_KEYS, sent
+            second.cmdsn += 3
+            assert lead.cmdsn == 8
+        finally:
+            for s_ in (t1, t2, lead, second):
+                s_.close()
 
 
 # -- the malformed-PDU generator -------------------------------------------------
