@@ -400,13 +400,15 @@ class Connection:
             raise ConnectionClosed(f"expected TMF Response, got {rsp!r}")
         return rsp.u8(2)
 
-    def logout(self, reason: int = 0) -> int:
+    def logout(self, reason: int = 0, close: bool = True) -> int:
         """Logout: the session (reason 0) or this connection (1); returns
-        the response code."""
+        the response code. With close False the socket stays open, for
+        closed_by_peer() to see the target end the connection."""
         itt = self.next_itt()
         self.send(logout_request(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, reason=reason, cid=self.cid))
         rsp = self.recv()
         if rsp.opcode != Op.LOGOUT_RSP:
             raise ConnectionClosed(f"expected Logout Response, got {rsp!r}")
-        self.close()
+        if close:
+            self.close()
         return rsp.u8(2)

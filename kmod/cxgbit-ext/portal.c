@@ -539,6 +539,46 @@ static const char *cxe_login_target(struct iscsi_login *login,
 			       buf);
 }
 
+/*
+ * A session's commands come from one tag map whose entries LIO sizes by the
+ * transport of the connection that made the session (its priv_size); a
+ * connection of another transport would index that map with its own size,
+ * and commands of the two would overlap. So a connection of ours joins
+ * only a session whose connections are all ours: true when one is not.
+ */
+static bool cxe_session_foreign(struct iscsit_conn *conn)
+{
+	struct iscsit_session *sess = conn->sess;
+	struct iscsit_conn *other;
+	bool foreign = false;
+
+	if (!sess)
+		return false;
+	spin_lock_bh(&sess->conn_lock);
+	list_for_each_entry(other, &sess->sess_conn_list, conn_list)
+		foreign |= other->conn_transport != conn->conn_transport;
+	spin_unlock_bh(&sess->conn_lock);
+	return foreign;
+}
+
+/* The Login response that refuses c a place in the session, then the end */
+static int cxe_refuse_join(struct cxe_conn *c, const struct iscsi_login *login)
+{
+	struct iscsi_login_rsp rsp;
+	struct cxe_data none = {};
+
+	memcpy(&rsp, login->rsp, sizeof(rsp));
+	rsp.flags &= ~(ISCSI_FLAG_LOGIN_TRANSIT | ISCSI_FLAG_LOGIN_NEXT_STAGE_MASK);
+	rsp.status_class = ISCSI_STATUS_CLS_INITIATOR_ERR;
+	rsp.status_detail = ISCSI_LOGIN_STATUS_CONN_ADD_FAILED;
+	hton24(rsp.dlength, 0);
+	pr_warn_ratelimited("connection %pISpc -> %pISpc: not added to a session with connections of another transport\n",
+			    &c->peer, &c->local);
+	c->answered = true;
+	cxe_ops(c)->send_pdu(c, (const u8 *)&rsp, &none);
+	return -1;
+}
+
 int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 		     u32 length)
 {
@@ -550,6 +590,9 @@ int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	if (!conn->tpg && rsp->status_class &&
 	    !cxe_hand_back(c, CXE_NO_TPG, cxe_login_target(login, target)))
 		return 0;	/* LIO is failing the login: it forgets the connection */
+	if (!login->leading_connection && !rsp->status_class &&
+	    cxe_session_foreign(conn))
+		return cxe_refuse_join(c, login);
 	c->answered = true;
 	if (cxe_ops(c)->send_pdu(c, login->rsp, &src))
 		return -1;

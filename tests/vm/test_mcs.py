@@ -1,0 +1,128 @@
+"""Sessions of several connections (MC/S, RFC 7143 section 4) on offloaded
+portals, compared with stock LIO in the same boot: the PDU-level initiator
+logs a session in with MaxConnections 2 and joins a second connection to
+it, through the offloaded portal or the stock one. Commands go out on both
+connections in one CmdSN order, each write read back through the other
+connection; one connection logs out alone and the session goes on through
+the other. Offloaded sessions must behave as stock ones do.
+
+A session does not mix transports: LIO sizes a session's command tags by
+the transport of its first connection, so an offloaded connection asking
+to join a session of stock ones is refused ("can't include in session").
+The other way round, a stock connection joining an offloaded session, is
+LIO's own login and is not refused: it is not run (docs/status.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cxgbit_ext import topology
+from iscsi_initiator.session import Connection, LoginError, Params
+from testbed import topo
+
+from .conftest import PDU_INITIATOR, connection_lines, offloaded_target
+
+IQN = "iqn.2026-11.org.cxgbit-ext:mcs"
+OFF, STOCK = topo.LINKS
+LBAS = 16  # 8 KiB per command
+ROUNDS = 8
+# where each connection logs in: the lead's link, the joining one's
+LAYOUTS = {"stock": (STOCK, STOCK), "offloaded": (OFF, OFF)}
+
+
+TPG = Path("/sys/kernel/config/target/iscsi") / IQN / "tpgt_1"
+
+
+@pytest.fixture(scope="module")
+def mcs_target(module_ko: Path) -> Iterator[None]:
+    """The target with up to 4 connections a session (LIO's default is 1),
+    and an ACL for the initiator, whose info file lists its session's
+    connections."""
+    t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
+                          portals=(("0.0.0.0", 3260),), offload=True, acls=(PDU_INITIATOR,))  # fmt: skip
+    with offloaded_target(module_ko, t):
+        (TPG / "param/MaxConnections").write_text("4")
+        yield
+
+
+def session_cids() -> set[int]:
+    """The CIDs of the initiator's session as LIO lists them."""
+    return {int(c) for c in re.findall(r"CID: (\d+)", (TPG / "acls" / PDU_INITIATOR / "info").read_text())}
+
+
+def left_session(cid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while cid in session_cids():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def offloaded(c: Connection) -> bool:
+    """c is listed among the offloaded connections (by its initiator side,
+    v4-mapped where the portal is dual-stack)."""
+    host, port = c.sock.getsockname()[:2]
+    sides = (f"{host}:{port} ", f"[::ffff:{host}]:{port} ")
+    return any(ln.startswith(sides) for ln in connection_lines())
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("digests", ["None", "CRC32C"])
+def test_a_session_of_two_connections(mcs_target: None, layout: str, digests: str) -> None:
+    lead_link, join_link = LAYOUTS[layout]
+    lead, second = Connection(lead_link.tgt_ip), Connection(join_link.tgt_ip)
+    try:
+        keys = lead.login(PDU_INITIATOR, IQN, Params(max_connections=2, header_digest=digests, data_digest=digests))
+        assert keys.get("MaxConnections") == "2", keys
+        second.join(lead, PDU_INITIATOR, IQN, cid=1)
+        assert session_cids() == {0, 1}, "LIO does not list both connections in the session"
+        got = (offloaded(lead), offloaded(second))
+        assert got == (lead_link is OFF, join_link is OFF), f"{layout}: offloaded {got}: {connection_lines()}"
+        # one CmdSN order over both: each write read back through the other
+        for i in range(ROUNDS):
+            w, r = (lead, second) if i % 2 == 0 else (second, lead)
+            data = os.urandom(LBAS * 512)
+            w.scsi_write(i * LBAS, data)
+            assert r.scsi_read(i * LBAS, LBAS) == data, f"{layout}: round {i}"
+        # the joined connection leaves alone; the session goes on. LIO
+        # drops it from the session before the session's logout: LIO's
+        # session stop walks the connections with the lock let go, and one
+        # that leaves the list meanwhile is read after its list_del (a GPF
+        # on stock LIO too, docs/status.md)
+        assert second.logout(reason=1, close=False) == 0
+        assert second.closed_by_peer(), "the target kept the logged-out connection open"
+        assert left_session(1), f"LIO still lists CID 1: {session_cids()}"
+        data = os.urandom(LBAS * 512)
+        lead.scsi_write(ROUNDS * LBAS, data)
+        assert lead.scsi_read(ROUNDS * LBAS, LBAS) == data
+        assert lead.logout() == 0
+    finally:
+        lead.close()
+        second.close()
+
+
+def test_an_offloaded_connection_does_not_join_a_stock_session(mcs_target: None) -> None:
+    """The join is answered "can't include in session" (0208) and the
+    connection ends; the session goes on over its stock connection."""
+    lead, second = Connection(STOCK.tgt_ip), Connection(OFF.tgt_ip)
+    try:
+        lead.login(PDU_INITIATOR, IQN, Params(max_connections=2))
+        with pytest.raises(LoginError) as refused:
+            second.join(lead, PDU_INITIATOR, IQN, cid=1)
+        assert (refused.value.status_class, refused.value.status_detail) == (0x02, 0x08)
+        assert second.closed_by_peer(), "the refused connection stayed open"
+        assert session_cids() == {0}
+        data = os.urandom(LBAS * 512)
+        lead.scsi_write(0, data)
+        assert lead.scsi_read(0, LBAS) == data
+        assert lead.logout() == 0
+    finally:
+        lead.close()
+        second.close()
