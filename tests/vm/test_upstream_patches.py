@@ -49,6 +49,7 @@ def patched_target(lio_core: str, iscsid: None) -> Iterator[None]:
         tpg.set_attribute("default_erl", "1")
         tpg.set_parameter("ErrorRecoveryLevel", "1")
         tpg.set_parameter("ImmediateData", "Yes")
+        tpg.set_parameter("MaxConnections", "2")
     yield
     with topo.in_netns():
         topology.delete(IQN)
@@ -87,6 +88,17 @@ def test_reproducer_on_the_patched_core(
         assert a in out, f"{name} --case {case}: no '{a}':\n{out}"
     for line in logged:
         assert any(line in ln for ln in dmesg_since(mark)), f"{name} --case {case}: the kernel did not log '{line}'"
+
+
+def test_a_session_logged_out_while_one_of_its_connections_closes(
+    patched_target: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Patch 0006: a connection logged out alone, then at once the session,
+    twenty times; every round ends (the log check: no oops)."""
+    rc = reproducer("mcs_logout_race").main([LINK.tgt_ip, IQN, "--rounds", "20"])
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 0, out
 
 
 def test_enabling_offload_twice_then_once_off_is_off(patched_target: None, module_ko: Path) -> None:
