@@ -33,7 +33,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -255,11 +255,33 @@ def syn_trace() -> list[str]:
             time.sleep(0.2)
         lines = trace()[before:]
         (np / "cxgbit").write_text("0")
+    return from_syn(lines)
+
+
+def from_syn(lines: list[str]) -> list[str]:
+    """lines from the peer's SYN until the first TID release after it,
+    numbered, with the peer's port named P."""
     start = next((i for i, ln in enumerate(lines) if ln.startswith("chip: SYN")), None)
     assert start is not None, "the peer's SYN never reached the chip:\n" + "\n".join(lines)
-    end = next((i for i, ln in enumerate(lines) if "TID_RELEASE" in ln), len(lines) - 1)
+    end = next((i for i, ln in enumerate(lines) if i > start and "TID_RELEASE" in ln), len(lines) - 1)
     got = numbered(lines[start : end + 1], "T")
     return [normalized(re.sub(rf"{PEER_IP}:\d+", f"{PEER_IP}:P", ln)) for ln in got]
+
+
+def traces_of_both(kver: str, module_ko: Path, take: Callable[[], list[str]]) -> tuple[list[str], list[str]]:
+    """take()'s trace with mainline cxgbit loaded, then with ours."""
+    sh("modprobe", "iscsi_target_mod")
+    sh("insmod", str(c4sim.intree_cxgbit(kver)))
+    try:
+        mainline = take()
+    finally:
+        rmmod("cxgbit")
+    load_ours(module_ko)
+    try:
+        ours = take()
+    finally:
+        unload_ours()
+    return mainline, ours
 
 
 # FW_FLOWC_WR parameters that are each connection's own: its first
@@ -298,15 +320,10 @@ def closing_syn_trace() -> list[str]:
             c4sim.HOLD_CLOSE.write_text("0\n")
             off.join(30)
     assert not off.is_alive(), "switching the portal off never ended"
-    start = next((i for i, ln in enumerate(lines) if ln.startswith("chip: SYN")), None)
-    assert start is not None, "the peer's SYN never reached the chip:\n" + "\n".join(lines)
-    end = next((i for i, ln in enumerate(lines) if i > start and "TID_RELEASE" in ln), len(lines) - 1)
-    got = numbered(lines[start : end + 1], "T")
     # the release as the ULD sends it: through cxgb4_remove_tid(), or its
     # own CPL_TID_RELEASE (mainline, for a TID it never entered in cxgb4's
     # table): the same message to the chip
-    got = [re.sub(r"^tx \S+ (CPL_)?TID_RELEASE (tid=\S+).*", r"TID_RELEASE \2", ln) for ln in got]
-    return [normalized(re.sub(rf"{PEER_IP}:\d+", f"{PEER_IP}:P", ln)) for ln in got]
+    return [re.sub(r"^tx \S+ (CPL_)?TID_RELEASE (tid=\S+).*", r"TID_RELEASE \2", ln) for ln in from_syn(lines)]
 
 
 def test_a_syn_for_a_closing_server_is_refused_as_mainline_refuses_it(
@@ -316,21 +333,10 @@ def test_a_syn_for_a_closing_server_is_refused_as_mainline_refuses_it(
     carried out the close yet) gets its TID back unanswered, as mainline
     gives back one whose listener no longer listens: no accept reply, so no
     abort that could overtake one parked on an L2T entry still resolving."""
-    sh("modprobe", "iscsi_target_mod")
-    sh("insmod", str(c4sim.intree_cxgbit(kver)))
-    try:
-        mainline = closing_syn_trace()
-    finally:
-        rmmod("cxgbit")
+    mainline, ours = traces_of_both(kver, module_ko, closing_syn_trace)
     assert not [ln for ln in mainline if ln.startswith("error:")], "\n".join(mainline)
     assert "TID_RELEASE" in mainline[-1], mainline
     assert not any("CPL_PASS_ACCEPT_RPL" in ln for ln in mainline), mainline
-
-    load_ours(module_ko)
-    try:
-        ours = closing_syn_trace()
-    finally:
-        unload_ours()
     assert ours == mainline, "ours:\n" + "\n".join(ours) + "\nmainline:\n" + "\n".join(mainline)
 
 
@@ -341,22 +347,11 @@ def test_a_syn_is_answered_as_mainline_answers_it(peer_ns: None, kver: str, modu
     FW_FLOWC_WR's RCV_SCALE, which the stand-in checks against what TCP
     agreed)."""
     sh("ip", "netns", "exec", PEER_NS, "sysctl", "-qw", f"net.ipv4.tcp_window_scaling={peer_scaling}")
-    sh("modprobe", "iscsi_target_mod")
-    sh("insmod", str(c4sim.intree_cxgbit(kver)))
-    try:
-        mainline = syn_trace()
-    finally:
-        rmmod("cxgbit")
+    mainline, ours = traces_of_both(kver, module_ko, syn_trace)
     errors = [ln for ln in mainline if ln.startswith("error:")]
     assert not errors, "the stand-in refuses what mainline cxgbit does:\n" + "\n".join(mainline)
     assert any("CPL_PASS_ACCEPT_RPL" in ln for ln in mainline), mainline
     assert "TID_RELEASE" in mainline[-1], mainline
-
-    load_ours(module_ko)
-    try:
-        ours = syn_trace()
-    finally:
-        unload_ours()
     assert ours == mainline, "ours:\n" + "\n".join(ours) + "\nmainline:\n" + "\n".join(mainline)
 
 
