@@ -46,24 +46,26 @@ STALL_S = 30  # the SCSI layer's default command timeout (sd: 30 s)
 UNANSWERED: list[int] = []
 
 
-def module_text() -> tuple[int, int]:
-    """cxgbit_ext's text, from its symbols (the filter takes a range)."""
-    addrs = []
+def text_symbols() -> list[tuple[str, int]]:
+    """cxgbit_ext's text symbols, each with its address."""
+    syms = []
     for line in Path("/proc/kallsyms").read_text().splitlines():
         f = line.split()
         if len(f) == 4 and f[3] == "[cxgbit_ext]" and f[1] in "tT":
-            addrs.append(int(f[0], 16))
-    assert addrs and min(addrs), "no readable cxgbit_ext text symbols in /proc/kallsyms"
+            syms.append((f[2], int(f[0], 16)))
+    assert syms and min(a for _, a in syms), "no readable cxgbit_ext text symbols in /proc/kallsyms"
+    return syms
+
+
+def module_text() -> tuple[int, int]:
+    """cxgbit_ext's text, from its symbols (the filter takes a range)."""
+    addrs = [a for _, a in text_symbols()]
     return min(addrs), max(addrs) + 0x1000
 
 
 def function_text(name: str) -> tuple[int, int]:
     """One of cxgbit_ext's functions: its address up to the next symbol's."""
-    addrs: dict[str, int] = {}
-    for line in Path("/proc/kallsyms").read_text().splitlines():
-        f = line.split()
-        if len(f) == 4 and f[3] == "[cxgbit_ext]" and f[1] in "tT":
-            addrs[f[2]] = int(f[0], 16)
+    addrs = dict(text_symbols())
     assert name in addrs, f"{name} is not a symbol of cxgbit_ext"
     later = [a for a in addrs.values() if a > addrs[name]]
     return addrs[name], min(later)
