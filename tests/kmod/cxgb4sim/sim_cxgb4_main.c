@@ -524,14 +524,18 @@ EXPORT_SYMBOL(cxgb4_create_server6);
 static DEFINE_SPINLOCK(c4sim_hold_lock);
 static bool c4sim_hold_close;
 static unsigned int c4sim_nheld;
-static struct {
+struct c4sim_close {
 	unsigned int stid, queue;
-} c4sim_held[C4SIM_NSTIDS];
+};
 
-static void c4sim_server_close(unsigned int stid, unsigned int queue)
+static struct c4sim_close c4sim_held[C4SIM_NSTIDS];
+
+/* the close carried out and answered, as cxgb4_remove_server() returns */
+static int c4sim_server_close(unsigned int stid, unsigned int queue)
 {
-	if (c4sim_server_set(stid, false, false, 0, 0, 0))
-		c4sim_server_reply(CPL_CLOSE_LISTSRV_RPL, stid, queue);
+	if (!c4sim_server_set(stid, false, false, 0, 0, 0))
+		return NET_XMIT_SUCCESS;	/* no reply comes */
+	return c4sim_server_reply(CPL_CLOSE_LISTSRV_RPL, stid, queue);
 }
 
 int cxgb4_remove_server(const struct net_device *dev, unsigned int stid,
@@ -553,9 +557,7 @@ int cxgb4_remove_server(const struct net_device *dev, unsigned int stid,
 		c4sim_nheld++;
 	}
 	spin_unlock_bh(&c4sim_hold_lock);
-	if (!held)
-		c4sim_server_close(stid, queue);
-	return NET_XMIT_SUCCESS;
+	return held ? NET_XMIT_SUCCESS : c4sim_server_close(stid, queue);
 }
 EXPORT_SYMBOL(cxgb4_remove_server);
 
@@ -567,23 +569,24 @@ static int c4sim_hold_get(void *data, u64 *val)
 
 static int c4sim_hold_set(void *data, u64 val)
 {
-	unsigned int i, n = 0, *held;
+	struct c4sim_close *held;
+	unsigned int i, n = 0;
 
 	if (val > 1)
 		return -EINVAL;
-	held = kmalloc_array(2 * ARRAY_SIZE(c4sim_held), sizeof(*held), GFP_KERNEL);
+	held = kmalloc(sizeof(c4sim_held), GFP_KERNEL);
 	if (!held)
 		return -ENOMEM;
 	spin_lock_bh(&c4sim_hold_lock);
 	c4sim_hold_close = val;
-	for (; !val && n < c4sim_nheld; n++) {
-		held[2 * n] = c4sim_held[n].stid;
-		held[2 * n + 1] = c4sim_held[n].queue;
+	if (!val) {
+		n = c4sim_nheld;
+		memcpy(held, c4sim_held, n * sizeof(*held));
+		c4sim_nheld = 0;
 	}
-	c4sim_nheld -= n;
 	spin_unlock_bh(&c4sim_hold_lock);
 	for (i = 0; i < n; i++)
-		c4sim_server_close(held[2 * i], held[2 * i + 1]);
+		c4sim_server_close(held[i].stid, held[i].queue);
 	kfree(held);
 	return 0;
 }
