@@ -206,8 +206,10 @@ class Connection:
         """Log in; returns the keys the target sent. Raises LoginError."""
         self.params = p = params or Params()
         joining = bool(self.tsih)  # a connection joining a session (join())
-        sec: list[tuple[str, str]] = [("InitiatorName", initiator),
-                                      ("SessionType", "Discovery" if discovery else "Normal")]  # fmt: skip
+        sec: list[tuple[str, str]] = [("InitiatorName", initiator)]
+        # SessionType is leading-only (RFC 7143 13.21): a joining connection's session has one
+        if not joining:
+            sec.append(("SessionType", "Discovery" if discovery else "Normal"))
         if target and not discovery:
             sec.append(("TargetName", target))
         if chap_user:

@@ -187,8 +187,9 @@ def test_nop_answers_a_target_ping_that_comes_first(wired: tuple[Connection, soc
 # -- a session of several connections (MC/S) ------------------------------------
 
 
-SESSION_KEYS = {"ErrorRecoveryLevel", "InitialR2T", "ImmediateData", "MaxBurstLength", "FirstBurstLength",
-                "MaxConnections", "DataPDUInOrder", "DataSequenceInOrder", "MaxOutstandingR2T",
+# leading-only keys (RFC 7143 13): a connection joining a session sends none
+SESSION_KEYS = {"SessionType", "ErrorRecoveryLevel", "InitialR2T", "ImmediateData", "MaxBurstLength",
+                "FirstBurstLength", "MaxConnections", "DataPDUInOrder", "DataSequenceInOrder", "MaxOutstandingR2T",
                 "DefaultTime2Wait", "DefaultTime2Retain"}  # fmt: skip
 
 
@@ -218,7 +219,7 @@ def answer_login(target: socket.socket, tsih: int, expcmdsn: int) -> list[Pdu]:
 
 def test_a_connection_joins_its_leads_session() -> None:
     """join() logs in with the lead's ISID and TSIH and its own CID,
-    negotiating no session-wide key, and numbers commands from the same
+    sending no leading-only key, and numbers commands from the same
     CmdSN as the lead."""
     with socket.create_server(("127.0.0.1", 0)) as srv:
         port = srv.getsockname()[1]
