@@ -201,9 +201,11 @@ class Connection:
     def login(
         self, initiator: str, target: str | None, params: Params | None = None, *,
         discovery: bool = False, chap_user: str | None = None, chap_secret: str | None = None,
-        mutual_user: str | None = None, mutual_secret: str | None = None,
+        mutual_user: str | None = None, mutual_secret: str | None = None, chap_algs: str = "5",
     ) -> dict[str, str]:  # fmt: skip
-        """Log in; returns the keys the target sent. Raises LoginError."""
+        """Log in; returns the keys the target sent. Raises LoginError.
+        With CHAP, ``chap_algs`` is the CHAP_A list offered, in order of
+        preference; the target's choice hashes both directions."""
         self.params = p = params or Params()
         joining = bool(self.tsih)  # a connection joining a session (join())
         sec: list[tuple[str, str]] = [("InitiatorName", initiator)]
@@ -216,17 +218,22 @@ class Connection:
             self._login_step(0, 0, False, [*sec, ("AuthMethod", "CHAP,None")])
             if self.target_keys.get("AuthMethod") != "CHAP":
                 raise LoginError(0xFE, 0, self.target_keys)
-            self._login_step(0, 0, False, [("CHAP_A", "5")])
+            self._login_step(0, 0, False, [("CHAP_A", chap_algs)])
+            try:
+                alg = int(self.target_keys["CHAP_A"])
+                chap.digest_size(alg)
+            except (KeyError, ValueError):
+                raise LoginError(0xFE, 1, self.target_keys) from None
             ident = int(self.target_keys["CHAP_I"])
             challenge = chap.from_hex(self.target_keys["CHAP_C"])
             secret = (chap_secret or "").encode()
-            keys = [("CHAP_N", chap_user), ("CHAP_R", chap.to_hex(chap.response(ident, secret, challenge)))]
-            mident, mchal = chap.new_challenge()
+            keys = [("CHAP_N", chap_user), ("CHAP_R", chap.to_hex(chap.response(ident, secret, challenge, alg)))]
+            mident, mchal = chap.new_challenge(chap.digest_size(alg))
             if mutual_user:
                 keys += [("CHAP_I", str(mident)), ("CHAP_C", chap.to_hex(mchal))]
             rsp = self._login_step(0, 1, True, keys)
             if mutual_user:
-                want = chap.response(mident, (mutual_secret or "").encode(), mchal)
+                want = chap.response(mident, (mutual_secret or "").encode(), mchal, alg)
                 if self.target_keys.get("CHAP_N") != mutual_user or chap.from_hex(self.target_keys["CHAP_R"]) != want:
                     raise LoginError(0xFD, 0, self.target_keys)
         else:

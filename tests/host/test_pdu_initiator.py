@@ -9,7 +9,7 @@ import random
 import socket
 import struct
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -193,9 +193,15 @@ SESSION_KEYS = {"SessionType", "ErrorRecoveryLevel", "InitialR2T", "ImmediateDat
                 "DefaultTime2Wait", "DefaultTime2Retain"}  # fmt: skip
 
 
-def answer_login(target: socket.socket, tsih: int, expcmdsn: int) -> list[Pdu]:
+def no_keys(_: dict[str, str]) -> list[tuple[str, str]]:
+    return []
+
+
+def answer_login(
+    target: socket.socket, tsih: int, expcmdsn: int, keys: Callable[[dict[str, str]], list[tuple[str, str]]] = no_keys
+) -> list[Pdu]:
     """Take one connection's login to full feature phase, answering every
-    request with no keys; the requests."""
+    request with ``keys(its keys)`` (none by default); the requests."""
 
     def rd(n: int) -> bytes:
         buf = b""
@@ -213,8 +219,48 @@ def answer_login(target: socket.socket, tsih: int, expcmdsn: int) -> list[Pdu]:
         rsp.bhs[8:14] = req.bhs[8:14]
         rsp.set_u16(14, tsih)
         rsp.itt, rsp.statsn, rsp.expcmdsn, rsp.maxcmdsn = req.itt, 0, expcmdsn, expcmdsn + 31
+        rsp.data = encode_keys(keys(decode_keys(req.data)))
         target.sendall(rsp.encode())
     return got
+
+
+@pytest.mark.parametrize(("offered", "chosen", "hash_"), [("7,5", 7, "sha256"), ("8", 8, "sha3_256"),
+                                                          ("6,5", 6, "sha1"), ("5", 5, "md5")])  # fmt: skip
+def test_chap_hashes_with_the_algorithm_the_target_chose(offered: str, chosen: int, hash_: str) -> None:
+    """CHAP_A offers the list given; the target's choice hashes the
+    response (H(CHAP_I || secret || CHAP_C)), the mutual challenge is that
+    hash's size and the target's mutual response is checked with it."""
+    import hashlib
+
+    challenge, seen = bytes(range(32)), {}
+
+    def target_keys(req: dict[str, str]) -> list[tuple[str, str]]:
+        seen.update(req)
+        if "AuthMethod" in req:
+            return [("AuthMethod", "CHAP")]
+        if "CHAP_A" in req:
+            return [("CHAP_A", str(chosen)), ("CHAP_I", "42"), ("CHAP_C", chap.to_hex(challenge))]
+        if "CHAP_R" in req:
+            ident = bytes([int(req["CHAP_I"])])
+            mine = hashlib.new(hash_, ident + b"mutual-secret" + chap.from_hex(req["CHAP_C"])).digest()
+            return [("CHAP_N", "tgt"), ("CHAP_R", chap.to_hex(mine))]
+        return []
+
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        c = Connection("127.0.0.1", srv.getsockname()[1], timeout=5)
+        t = srv.accept()[0]
+        try:
+            with ThreadPoolExecutor(1) as ex:
+                done = ex.submit(answer_login, t, 1, 1, target_keys)
+                c.login("iqn.i", "iqn.t", chap_user="u", chap_secret="secret", mutual_user="tgt",
+                        mutual_secret="mutual-secret", chap_algs=offered)  # fmt: skip
+                done.result()
+        finally:
+            t.close()
+            c.close()
+    assert seen["CHAP_A"] == offered
+    assert chap.from_hex(seen["CHAP_R"]) == hashlib.new(hash_, b"\x2asecret" + challenge).digest()
+    assert len(chap.from_hex(seen["CHAP_C"])) == hashlib.new(hash_).digest_size
 
 
 def test_a_connection_joins_its_leads_session() -> None:

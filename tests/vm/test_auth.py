@@ -1,5 +1,6 @@
 """Authentication and access on an offloaded portal (RFC 7143 11.1.4, 11.7):
-CHAP one-way and mutual, a wrong secret refused, discovery authentication,
+CHAP one-way and mutual with each algorithm LIO implements (MD5, SHA-1,
+SHA-256, SHA3-256), a wrong secret refused, discovery authentication,
 an initiator outside the ACLs refused; open-iscsi's CHAP too. Every login
 that succeeds is checked to be served by cxgbit_ext."""
 
@@ -41,6 +42,7 @@ def auth_target(iscsid: None, module_ko: Path) -> Iterator[None]:
 
 
 def login(ip: str = OFF.tgt_ip, **kw: str) -> Connection:
+    """A CHAP login as the PDU initiator (or kw's initiator) to ip."""
     c = Connection(ip)
     c.login(kw.pop("initiator", PDU_INITIATOR), IQN, **kw)  # type: ignore[arg-type]
     return c
@@ -72,6 +74,45 @@ def test_one_way_and_mutual_chap_log_in_offloaded(auth_target: None) -> None:
             c.logout()
         finally:
             c.close()
+
+
+# CHAP_A values of the IANA PPP registry that LIO implements (iscsi_target_auth.c)
+ALGORITHMS = {"MD5": "5", "SHA-1": "6", "SHA-256": "7", "SHA3-256": "8"}
+
+
+@pytest.mark.parametrize("alg", list(ALGORITHMS))
+def test_each_chap_algorithm_logs_in_as_on_stock(auth_target: None, alg: str) -> None:
+    """Each CHAP algorithm, offered alone and after one no target knows,
+    one-way and mutual: offloaded and stock portals both log in with it
+    (the response is that algorithm's hash, so a target that chose another
+    would refuse it), the offloaded login is served by cxgbit_ext, and a
+    wrong secret is refused alike."""
+    mutual = {"mutual_user": MUSER, "mutual_secret": MSECRET}
+    for offered in (ALGORITHMS[alg], f"200,{ALGORITHMS[alg]}"):
+        for kw in ({}, mutual):
+            for ip in (OFF.tgt_ip, STOCK.tgt_ip):
+                c = login(ip, chap_user=USER, chap_secret=SECRET, chap_algs=offered, **kw)
+                try:
+                    local = c.sock.getsockname()
+                    assert (f"{local[0]}:{local[1]}" in offloaded_peers()) == (ip == OFF.tgt_ip)
+                    assert c.nop(b"ping").data == b"ping"
+                    c.logout()
+                finally:
+                    c.close()
+    got = {ip: outcome(ip, chap_user=USER, chap_secret="not-the-secret1", chap_algs=ALGORITHMS[alg])
+           for ip in (OFF.tgt_ip, STOCK.tgt_ip)}  # fmt: skip
+    print(f"{alg}, wrong secret: offload {got[OFF.tgt_ip]}, stock {got[STOCK.tgt_ip]}")
+    assert got[OFF.tgt_ip] == got[STOCK.tgt_ip] and got[OFF.tgt_ip] in ("class 0x02", "closed")
+
+
+def test_an_unknown_chap_algorithm_alone_is_refused_as_on_stock(auth_target: None) -> None:
+    got = {ip: outcome(ip, chap_user=USER, chap_secret=SECRET, chap_algs="200") for ip in (OFF.tgt_ip, STOCK.tgt_ip)}
+    print(f"CHAP_A=200 alone: offload {got[OFF.tgt_ip]}, stock {got[STOCK.tgt_ip]}")
+    assert got[OFF.tgt_ip] == got[STOCK.tgt_ip] and got[OFF.tgt_ip] in ("class 0x02", "closed")
+    deadline = time.monotonic() + 10
+    while offloaded_peers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert offloaded_peers() == [], "refused logins must not leave connections behind"
 
 
 REFUSED = {
@@ -120,6 +161,23 @@ def test_discovery_authentication(auth_target: None) -> None:
             c.close()
     finally:
         (DISCOVERY / "enforce_discovery_auth").write_text("0")
+
+
+def test_open_iscsi_chap_sha3_256_offloaded(auth_target: None) -> None:
+    """open-iscsi offering SHA3-256 alone (node.session.auth.chap_algs)
+    logs in offloaded: LIO chose SHA3-256, or the login would fail."""
+    portal = f"{OFF.tgt_ip}:3260"
+    iscsiadm.discover(OFF.tgt_ip)
+    try:
+        for name, value in (("authmethod", "CHAP"), ("username", USER), ("password", SECRET),
+                            ("chap_algs", "SHA3-256")):  # fmt: skip
+            iscsiadm.set_node(IQN, portal, f"node.session.auth.{name}", value)
+        iscsiadm.login(IQN, portal)
+        iscsiadm.session_disks(IQN, expect=1)
+        assert len(offloaded_peers()) == 1
+    finally:
+        iscsiadm.logout()
+        iscsiadm.delete_nodes()
 
 
 def test_open_iscsi_chap_offloaded_and_wrong_secret_refused(auth_target: None) -> None:
