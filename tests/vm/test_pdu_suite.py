@@ -24,6 +24,7 @@ the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
@@ -43,6 +44,7 @@ from cxgbit_ext import topology
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.pdu import (
     BHS_LEN,
+    F_DATAIN_STATUS,
     F_FINAL,
     RSVD_TAG,
     Op,
@@ -577,20 +579,8 @@ def test_bad_data_digest_with_writes_outstanding(path: str, variant: str) -> Non
     if path == "stock":
         pytest.skip("stock LIO frees a WRITE_PENDING task twice after a Data-Out data digest error, at ERL 0 "
                     "and at ERL 1 (6.1, 6.12); not sent to stock")  # fmt: skip
-    from rtslib_fb import RTSRoot
-
     erl = 1 if variant == "erl1" else 0
-    # LIO offers the ACL's default_erl; a dynamic ACL takes the TPG's when
-    # it is made, so this initiator name is one no live session has
-    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
-    tpg.set_attribute("default_erl", str(erl))
-    try:
-        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl)):
-            c = connect(path, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True, erl=erl),
-                        initiator=f"{PDU_INITIATOR}-{variant}")  # fmt: skip
-    finally:
-        tpg.set_attribute("default_erl", "0")
-    assert c.target_keys.get("ErrorRecoveryLevel", str(erl)) == str(erl), c.target_keys
+    c = connect_at_erl(path, erl, variant, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True))
     r2ts = []
     for i in range(4):
         itt = c.next_itt()
@@ -829,6 +819,161 @@ def test_bidirectional_command_is_refused(path: str) -> None:
     healthy(path)
 
 
+def connect_at_erl(path: str, erl: int, name: str, params: Params | None = None) -> Connection:
+    """A session at ErrorRecoveryLevel ``erl`` on path, its initiator name
+    PDU_INITIATOR-``name``. LIO offers the ACL's default_erl, and a dynamic
+    ACL takes the TPG's when it is made: the TPG's is set for the login."""
+    from rtslib_fb import RTSRoot
+
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
+    tpg.set_attribute("default_erl", str(erl))
+    try:
+        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl)):
+            c = connect(path, dataclasses.replace(params or Params(), erl=erl), initiator=f"{PDU_INITIATOR}-{name}")
+    finally:
+        tpg.set_attribute("default_erl", "0")
+    assert c.target_keys.get("ErrorRecoveryLevel", str(erl)) == str(erl), c.target_keys
+    return c
+
+
+# -- ERL 1: SNACKs (RFC 7143 11.16), each answer compared with the first one ----
+
+SNACK_DATA_R2T, SNACK_STATUS, SNACK_DATA_ACK = 0, 1, 2
+F_DATA_ACK = 0x40  # the A bit of a Data-In
+
+
+def snack(c: Connection, kind: int, *, itt: int, begrun: int, runlength: int, expstatsn: int,
+          ttt: int = RSVD_TAG) -> None:  # fmt: skip
+    """A SNACK Request (F set, Type ``kind``), ExpStatSN as given: a SNACK
+    sent while a status is unacknowledged must not acknowledge it."""
+    p = Pdu()
+    p.opcode = Op.SNACK
+    p.flags = 0x80 | kind
+    p.itt, p.ttt, p.expstatsn = itt, ttt, expstatsn
+    p.set_u32(40, begrun)
+    p.set_u32(44, runlength)
+    c.send(p)
+
+
+def wire_fields(p: Pdu) -> tuple[object, ...]:
+    """What a retransmission repeats (RFC 7143 11.7, 11.4): all but the
+    sequence numbers the target stamps afresh (ExpCmdSN, MaxCmdSN and, in a
+    PDU without status, StatSN)."""
+    status = p.opcode == Op.SCSI_RSP or bool(p.flags & F_DATAIN_STATUS)
+    return (Op(p.opcode).name, hex(p.flags), hex(p.itt), hex(p.ttt), p.lun, p.datasn, p.buffer_offset,
+            p.residual, p.dlen, p.data, p.statsn if status else None)  # fmt: skip
+
+
+def raw_read(c: Connection, lba: int, blocks: int) -> tuple[int, list[Pdu]]:
+    """READ(10) sent raw; its ITT and every PDU the target answered with,
+    up to the one that carries the status."""
+    itt = c.next_itt()
+    c.send(scsi_command(struct.pack(">BBIBHB", 0x28, 0, lba, 0, blocks, 0), itt=itt, cmdsn=c.cmdsn,
+                        expstatsn=c.expstatsn, read_len=blocks * BLOCK))  # fmt: skip
+    c.cmdsn += 1
+    got = [c.recv()]
+    while not (got[-1].opcode == Op.SCSI_RSP or (got[-1].opcode == Op.DATA_IN and got[-1].flags & F_DATAIN_STATUS)):
+        assert got[-1].opcode == Op.DATA_IN and got[-1].itt == itt, got[-1]
+        got.append(c.recv())
+    return itt, got
+
+
+def recv_n(c: Connection, n: int, wait: float = 10) -> list[Pdu]:
+    """The next n PDUs, or the test fails saying what came."""
+    c.sock.settimeout(wait)
+    got: list[Pdu] = []
+    try:
+        while len(got) < n:
+            got.append(c.recv())
+    except (TimeoutError, ConnectionClosed, ConnectionError) as e:
+        pytest.fail(f"{len(got)} of {n} PDUs ({[Op(p.opcode).name for p in got]}), then {type(e).__name__}")
+    return got
+
+
+@pytest.mark.parametrize(("begrun", "runlength"), [(1, 2), (2, 0)])
+def test_data_snack_resends_the_same_data_in(path: str, begrun: int, runlength: int) -> None:
+    """ERL 1, a READ of 16 KiB in four 4 KiB Data-In PDUs, its status
+    unacknowledged: a Data SNACK for DataSN begrun.. (RunLength 0: to the
+    end) brings those Data-In PDUs again, identical to the first ones
+    (DataSN, offset, flags, data), and the session goes on."""
+    c = connect_at_erl(path, 1, "snack-data", Params(max_recv_dlen=4 * KiB))
+    data = os.urandom(16 * KiB)
+    write_retrying_ua(c, 4096, data)
+    itt, first = raw_read(c, 4096, 32)
+    assert b"".join(p.data for p in first if p.opcode == Op.DATA_IN) == data
+    datains = [p for p in first if p.opcode == Op.DATA_IN]
+    assert [p.datasn for p in datains] == [0, 1, 2, 3], [p.datasn for p in datains]
+    want = datains[begrun : begrun + runlength] if runlength else datains[begrun:]
+    snack(c, SNACK_DATA_R2T, itt=itt, begrun=begrun, runlength=runlength, expstatsn=first[-1].statsn)
+    again = recv_n(c, len(want))
+    record(f"{path}: data_snack_{begrun}_{runlength}: " + ", ".join(
+        f"{Op(p.opcode).name} DataSN {p.datasn} flags {p.flags:#04x}" for p in again))  # fmt: skip
+    assert [wire_fields(p) for p in again] == [wire_fields(p) for p in want]
+    assert c.nop(b"after").data == b"after"
+    assert c.logout() == 0
+
+
+def test_status_snack_resends_the_same_response(path: str) -> None:
+    """ERL 1: a Status SNACK for the StatSN of a WRITE's response, not yet
+    acknowledged, brings that SCSI Response again (ITT, StatSN, status)."""
+    c = connect_at_erl(path, 1, "snack-status", Params(immediate_data=True, initial_r2t=False))
+    write_retrying_ua(c, 4160, os.urandom(4 * KiB))
+    itt = c.next_itt()
+    c.send(scsi_command(write10(4160, 8), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=4 * KiB,
+                        data=os.urandom(4 * KiB)))  # fmt: skip
+    c.cmdsn += 1
+    (rsp,) = recv_n(c, 1)
+    assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
+    snack(c, SNACK_STATUS, itt=RSVD_TAG, begrun=rsp.statsn, runlength=1, expstatsn=rsp.statsn)
+    (again,) = recv_n(c, 1)
+    record(f"{path}: status_snack: {Op(again.opcode).name} StatSN {again.statsn} (first {rsp.statsn})")
+    assert wire_fields(again) == wire_fields(rsp)
+    assert c.nop(b"after").data == b"after"
+    assert c.logout() == 0
+
+
+def test_r2t_snack_resends_the_r2t(path: str) -> None:
+    """ERL 1, a WRITE whose data the target solicits: an R2T SNACK for the
+    R2T it sent brings that R2T again (R2TSN, offset, length); the data
+    sent for it completes the WRITE, which reads back."""
+    c = connect_at_erl(path, 1, "snack-r2t", Params(immediate_data=False, initial_r2t=True))
+    clear_unit_attention(c)
+    itt = c.next_itt()
+    c.send(scsi_command(write10(4176, 8), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=4 * KiB))
+    c.cmdsn += 1
+    (r2t,) = recv_n(c, 1)
+    assert r2t.opcode == Op.R2T and r2t.itt == itt, r2t
+    snack(c, SNACK_DATA_R2T, itt=itt, begrun=r2t.datasn, runlength=1, expstatsn=c.expstatsn)
+    (again,) = recv_n(c, 1)
+    record(f"{path}: r2t_snack: {Op(again.opcode).name} R2TSN {again.datasn} offset {again.buffer_offset} "
+           f"length {again.desired_length} (first {r2t.datasn} {r2t.buffer_offset} {r2t.desired_length})")  # fmt: skip
+    assert (Op(again.opcode).name, again.itt, again.datasn, again.buffer_offset, again.desired_length) == (
+        "R2T", itt, r2t.datasn, r2t.buffer_offset, r2t.desired_length)  # fmt: skip
+    data = os.urandom(4 * KiB)
+    c.send(data_out(itt=itt, ttt=again.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=data, final=True))
+    (rsp,) = recv_n(c, 1)
+    assert rsp.opcode == Op.SCSI_RSP and rsp.itt == itt and rsp.u8(3) == 0, rsp
+    assert c.scsi_read(4176, 8) == data
+    assert c.logout() == 0
+
+
+def test_data_ack_snack_acknowledges_a_read(path: str) -> None:
+    """ERL 1: the target asks for a DataACK (the A bit) at the end of a
+    READ's burst; a DataACK SNACK for it (its TTT, BegRun the next DataSN)
+    is taken without an answer and the session goes on."""
+    c = connect_at_erl(path, 1, "snack-dataack", Params(max_recv_dlen=4 * KiB))
+    clear_unit_attention(c)
+    itt, first = raw_read(c, 4096, 32)
+    acks = [p for p in first if p.opcode == Op.DATA_IN and p.flags & F_DATA_ACK]
+    record(f"{path}: data_ack: A bit on DataSN {[p.datasn for p in acks]}, TTT {[hex(p.ttt) for p in acks]}")
+    assert acks, "no Data-In asked for a DataACK at ERL 1"
+    last = acks[-1]
+    snack(c, SNACK_DATA_ACK, itt=itt, ttt=last.ttt, begrun=last.datasn + 1, runlength=0,
+          expstatsn=first[-1].statsn)  # fmt: skip
+    assert observe(c, wait=3) == "ignored"
+    assert c.logout() == 0
+
+
 def test_snack_at_erl0_is_rejected(path: str) -> None:
     c = connect(path)
     p = Pdu()
@@ -851,16 +996,7 @@ def test_data_snack_beyond_what_a_read_sent_at_erl1(path: str) -> None:
     if path == "stock":
         pytest.skip("stock LIO releases a READ twice after refusing a Data SNACK for it at ERL 1 "
                     "(iscsit_reject_cmd); not sent to stock")  # fmt: skip
-    from rtslib_fb import RTSRoot
-
-    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
-    tpg.set_attribute("default_erl", "1")
-    try:
-        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel="1"):
-            c = connect(path, Params(erl=1), initiator=f"{PDU_INITIATOR}-data-snack")
-    finally:
-        tpg.set_attribute("default_erl", "0")
-    assert c.target_keys.get("ErrorRecoveryLevel") == "1", c.target_keys
+    c = connect_at_erl(path, 1, "data-snack")
     c.scsi_read(0, 1)  # one Data-In: DataSN 0
     p = Pdu()
     p.opcode = Op.SNACK
