@@ -114,6 +114,17 @@ struct cxe_dcache {
 	bool			closing;
 };
 
+/*
+ * Why a connection's Data-In is not cut into bursts by its adapter (ISO):
+ * the adapter's toggle when it was accepted, or its session's parameters,
+ * for which the burst planner has no model (transport.c).
+ */
+enum cxe_iso_off {
+	CXE_ISO_OFF_ADAPTER,	/* iso 0 on the adapter at accept */
+	CXE_ISO_OFF_ERL,	/* ErrorRecoveryLevel > 0 */
+	CXE_ISO_OFF_ORDER,	/* DataSequenceInOrder or DataPDUInOrder No */
+};
+
 /* One offloaded connection, as the PDU layer and its adapter share it. */
 struct cxe_conn {
 	struct list_head	node;		/* cxe_conns */
@@ -124,7 +135,13 @@ struct cxe_conn {
 	bool			hdigest;
 	bool			ddigest;
 	bool			ddp;		/* the adapter's toggles at accept */
-	bool			iso;
+	bool			iso;		/* cleared at login: see iso_off */
+	/*
+	 * enum cxe_iso_off, set by the PDU layer: why iso is off. It sits in
+	 * the padding before limits, so the layout backends build against is
+	 * unchanged.
+	 */
+	u8			iso_off;
 	/*
 	 * What the adapter carrying it can do: its backend's limits unless
 	 * accept narrowed them (one adapter of a backend may be smaller)

@@ -376,15 +376,22 @@ void cxe_free_np(struct iscsi_np *np)
 	kfree(cnp);	/* unlisten waited for the steering hook's readers */
 }
 
-#define CXE_CONN_LINE	384	/* two addresses, offloads and counters */
+#define CXE_CONN_LINE	400	/* two addresses, offloads and counters */
+
+static const char *const cxe_iso_off_name[] = {
+	[CXE_ISO_OFF_ADAPTER]	= "adapter",
+	[CXE_ISO_OFF_ERL]	= "erl",
+	[CXE_ISO_OFF_ORDER]	= "order",
+};
 
 static int cxe_conn_line(const struct cxe_conn *c, char *line)
 {
 	return scnprintf(line, CXE_CONN_LINE,
-			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld tx_inline=%lld data_cache_kib=%u\n",
+			 "%pISpc %pISpc adapter=%s login=%d hdigest=%d ddigest=%d ddp=%d iso=%d iso_off=%s pdus_rx=%lld pdus_tx=%lld bytes_placed=%lld bytes_copied=%lld tx_inline=%lld data_cache_kib=%u\n",
 			 &c->peer, &c->local, c->adapter->name,
 			 !READ_ONCE(c->logged_in), c->hdigest, c->ddigest,
-			 c->ddp, c->iso,
+			 c->ddp, READ_ONCE(c->iso),
+			 READ_ONCE(c->iso) ? "no" : cxe_iso_off_name[READ_ONCE(c->iso_off)],
 			 atomic64_read(&c->stats[CXE_STAT_PDUS_RX]),
 			 atomic64_read(&c->stats[CXE_STAT_PDUS_TX]),
 			 atomic64_read(&c->stats[CXE_STAT_BYTES_PLACED]),
@@ -503,6 +510,49 @@ out:
 	return ret ? -1 : 0;
 }
 
+static_assert(offsetof(struct cxe_conn, limits) ==
+	      ALIGN(offsetof(struct cxe_conn, iso) + 1, __alignof__(void *)),
+	      "iso_off must sit in padding: backends build against this layout");
+
+/* A session key's negotiated value is Yes, as a leading login settled it */
+static bool cxe_key_yes(struct iscsi_param_list *pl, char *key)
+{
+	struct iscsi_param *p = iscsi_find_param_from_key(key, pl);
+
+	return p && !strcmp(p->value, YES);
+}
+
+/*
+ * Whether the adapter may cut this connection's Data-In into bursts: the
+ * burst planner's model is ERL 0 with PDUs and sequences in order, where
+ * no Data-In is ever sent again or out of order (SNACKs, recovery). A
+ * connection joining a session finds the session's values in sess_ops;
+ * a leading one in the parameter list its login settled.
+ */
+static void cxe_login_iso(struct cxe_conn *c, bool leading)
+{
+	struct iscsi_param_list *pl = c->conn->param_list;
+	struct iscsi_sess_ops *so = c->conn->sess->sess_ops;
+	struct iscsi_param *erl;
+	bool erl0, in_order;
+
+	if (!c->iso)
+		return;		/* off on the adapter: iso_off says so already */
+	if (leading) {
+		erl = iscsi_find_param_from_key(ERRORRECOVERYLEVEL, pl);
+		erl0 = erl && !strcmp(erl->value, "0");
+		in_order = cxe_key_yes(pl, DATASEQUENCEINORDER) &&
+			   cxe_key_yes(pl, DATAPDUINORDER);
+	} else {
+		erl0 = !so->ErrorRecoveryLevel;
+		in_order = so->DataSequenceInOrder && so->DataPDUInOrder;
+	}
+	if (!erl0 || !in_order) {
+		WRITE_ONCE(c->iso_off, erl0 ? CXE_ISO_OFF_ORDER : CXE_ISO_OFF_ERL);
+		WRITE_ONCE(c->iso, false);
+	}
+}
+
 /*
  * The negotiated digests and our receive limit, from the parameter list
  * the login settled (LIO copies them into conn_ops only after the last
@@ -606,6 +656,7 @@ int cxe_put_login_tx(struct iscsit_conn *conn, struct iscsi_login *login,
 	if (login->login_complete && !login->login_failed) {
 		if (cxe_login_params(c))
 			return -1;
+		cxe_login_iso(c, login->leading_connection);
 		/* from here LIO's answer is final: no hand-back to stock */
 		WRITE_ONCE(c->logged_in, true);
 	}

@@ -135,10 +135,9 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 	struct cxe_data src = { .buf = (void *)buf, .len = buf_len };
 	int ret;
 
-	/* the planner's model: ERL 0, PDUs and sequences in order */
+	/* c->iso: the session fits the planner's model (cxe_login_iso()) */
 	if (datain && c->iso && !datain->offset && !dr->recovery && !dr->dr_complete &&
-	    cmd->se_cmd.data_length > datain->length && !so->ErrorRecoveryLevel &&
-	    so->DataSequenceInOrder && so->DataPDUInOrder &&
+	    cmd->se_cmd.data_length > datain->length &&
 	    cxe_iso_fits(c, so->MaxBurstLength))
 		return cxe_send_datain_bursts(c, cmd, dr, datain->length);
 	if (datain)

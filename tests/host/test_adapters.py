@@ -144,6 +144,28 @@ def test_connections_of_a_deleted_adapter_go_on_and_say_so(tree: Path, capsys: p
     ]
 
 
+@pytest.mark.parametrize(("iso_off", "why"), [
+    ("erl", "off: ErrorRecoveryLevel above 0 was negotiated (Data-In may be sent again, one PDU at a time)"),
+    ("order", "off: DataSequenceInOrder=No or DataPDUInOrder=No was negotiated"),
+    ("adapter", "off: disabled on adapter soft0 when this connection started (iso 0)"),
+])  # fmt: skip
+def test_connections_say_why_a_session_keeps_iso_off(
+    tree: Path, capsys: pytest.CaptureFixture[str], iso_off: str, why: str
+) -> None:
+    """The module turns ISO off for a session whose parameters the burst
+    planner has no model for, and says which (iso_off); the CLI explains
+    it, and the connection's counters stay counters."""
+    (tree / "connections").write_text(
+        "198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 login=0 hdigest=1 ddigest=1 ddp=1 iso=0 "
+        f"iso_off={iso_off} pdus_rx=9 pdus_tx=9 bytes_placed=0 bytes_copied=0\n"
+    )
+    assert run(tree, "connections") == 0
+    assert f"    iso {why}" in capsys.readouterr().out.splitlines()
+    (conn,) = Control(tree).connections()
+    assert (conn.iso, conn.iso_off, set(conn.counters)) == (False, iso_off, {"pdus_rx", "pdus_tx", "bytes_placed",
+                                                                             "bytes_copied"})  # fmt: skip
+
+
 def test_connections_say_what_data_buffers_each_keeps(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tree / "connections").write_text(
         "198.18.0.2:4000 198.18.0.1:3260 adapter=soft0 login=0 hdigest=1 ddigest=1 ddp=1 iso=1 pdus_rx=9 pdus_tx=9 "

@@ -51,7 +51,7 @@ def soft1(target: None) -> Iterator[Path]:
 
 # the key=value fields of a connections line, in the module's order (cxe_conn_line)
 CONNECTION_FIELDS = {
-    "adapter", "login", "hdigest", "ddigest", "ddp", "iso",
+    "adapter", "login", "hdigest", "ddigest", "ddp", "iso", "iso_off",
     "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "tx_inline", "data_cache_kib",
 }  # fmt: skip
 
@@ -158,7 +158,9 @@ def test_toggles_apply_to_new_connections(target: None) -> None:
         (soft0 / "iso").write_text("0\n")
         c = login(OFF.tgt_ip, params)
         fields = connections()[peer(c)]
-        assert (fields["ddp"], fields["iso"]) == ("0", "0")
+        assert (fields["ddp"], fields["iso"], fields["iso_off"]) == ("0", "0", "adapter")
+        first = connections()[peer(started_with_all)]
+        assert (first["iso"], first["iso_off"]) == ("1", "no")
         before = adapter_counters("soft0")
         n = write_read(c, 12288, 300)  # solicited by R2Ts; read back in 8 KiB PDUs
         mid = adapter_counters("soft0")

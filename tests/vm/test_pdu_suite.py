@@ -895,8 +895,14 @@ def test_data_snack_resends_the_same_data_in(path: str, begrun: int, runlength: 
     """ERL 1, a READ of 16 KiB in four 4 KiB Data-In PDUs, its status
     unacknowledged: a Data SNACK for DataSN begrun.. (RunLength 0: to the
     end) brings those Data-In PDUs again, identical to the first ones
-    (DataSN, offset, flags, data), and the session goes on."""
+    (DataSN, offset, flags, data), and the session goes on. Offloaded, the
+    connections file shows ISO off for the session's ERL: the burst
+    planner's model is ERL 0."""
     c = connect_at_erl(path, 1, "snack-data", Params(max_recv_dlen=4 * KiB))
+    if path == "offload":
+        # the adapter does not cut this session's Data-In, and says why
+        line = connection_of(f"{OFF.ini_ip}:{c.sock.getsockname()[1]}")
+        assert line is not None and (line.iso, line.iso_off) == (False, "erl"), line
     data = os.urandom(16 * KiB)
     write_retrying_ua(c, 4096, data)
     itt, first = raw_read(c, 4096, 32)

@@ -60,6 +60,12 @@ OFFLOADS = {"hcrc": "header CRC32C", "dcrc": "data CRC32C", "ddp": "direct data 
 TOGGLES = ("ddp", "iso")
 # What a connection line says about itself, when its adapter has gone.
 CONNECTION_OFFLOADS = ("hcrc", "dcrc", "ddp", "iso")
+# Why the module keeps ISO off for a session (its connections file's
+# iso_off): its burst planner's model is ERL 0 with data in order
+ISO_OFF = {
+    "erl": "ErrorRecoveryLevel above 0 was negotiated (Data-In may be sent again, one PDU at a time)",
+    "order": "DataSequenceInOrder=No or DataPDUInOrder=No was negotiated",
+}
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -277,6 +283,9 @@ class Connection:
     counters: dict[str, int]
     ddp: bool = True  # the adapter's toggles when this connection was accepted
     iso: bool = True
+    # with iso off, the module's reason: "adapter" (its toggle at accept),
+    # "erl" or "order" (the session's parameters; ISO_OFF)
+    iso_off: str = ""
     # still logging in: LIO may yet hand it to the stock portal
     login: bool = False
 
@@ -288,6 +297,8 @@ class Connection:
                 out[cap] = "off: HeaderDigest=None was negotiated"
             elif cap == "dcrc" and not self.ddigest:
                 out[cap] = "off: DataDigest=None was negotiated"
+            elif cap == "iso" and not self.iso and self.iso_off in ISO_OFF:
+                out[cap] = f"off: {ISO_OFF[self.iso_off]}"
             elif cap in TOGGLES and not getattr(self, cap):
                 out[cap] = f"off: disabled on adapter {self.adapter} when this connection started ({cap} 0)"
             else:
@@ -422,6 +433,7 @@ def _parse_connection(line: str) -> Connection:
         ddigest=kv.pop("ddigest") == "1",
         ddp=kv.pop("ddp") == "1",
         iso=kv.pop("iso") == "1",
+        iso_off="" if (why := kv.pop("iso_off", "no")) == "no" else why,
         counters={k: int(v) for k, v in kv.items()},
     )
 
