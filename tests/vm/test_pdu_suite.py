@@ -534,6 +534,34 @@ def test_bad_header_digest(path: str) -> None:
     healthy(path)
 
 
+@pytest.mark.parametrize("kind", ["scsi_command", "data_out"])
+def test_bad_header_digest_at_erl1(path: str, kind: str) -> None:
+    """ERL 1: a SCSI Command, or a solicited Data-Out, with a bad header
+    digest. RFC 7143 7.8 lets the target discard it only where it can find
+    the next PDU without the header's lengths (markers, which LIO does
+    not do); otherwise the connection goes (recovered at ERL 2). Both
+    paths answer alike and the target serves the next session."""
+    c = connect_at_erl(path, 1, f"hdigest-{kind}", Params(header_digest="CRC32C", immediate_data=False))
+    clear_unit_attention(c)
+    itt = c.next_itt()
+    cmd = scsi_command(write10(4192, 8), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=4 * KiB)
+    c.cmdsn += 1
+    if kind == "scsi_command":
+        wire = bytearray(cmd.encode(True, False))
+    else:
+        c.send(cmd)
+        (r2t,) = recv_n(c, 1)
+        assert r2t.opcode == Op.R2T and r2t.itt == itt, r2t
+        wire = bytearray(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
+                                  data=os.urandom(4 * KiB), final=True).encode(True, False))  # fmt: skip
+    wire[48] ^= 0xFF
+    moved = Moved(path)
+    c.send_raw(bytes(wire))
+    check(path, f"bad_header_digest_{kind}_erl1", observe(c), {"dropped", "ignored"})
+    moved(hdigest_errors=1, drops=1)
+    healthy(path)
+
+
 def test_bad_data_digest_on_immediate_data(path: str) -> None:
     c = connect(path, Params(data_digest="CRC32C", immediate_data=True, initial_r2t=True))
     cdb = bytes([0x2A, 0, 0, 0, 0, 16, 0, 0, 1, 0])
