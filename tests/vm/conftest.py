@@ -171,6 +171,17 @@ def kmsg_mark(what: str) -> str:
     return marker
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A failed test's reason, in the kernel log as it happens: the
+    console keeps it where a later hang keeps pytest from printing its
+    summary (a fixture's teardown waiting on the kernel)."""
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        why = crash.message if crash is not None else str(report.longrepr)
+        line = " ".join(why.split())[:400]
+        Path("/dev/kmsg").write_text(f"cxe-test: {report.when} failed {report.nodeid}: {line}\n")
+
+
 def dmesg_since(marker: str) -> list[str]:
     """Kernel log lines after marker (all of them if it has wrapped away)."""
     lines = dmesg()
