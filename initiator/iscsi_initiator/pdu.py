@@ -280,8 +280,9 @@ def logout_request(*, itt: int, cmdsn: int, expstatsn: int, reason: int = 0, cid
 
 
 def tmf_request(
-    *, function: int, itt: int, cmdsn: int, expstatsn: int, lun: int = 0, ref_itt: int = RSVD_TAG, ref_cmdsn: int = 0
-) -> Pdu:
+    *, function: int, itt: int, cmdsn: int, expstatsn: int, lun: int = 0, ref_itt: int = RSVD_TAG, ref_cmdsn: int = 0,
+    exp_datasn: int = 0,
+) -> Pdu:  # fmt: skip
     p = Pdu()
     p.opcode = Op.TMF_REQ
     p.immediate = True
@@ -290,6 +291,7 @@ def tmf_request(
     p.itt, p.cmdsn, p.expstatsn = itt, cmdsn, expstatsn
     p.set_u32(20, ref_itt)
     p.set_u32(32, ref_cmdsn)
+    p.set_u32(36, exp_datasn)  # TASK REASSIGN: the next DataSN (READ) or R2TSN (WRITE) wanted
     return p
 
 

@@ -76,6 +76,9 @@ class Params:
     initial_r2t: bool = True
     erl: int = 0
     max_connections: int = 1
+    # seconds; a session that is to outlive a lost connection (ERL 2) needs Time2Retain
+    time2wait: int = 0
+    time2retain: int = 0
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -183,6 +186,11 @@ class Connection:
     def close(self) -> None:
         self.sock.close()
 
+    def reset(self) -> None:
+        """Drop the connection as a lost link ends it for the target: a TCP reset, nothing in flight flushed."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.sock.close()
+
     # -- login -----------------------------------------------------------
     def _login_step(self, csg: int, nsg: int, transit: bool, keys: list[tuple[str, str]]) -> Pdu:
         req = login_request(isid=self.isid, tsih=self.tsih, itt=self.itt, cid=self.cid, cmdsn=self.cmdsn,
@@ -254,7 +262,8 @@ class Connection:
                 ("ImmediateData", _yn(p.immediate_data)), ("MaxBurstLength", str(p.max_burst)),
                 ("FirstBurstLength", str(p.first_burst)), ("MaxConnections", str(p.max_connections)),
                 ("DataPDUInOrder", "Yes"), ("DataSequenceInOrder", "Yes"),
-                ("MaxOutstandingR2T", "1"), ("DefaultTime2Wait", "0"), ("DefaultTime2Retain", "0"),
+                ("MaxOutstandingR2T", "1"), ("DefaultTime2Wait", str(p.time2wait)),
+                ("DefaultTime2Retain", str(p.time2retain)),
             ]  # fmt: skip
         ops += list(p.extra.items())
         sent = {k for k, _ in ops}
@@ -399,22 +408,26 @@ class Connection:
             raise ConnectionClosed(f"expected Text Response, got {rsp!r}")
         return decode_keys(rsp.data)
 
-    def tmf(self, function: int, lun: int = 0, ref_itt: int = RSVD_TAG) -> int:
+    def tmf(self, function: int, lun: int = 0, ref_itt: int = RSVD_TAG, exp_datasn: int = 0) -> int:
         """Task management; returns the TMF response code."""
         itt = self.next_itt()
         self.send(tmf_request(function=function, itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, lun=lun,
-                              ref_itt=ref_itt))  # fmt: skip
+                              ref_itt=ref_itt, exp_datasn=exp_datasn))  # fmt: skip
         rsp = self.recv()
         if rsp.opcode != Op.TMF_RSP:
             raise ConnectionClosed(f"expected TMF Response, got {rsp!r}")
         return rsp.u8(2)
 
-    def logout(self, reason: int = 0, close: bool = True) -> int:
-        """Logout: the session (reason 0) or this connection (1); returns
-        the response code. With close False the socket stays open, for
+    def logout(self, reason: int = 0, close: bool = True, cid: int | None = None, expstatsn: int | None = None) -> int:
+        """Logout: the session (reason 0), connection ``cid`` (1; this one
+        by default), or connection ``cid`` lost, for its tasks to be
+        reassigned (2: remove the connection for recovery; ``expstatsn``
+        then is the lost connection's, RFC 7143 11.14.1); returns the
+        response code. With close False the socket stays open, for
         closed_by_peer() to see the target end the connection."""
         itt = self.next_itt()
-        self.send(logout_request(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, reason=reason, cid=self.cid))
+        self.send(logout_request(itt=itt, cmdsn=self.cmdsn, reason=reason, cid=self.cid if cid is None else cid,
+                                 expstatsn=self.expstatsn if expstatsn is None else expstatsn))  # fmt: skip
         rsp = self.recv()
         if rsp.opcode != Op.LOGOUT_RSP:
             raise ConnectionClosed(f"expected Logout Response, got {rsp!r}")
