@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from cxgbit_ext import topology
-from iscsi_initiator import iscsiadm
+from iscsi_initiator import chap, iscsiadm
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError
 from testbed import topo
 
@@ -63,6 +64,22 @@ def outcome(ip: str, discovery: bool = False, **kw: str) -> str:
         c.close()
 
 
+def refused_alike(case: str, discovery: bool = False, **kw: str) -> None:
+    """The offloaded and the stock portal of the target refuse the login
+    alike: RFC 7143 11.13.5 class 2 (initiator error), or, where LIO itself
+    does so, the connection closed without a response."""
+    got = {ip: outcome(ip, discovery, **kw) for ip in (OFF.tgt_ip, STOCK.tgt_ip)}
+    print(f"{case}: offload {got[OFF.tgt_ip]}, stock {got[STOCK.tgt_ip]}")
+    assert got[OFF.tgt_ip] == got[STOCK.tgt_ip] and got[OFF.tgt_ip] in ("class 0x02", "closed")
+
+
+def no_connection_left() -> None:
+    deadline = time.monotonic() + 10
+    while offloaded_peers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert offloaded_peers() == [], "refused logins must not leave connections behind"
+
+
 def test_one_way_and_mutual_chap_log_in_offloaded(auth_target: None) -> None:
     for kw in ({}, {"mutual_user": MUSER, "mutual_secret": MSECRET}):
         c = login(chap_user=USER, chap_secret=SECRET, **kw)
@@ -76,8 +93,9 @@ def test_one_way_and_mutual_chap_log_in_offloaded(auth_target: None) -> None:
             c.close()
 
 
-# CHAP_A values of the IANA PPP registry that LIO implements (iscsi_target_auth.c)
-ALGORITHMS = {"MD5": "5", "SHA-1": "6", "SHA-256": "7", "SHA3-256": "8"}
+# The CHAP_A values LIO implements (iscsi_target_auth.c)
+ALGORITHMS = {"MD5": str(chap.MD5), "SHA-1": str(chap.SHA1), "SHA-256": str(chap.SHA256),
+              "SHA3-256": str(chap.SHA3_256)}  # fmt: skip
 
 
 @pytest.mark.parametrize("alg", list(ALGORITHMS))
@@ -99,20 +117,12 @@ def test_each_chap_algorithm_logs_in_as_on_stock(auth_target: None, alg: str) ->
                     c.logout()
                 finally:
                     c.close()
-    got = {ip: outcome(ip, chap_user=USER, chap_secret="not-the-secret1", chap_algs=ALGORITHMS[alg])
-           for ip in (OFF.tgt_ip, STOCK.tgt_ip)}  # fmt: skip
-    print(f"{alg}, wrong secret: offload {got[OFF.tgt_ip]}, stock {got[STOCK.tgt_ip]}")
-    assert got[OFF.tgt_ip] == got[STOCK.tgt_ip] and got[OFF.tgt_ip] in ("class 0x02", "closed")
+    refused_alike(f"{alg}, wrong secret", chap_user=USER, chap_secret="not-the-secret1", chap_algs=ALGORITHMS[alg])
 
 
 def test_an_unknown_chap_algorithm_alone_is_refused_as_on_stock(auth_target: None) -> None:
-    got = {ip: outcome(ip, chap_user=USER, chap_secret=SECRET, chap_algs="200") for ip in (OFF.tgt_ip, STOCK.tgt_ip)}
-    print(f"CHAP_A=200 alone: offload {got[OFF.tgt_ip]}, stock {got[STOCK.tgt_ip]}")
-    assert got[OFF.tgt_ip] == got[STOCK.tgt_ip] and got[OFF.tgt_ip] in ("class 0x02", "closed")
-    deadline = time.monotonic() + 10
-    while offloaded_peers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert offloaded_peers() == [], "refused logins must not leave connections behind"
+    refused_alike("CHAP_A=200 alone", chap_user=USER, chap_secret=SECRET, chap_algs="200")
+    no_connection_left()
 
 
 REFUSED = {
@@ -125,23 +135,14 @@ REFUSED = {
 
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_refused_logins_fail_as_on_stock(auth_target: None, case: str) -> None:
-    """Offloaded and stock portals of the same target refuse alike: RFC 7143
-    11.13.5 class 2 (initiator error), or, where LIO itself does so, the
-    connection closed without a response."""
-    got = {ip: outcome(ip, **REFUSED[case]) for ip in (OFF.tgt_ip, STOCK.tgt_ip)}
-    print(f"{case}: offload {got[OFF.tgt_ip]}, stock {got[STOCK.tgt_ip]}")
-    assert got[OFF.tgt_ip] == got[STOCK.tgt_ip]
-    assert got[OFF.tgt_ip] in ("class 0x02", "closed")
+    refused_alike(case, **REFUSED[case])
 
 
 def test_mutual_chap_with_a_wrong_target_secret_is_caught(auth_target: None) -> None:
     """The target answering mutual CHAP with another secret is caught by us."""
     got = outcome(OFF.tgt_ip, chap_user=USER, chap_secret=SECRET, mutual_user=MUSER, mutual_secret="other-secret-12")
     assert got == "class 0xfd"
-    deadline = time.monotonic() + 10
-    while offloaded_peers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert offloaded_peers() == [], "refused logins must not leave connections behind"
+    no_connection_left()
 
 
 def test_discovery_authentication(auth_target: None) -> None:
@@ -149,9 +150,7 @@ def test_discovery_authentication(auth_target: None) -> None:
     (DISCOVERY / "password").write_text(SECRET)
     (DISCOVERY / "enforce_discovery_auth").write_text("1")
     try:
-        got = {ip: outcome(ip, discovery=True) for ip in (OFF.tgt_ip, STOCK.tgt_ip)}
-        print(f"discovery without CHAP: offload {got[OFF.tgt_ip]}, stock {got[STOCK.tgt_ip]}")
-        assert got[OFF.tgt_ip] == got[STOCK.tgt_ip] and got[OFF.tgt_ip] in ("class 0x02", "closed")
+        refused_alike("discovery without CHAP", discovery=True)
         c = Connection(OFF.tgt_ip)
         try:
             c.login(PDU_INITIATOR, None, discovery=True, chap_user=USER, chap_secret=SECRET)
@@ -163,35 +162,38 @@ def test_discovery_authentication(auth_target: None) -> None:
         (DISCOVERY / "enforce_discovery_auth").write_text("0")
 
 
+@contextmanager
+def open_iscsi_chap_node(**auth: str) -> Iterator[str]:
+    """open-iscsi's node for the offloaded portal, discovered and set to
+    CHAP with the node.session.auth settings given; its portal. Logged
+    out and deleted after."""
+    portal = f"{OFF.tgt_ip}:3260"
+    iscsiadm.discover(OFF.tgt_ip)
+    try:
+        for name, value in {"authmethod": "CHAP", "username": USER, **auth}.items():
+            iscsiadm.set_node(IQN, portal, f"node.session.auth.{name}", value)
+        yield portal
+    finally:
+        iscsiadm.logout()
+        iscsiadm.delete_nodes()
+
+
+def logged_in_offloaded(portal: str) -> None:
+    iscsiadm.login(IQN, portal)
+    iscsiadm.session_disks(IQN, expect=1)
+    assert len(offloaded_peers()) == 1
+
+
 def test_open_iscsi_chap_sha3_256_offloaded(auth_target: None) -> None:
     """open-iscsi offering SHA3-256 alone (node.session.auth.chap_algs)
     logs in offloaded: LIO chose SHA3-256, or the login would fail."""
-    portal = f"{OFF.tgt_ip}:3260"
-    iscsiadm.discover(OFF.tgt_ip)
-    try:
-        for name, value in (("authmethod", "CHAP"), ("username", USER), ("password", SECRET),
-                            ("chap_algs", "SHA3-256")):  # fmt: skip
-            iscsiadm.set_node(IQN, portal, f"node.session.auth.{name}", value)
-        iscsiadm.login(IQN, portal)
-        iscsiadm.session_disks(IQN, expect=1)
-        assert len(offloaded_peers()) == 1
-    finally:
-        iscsiadm.logout()
-        iscsiadm.delete_nodes()
+    with open_iscsi_chap_node(password=SECRET, chap_algs="SHA3-256") as portal:
+        logged_in_offloaded(portal)
 
 
 def test_open_iscsi_chap_offloaded_and_wrong_secret_refused(auth_target: None) -> None:
-    portal = f"{OFF.tgt_ip}:3260"
-    iscsiadm.discover(OFF.tgt_ip)
-    try:
-        for name, value in (("authmethod", "CHAP"), ("username", USER), ("password", "wrong-secret-00")):
-            iscsiadm.set_node(IQN, portal, f"node.session.auth.{name}", value)
+    with open_iscsi_chap_node(password="wrong-secret-00") as portal:
         with pytest.raises(iscsiadm.IscsiadmError, match="exit 24"):  # ISCSI_ERR_LOGIN_AUTH_FAILED
             iscsiadm.login(IQN, portal)
         iscsiadm.set_node(IQN, portal, "node.session.auth.password", SECRET)
-        iscsiadm.login(IQN, portal)
-        iscsiadm.session_disks(IQN, expect=1)
-        assert len(offloaded_peers()) == 1
-    finally:
-        iscsiadm.logout()
-        iscsiadm.delete_nodes()
+        logged_in_offloaded(portal)
