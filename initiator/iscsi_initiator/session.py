@@ -344,6 +344,27 @@ class Connection:
             else:
                 self._unexpected(rsp)
 
+    def send_read(self, lba: int, blocks: int, block_size: int = 512, lun: int = 0) -> int:
+        """READ(10) sent, its answer left to the caller (recv_task()); the ITT."""
+        itt = self.next_itt()
+        self.send(scsi_command(struct.pack(">BBIBHB", 0x28, 0, lba, 0, blocks, 0), itt=itt,
+                               cmdsn=self._next_cmdsn(), expstatsn=self.expstatsn, lun=lun,
+                               read_len=blocks * block_size))  # fmt: skip
+        return itt
+
+    def recv_task(self, itt: int) -> list[Pdu]:
+        """Every PDU of task ``itt`` as it came, up to the one with its
+        status (a SCSI Response, or a Data-In with S): what ERL 1 and 2
+        compare when a task is sent again. Raises ProtocolError on a PDU of
+        anything else."""
+        got: list[Pdu] = []
+        while not got or not (got[-1].opcode == Op.SCSI_RSP or got[-1].flags & F_DATAIN_STATUS):
+            p = self.recv()
+            if p.itt != itt or p.opcode not in (Op.DATA_IN, Op.SCSI_RSP):
+                raise ProtocolError(f"waiting for task 0x{itt:08x}'s Data-In and status, got {p!r}")
+            got.append(p)
+        return got
+
     def scsi_write(self, lba: int, data: bytes, block_size: int = 512, lun: int = 0) -> None:
         """WRITE(10) with immediate, unsolicited and R2T-solicited data as negotiated."""
         if len(data) % block_size:

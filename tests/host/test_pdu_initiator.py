@@ -28,7 +28,7 @@ from iscsi_initiator.pdu import (
     pad_len,
     scsi_command,
 )
-from iscsi_initiator.session import Connection, Params
+from iscsi_initiator.session import Connection, Params, ProtocolError
 
 # RFC 3720 B.4: an iSCSI READ command PDU and its CRC32C
 RFC_READ = bytes.fromhex(
@@ -397,3 +397,41 @@ def test_stock_limits_leave_out_data_on_commands_without_w() -> None:
 
     assert data_without_w(LIM) > 0
     assert data_without_w(dataclasses.replace(LIM, data_without_w=False)) == 0
+
+
+# -- a READ's PDUs as they came (ERL 1 and 2 cases compare them) ---------------
+
+
+def data_in(itt: int, datasn: int, offset: int, data: bytes, status: bool = False) -> Pdu:
+    p = Pdu()
+    p.opcode = Op.DATA_IN
+    p.flags = 0x81 if status else 0x00
+    p.itt, p.ttt = itt, 0xFFFFFFFF
+    p.datasn, p.buffer_offset = datasn, offset
+    p.data = data
+    return p
+
+
+def test_send_read_and_its_pdus_up_to_the_status(wired: tuple[Connection, socket.socket]) -> None:
+    """send_read() puts a READ(10) on the wire and returns its ITT;
+    recv_task() returns every PDU of that task up to the one with its
+    status, as they came."""
+    c, target = wired
+    c.full_feature = True
+    itt = c.send_read(96, 2)
+    target.settimeout(5)
+    cmd = decode(reader(target.recv(48)))
+    assert (cmd.opcode, cmd.itt, cmd.u32(20), bytes(cmd.bhs[32:42])) == (
+        Op.SCSI_CMD, itt, 1024, bytes([0x28, 0, 0, 0, 0, 96, 0, 0, 2, 0]))  # fmt: skip
+    sent = [data_in(itt, 0, 0, b"a" * 512), data_in(itt, 1, 512, b"b" * 512, status=True)]
+    target.sendall(b"".join(p.encode() for p in sent))
+    got = c.recv_task(itt)
+    assert [(p.datasn, p.buffer_offset, p.data) for p in got] == [(0, 0, b"a" * 512), (1, 512, b"b" * 512)]
+
+
+def test_recv_task_refuses_another_tasks_pdu(wired: tuple[Connection, socket.socket]) -> None:
+    c, target = wired
+    c.full_feature = True
+    target.sendall(data_in(0x77, 0, 0, b"x" * 512).encode())
+    with pytest.raises(ProtocolError, match="0x00000077"):
+        c.recv_task(0x76)

@@ -892,20 +892,6 @@ def wire_fields(p: Pdu) -> tuple[object, ...]:
             p.residual, p.dlen, p.data, p.statsn if status else None)  # fmt: skip
 
 
-def raw_read(c: Connection, lba: int, blocks: int) -> tuple[int, list[Pdu]]:
-    """READ(10) sent raw; its ITT and every PDU the target answered with,
-    up to the one that carries the status."""
-    itt = c.next_itt()
-    c.send(scsi_command(struct.pack(">BBIBHB", 0x28, 0, lba, 0, blocks, 0), itt=itt, cmdsn=c.cmdsn,
-                        expstatsn=c.expstatsn, read_len=blocks * BLOCK))  # fmt: skip
-    c.cmdsn += 1
-    got = [c.recv()]
-    while not (got[-1].opcode == Op.SCSI_RSP or (got[-1].opcode == Op.DATA_IN and got[-1].flags & F_DATAIN_STATUS)):
-        assert got[-1].opcode == Op.DATA_IN and got[-1].itt == itt, got[-1]
-        got.append(c.recv())
-    return itt, got
-
-
 def recv_n(c: Connection, n: int, wait: float = 10) -> list[Pdu]:
     """The next n PDUs, or the test fails saying what came."""
     c.sock.settimeout(wait)
@@ -933,7 +919,8 @@ def test_data_snack_resends_the_same_data_in(path: str, begrun: int, runlength: 
         assert line is not None and (line.iso, line.iso_off) == (False, "erl"), line
     data = os.urandom(16 * KiB)
     write_retrying_ua(c, 4096, data)
-    itt, first = raw_read(c, 4096, 32)
+    itt = c.send_read(4096, 32)
+    first = c.recv_task(itt)
     assert b"".join(p.data for p in first if p.opcode == Op.DATA_IN) == data
     datains = [p for p in first if p.opcode == Op.DATA_IN]
     assert [p.datasn for p in datains] == [0, 1, 2, 3], [p.datasn for p in datains]
@@ -997,7 +984,8 @@ def test_data_ack_snack_acknowledges_a_read(path: str) -> None:
     is taken without an answer and the session goes on."""
     c = connect_at_erl(path, 1, "snack-dataack", Params(max_recv_dlen=4 * KiB))
     clear_unit_attention(c)
-    itt, first = raw_read(c, 4096, 32)
+    itt = c.send_read(4096, 32)
+    first = c.recv_task(itt)
     acks = [p for p in first if p.opcode == Op.DATA_IN and p.flags & F_DATA_ACK]
     record(f"{path}: data_ack: A bit on DataSN {[p.datasn for p in acks]}, TTT {[hex(p.ttt) for p in acks]}")
     assert acks, "no Data-In asked for a DataACK at ERL 1"
