@@ -101,6 +101,41 @@ def test_a_session_logged_out_while_one_of_its_connections_closes(
     assert rc == 0, out
 
 
+def test_an_abort_for_a_lun_not_there_is_answered_lun_does_not_exist(
+    patched_target: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Patch 0008: a TMF LIO answers without its target core gets the iSCSI
+    code it decided, here 2, "LUN does not exist" (unpatched: 1)."""
+    rc = reproducer("tmf_response_codes").main([LINK.tgt_ip, IQN, "--case", "no-lun"])
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 0, out
+    assert "response 2 (LUN does not exist)" in out, out
+
+
+def test_a_reassigned_write_completes_and_is_released(patched_target: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Patches 0007 and 0008 at ErrorRecoveryLevel 2: a lost connection's
+    WRITE reassigned to the other connection is answered "Function
+    complete", completes there, and is released when the initiator
+    acknowledges its status (unpatched: an oops in
+    target_release_cmd_kref(), the log check's to see)."""
+    with topo.in_netns():
+        tpg = TPG(Target(FabricModule("iscsi"), IQN, mode="lookup"), 1)
+        tpg.set_attribute("default_erl", "2")
+        tpg.set_parameter("ErrorRecoveryLevel", "2")
+    try:
+        rc = reproducer("erl2_task_reassign").main([LINK.tgt_ip, IQN])
+    finally:
+        with topo.in_netns():
+            tpg.set_attribute("default_erl", "1")
+            tpg.set_parameter("ErrorRecoveryLevel", "1")
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 0, out
+    assert "TASK REASSIGN: response 0 " in out, out
+    assert "the data reads back as written" in out, out
+
+
 def test_enabling_offload_twice_then_once_off_is_off(patched_target: None, module_ko: Path) -> None:
     """Patch 0001: a second write of 1 to a portal's cxgbit switch adds no
     second child portal, so one write of 0 turns it off."""
