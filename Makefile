@@ -95,16 +95,17 @@ fuzz-vm: modules
 		--fuzz-seed $$(od -An -N4 -tu4 /dev/urandom) $(FUZZ_ARGS)
 
 # The cxgb4 backend on the test-only cxgb4 stand-in, every kernel with
-# each chip: the PDU suite, the fuzz and libiscsi through it, and
-# libiscsi through mainline cxgbit on it (the oracle). make test deals
-# these runs over the kernels, one chip each (tests/vm/c4sim.py); the
-# stand-in's own tests and the connections through it run there on every
-# kernel and chip.
-C4SUITES := tests/vm/test_pdu_suite.py tests/vm/test_pdu_fuzz.py tests/vm/test_conformance.py
+# each chip: the stand-in's own tests, the connections, the PDU suite, the
+# fuzz and libiscsi through it, and mainline cxgbit's sessions and libiscsi
+# on it (the oracle). make test runs each kernel with one chip and deals
+# the suites over the kernels (tests/vm/c4sim.py); the oracle's runs check
+# the stand-in, and run here only.
+C4SUITES := tests/vm/test_pdu_suite.py tests/vm/test_pdu_fuzz.py tests/vm/test_conformance.py \
+	tests/vm/test_cxgb4sim.py tests/vm/test_cxgb4_conns.py
 cxgb4-test: modules
 	@mkdir -p $(BUILD)/results; rc=0; for chip in t5 t6; do pids=""; for k in $(KVERS); do \
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout 3600 --results $(BUILD)/results/cxgb4-$$chip-$$k \
-			-- $(C4SUITES) --every-share --cxgb4-sim $$chip -k "cxgb4sim or mainline" \
+			-- $(C4SUITES) --every-share --cxgb4-sim $$chip -k "cxgb4sim or mainline or cxgb4_conns" \
 			>$(BUILD)/results/cxgb4-$$chip-$$k.out 2>&1 & pids="$$pids$$! "; \
 	done; for k in $(KVERS); do \
 		wait $${pids%% *} || rc=1; pids=$${pids#* }; tail -3 $(BUILD)/results/cxgb4-$$chip-$$k.out; \

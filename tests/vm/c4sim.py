@@ -58,6 +58,28 @@ def chip_here(config: pytest.Config) -> str:
     return chip or (CHIPS[SERIES.index(MINE) % len(CHIPS)] if MINE in SERIES else "t6")
 
 
+def chip_runs_here(config: pytest.Config, chip: str) -> None:
+    """Skip a test of the stand-in's ``chip`` unless it is this kernel's:
+    make test runs each chip's cases on one kernel; --every-share runs
+    both chips here, --cxgb4-sim CHIP (make cxgb4-test: each chip on every
+    kernel) that one."""
+    every = config.getoption("--every-share") and not config.getoption("--cxgb4-sim")
+    if every or chip == chip_here(config):
+        return
+    pytest.skip(f"the stand-in's {chip}: this kernel's chip is {chip_here(config)} (--every-share runs it here)")
+
+
+def cxgb4_test_only(config: pytest.Config, what: str) -> None:
+    """Skip ``what`` unless --cxgb4-sim (make cxgb4-test) or --every-share
+    asks for it: runs through the stand-in that make test leaves to make
+    cxgb4-test (mainline cxgbit's, which check the stand-in; libiscsi and
+    the fuzz through ours, whose PDU paths make test's PDU suite and
+    soft0 runs cover)."""
+    if config.getoption("--cxgb4-sim") or config.getoption("--every-share"):
+        return
+    pytest.skip(f"{what} through the cxgb4 stand-in: make cxgb4-test runs it")
+
+
 def skip_unless_here(config: pytest.Config, what: str, share: int) -> None:
     """Skip the run through the stand-in of what unless it is this kernel's."""
     if config.getoption("--cxgb4-sim") or runs_here(what, config.getoption("--every-share"), share):

@@ -82,8 +82,14 @@ LIO_FUZZ_SKIP = (
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "dealt: exercises user-space tools or stock LIO, not a kernel difference of ours: runs on one kernel "
-        "of kernels.conf (tests/vm/shares.py), every kernel with --every-share; dealt(share=N): the Nth series",
+        "dealt: its subject is not a difference between the kernels (user-space tools, stock LIO, logic of ours "
+        "no kernel interface under it changes): runs on one kernel of kernels.conf (tests/vm/shares.py), every "
+        "kernel with --every-share; dealt(share=N): the Nth series",
+    )
+    config.addinivalue_line(
+        "markers",
+        "oracle: mainline cxgbit through the cxgb4 stand-in, a check of the stand-in: make cxgb4-test "
+        "(c4sim.cxgb4_test_only)",
     )
 
 

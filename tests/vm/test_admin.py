@@ -25,6 +25,8 @@ from testbed import fio, topo
 
 from .conftest import CFS, PDU_INITIATOR, TargetcliShell, adapter_counters, connection_lines, insmod, lio_clear
 
+# targetcli and its offload plugin over our files: user space: one kernel (tests/vm/shares.py)
+pytestmark = pytest.mark.dealt
 IQN = "iqn.2026-11.org.cxgbit-ext:admin"
 T0, T1 = topo.LINKS[0], topo.LINKS[1]
 NP0, NP1 = f"{T0.tgt_ip}:3260", f"{T1.tgt_ip}:3260"
@@ -82,7 +84,6 @@ def build(sh: TargetcliShell) -> None:
         sh.run(line)
 
 
-@pytest.mark.dealt
 def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: Path, capfd) -> None:
     with topo.in_netns():
         sh = TargetcliShell(tmp_path / "tcli")
@@ -133,7 +134,6 @@ def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: 
         iscsiadm.delete_nodes()
 
 
-@pytest.mark.dealt
 def test_targetcli_adapter_create_switch_delete(admin: None, tmp_path: Path, capfd) -> None:
     with topo.in_netns():
         sh = TargetcliShell(tmp_path / "tcli")

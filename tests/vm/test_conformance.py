@@ -63,6 +63,9 @@ def conf_target(module_ko: Path, kver: str, request: pytest.FixtureRequest) -> I
         with offloaded_target(module_ko, t):
             yield request.param, OFF.tgt_ip, ""
         return
+    c4sim.cxgb4_test_only(
+        request.config, f"libiscsi through {'mainline cxgbit' if request.param == 'mainline' else 'ours'}"
+    )
     c4sim.skip_unless_here(request.config, "libiscsi", c4sim.LIBISCSI_SHARE)
     chip = c4sim.chip_here(request.config)
     uld = "cxgbit_ext" if request.param == "cxgb4sim" else "cxgbit"

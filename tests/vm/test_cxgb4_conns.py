@@ -62,11 +62,13 @@ def offloaded_from(peer_ip: str) -> bool:
 
 
 # The glue runs the kernel's skbs, work items and libcxgb, which differ
-# between series: every kernel, both chips.
+# between series: every kernel, each with its chip in make test (both chips
+# on every kernel: make cxgb4-test, --every-share).
 @pytest.fixture(scope="module", params=["t5", "t6"])
 def c4_target(request: pytest.FixtureRequest, iscsid: None, module_ko: Path, kver: str) -> Iterator[str]:
     """The target, offloaded on every address, its portal on the stand-in's
     port served by the chip (c4sim.suite_target)."""
+    c4sim.chip_runs_here(request.config, request.param)
     t = topology.Topology(iqn=IQN, backstores=("ramdisk", "ramdisk"), lun_size=64 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
     with c4sim.suite_target(module_ko, t, kver, request.param):

@@ -57,7 +57,13 @@ TARGET = Path("/sys/kernel/config/target/iscsi")
 def stand_in(request: pytest.FixtureRequest, kver: str, lio: None) -> Iterator[None]:
     """cxgb4sim and libcxgb loaded (cxgb4 not), c4sim0 up at SIM_IP in this
     namespace (mainline cxgbit finds its ports in the initial one); a T6,
-    or the chip a test's parameter names."""
+    or the chip a test's parameter names: in make test only this kernel's
+    (c4sim.chip_runs_here), and the oracle's runs (marked ``oracle``) only
+    in make cxgb4-test."""
+    if request.node.get_closest_marker("oracle"):
+        c4sim.cxgb4_test_only(request.config, "mainline cxgbit's session")
+    if hasattr(request, "param"):
+        c4sim.chip_runs_here(request.config, request.param)
     with c4sim.stand_in(kver, getattr(request, "param", "t6")):
         yield
 
@@ -425,6 +431,7 @@ def assert_carried(uld: str, session: str, moved: dict[str, int]) -> None:
     assert moved["tx_iso"] > 0 and moved["fw4_acks"] > 0, (uld, moved)
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("session", list(SESSIONS))
 @pytest.mark.parametrize("stand_in", ["t6", "t5"], indirect=True)
 def test_mainline_carries_open_iscsi_and_fio_verify(stand_in: None, peer_vrf: None, kver: str, session: str) -> None:

@@ -39,6 +39,8 @@ from .conftest import (
     wait_for,
 )
 
+# the backend contract, which no kernel interface under it changes: one kernel (tests/vm/shares.py)
+pytestmark = pytest.mark.dealt
 IQN = "iqn.2026-11.org.cxgbit-ext:example"
 OFF, STOCK = topo.LINKS
 TOP = Path(__file__).resolve().parents[2]

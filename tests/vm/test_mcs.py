@@ -28,6 +28,8 @@ from testbed import topo
 
 from .conftest import PDU_INITIATOR, connection_lines, offloaded_target
 
+# MC/S is LIO's session logic, the same over either kernel: one kernel (tests/vm/shares.py)
+pytestmark = pytest.mark.dealt
 IQN = "iqn.2026-11.org.cxgbit-ext:mcs"
 OFF, STOCK = topo.LINKS
 LBAS = 16  # 8 KiB per command

@@ -59,7 +59,7 @@ from iscsi_initiator.fuzz import FATAL, Fuzzed, Limits, PduFuzzer, is_write
 from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, nop_out
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params
 
-from . import c4sim
+from . import c4sim, shares
 from . import test_pdu_suite as suite
 from .conftest import PDU_INITIATOR, PDU_IQN, soft0_counters
 
@@ -73,8 +73,13 @@ def dual_target(iscsid: None, module_ko: Path, kver: str, request: pytest.Fixtur
     stand-in (dealt as the suite's)."""
     chip = None
     if request.param == "cxgb4sim":
+        c4sim.cxgb4_test_only(request.config, "the fuzz")
         c4sim.skip_unless_here(request.config, "the PDU suite and fuzz", c4sim.SUITE_SHARE)
         chip = c4sim.chip_here(request.config)
+    elif not shares.runs_here("fuzz-soft0", request.config.getoption("--every-share"), 1 - c4sim.SUITE_SHARE):
+        # one kernel: the fuzz's subject is our PDU parsing, the same over either
+        pytest.skip(f"the fuzz through soft0: dealt to the {shares.owner('fuzz-soft0', 1 - c4sim.SUITE_SHARE)} "
+                    "kernel (--every-share runs it here)")  # fmt: skip
     with suite.suite_target(module_ko, kver, chip):
         yield
 

@@ -42,6 +42,10 @@ from .conftest import (
     soft0_counters,
 )  # fmt: skip
 
+# which target is offloaded is our portal logic, the same over either
+# kernel: one kernel (tests/vm/shares.py)
+pytestmark = pytest.mark.dealt
+
 OFF, STOCK = topo.LINKS
 BASE = "iqn.2026-11.org.cxgbit-ext:pt-"
 TARGETS = {  # name: (portal, offload)

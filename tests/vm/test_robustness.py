@@ -32,6 +32,8 @@ from .conftest import (
     soft0_counters,
 )  # fmt: skip
 
+# module references and login threads, the same over either kernel: one kernel (tests/vm/shares.py)
+pytestmark = pytest.mark.dealt
 IQN = "iqn.2026-11.org.cxgbit-ext:robust"
 OFF = topo.LINKS[0]
 BLOCK = 512

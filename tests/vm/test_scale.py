@@ -161,8 +161,8 @@ def test_scale_grows_linearly(
 PATCHES = Path(__file__).resolve().parents[2] / "patches" / "rtslib-fb"
 
 
-# the first series: the layout-under-retries test, about 2 min, goes to the second
-@pytest.mark.dealt(share=0)
+# the second series: the first runs the PDU fuzz through soft0, about 4 min
+@pytest.mark.dealt(share=1)
 @pytest.mark.timeout(600)
 def test_rtslib_restore_patch(lio: None, tmp_path: Path) -> None:
     """patches/rtslib-fb/0003: with it, an rtslib restore's configfs work
