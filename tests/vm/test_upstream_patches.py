@@ -119,12 +119,16 @@ def test_a_reassigned_write_completes_and_is_released(patched_target: None, caps
     complete", completes there, and is released when the initiator
     acknowledges its status (unpatched: an oops in
     target_release_cmd_kref(), the log check's to see)."""
+    # a dynamic ACL takes the TPG's default_erl when it is made: an
+    # initiator name of its own gets one made now
     with topo.in_netns():
         tpg = TPG(Target(FabricModule("iscsi"), IQN, mode="lookup"), 1)
         tpg.set_attribute("default_erl", "2")
         tpg.set_parameter("ErrorRecoveryLevel", "2")
     try:
-        rc = reproducer("erl2_task_reassign").main([LINK.tgt_ip, IQN])
+        rc = reproducer("erl2_task_reassign").main(
+            [LINK.tgt_ip, IQN, "--initiator", "iqn.2026-11.org.cxgbit-ext:reproducer-erl2"]
+        )
     finally:
         with topo.in_netns():
             tpg.set_attribute("default_erl", "1")
