@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 from cxgbit_ext import cli, topology
 from cxgbit_ext.control import Control
 from iscsi_initiator import iscsiadm
+from iscsi_initiator.pdu import RSVD_TAG, Op, text_request
 from iscsi_initiator.session import Connection, Params
 from testbed import fio, topo
 
@@ -32,6 +34,7 @@ from .conftest import (
     initiator_side,
     offloaded_line,
     offloaded_target,
+    soft0_counters,
 )
 
 OFF, STOCK = topo.LINKS
@@ -155,3 +158,59 @@ def test_open_iscsi_fio_verify_and_tools_show_v6(
         assert key in rows and rows[key]["offloaded"], f"cxgbit-ext portals: {key}: {rows.get(key)}"
     assert "[::]:3260" in ls_a and "[offload: soft0 " in ls_a, ls_a
     assert f"{V6[OFF][1]}" in ls_b and "[offload: soft0 " in ls_b, ls_b
+
+
+def send_targets(host: str) -> dict[str, set[str]]:
+    """SendTargets=All in a discovery session at host:3260: each target's
+    TargetAddress values as the target sent them."""
+    c = Connection(host)
+    try:
+        c.login(PDU_INITIATOR, None, discovery=True)
+        c.send(text_request(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn, keys={"SendTargets": "All"}))
+        rsp = c.recv()
+        assert rsp.opcode == Op.TEXT_RSP and rsp.final and rsp.ttt == RSVD_TAG, f"{host}: {rsp!r}"
+        got: dict[str, set[str]] = {}
+        name = ""
+        for kv in rsp.data.decode().split("\0"):
+            key, _, value = kv.partition("=")
+            if key == "TargetName":
+                name = value
+                got[name] = set()
+            elif key == "TargetAddress":
+                got[name].add(value)
+        assert c.logout() == 0
+        return got
+    finally:
+        c.close()
+
+
+def link_local(ns: str | None, dev: str) -> str:
+    """dev's link-local address (in network namespace ns), once usable."""
+    pre = ["ip", "-n", ns] if ns else ["ip"]
+    for _ in range(50):
+        out = topo.sh(*pre, "-6", "-o", "addr", "show", "dev", dev, "scope", "link", "-tentative").stdout.split()
+        if "inet6" in out:
+            return out[out.index("inet6") + 1].split("/")[0]
+        time.sleep(0.2)
+    shown = topo.sh(*pre, "-6", "addr", "show", "dev", dev).stdout
+    raise AssertionError(f"{dev} has no usable link-local address: {shown}")
+
+
+@pytest.mark.parametrize("scope", ["global", "link"])
+def test_sendtargets_over_v6_names_the_address_it_came_in_on(targets: None, scope: str) -> None:
+    """SendTargets over IPv6 through the offloaded netdev is answered as
+    through the stock one: the wildcard portal [::]:3260 as the address the
+    discovery came in on (a link-local one when it came in on that, as LIO
+    does: without a scope, which only the initiator's side has), target B's
+    specific portal as configured, and no link-local address otherwise."""
+    for ln in (OFF, STOCK):
+        addr = V6[ln][1] if scope == "global" else link_local(topo.TGT_NS, ln.tgt_dev)
+        host = addr if scope == "global" else f"{addr}%{ln.ini_dev}"
+        steered = soft0_counters()["syn_steered"]
+        got = send_targets(host)
+        moved = soft0_counters()["syn_steered"] - steered
+        assert moved == (1 if ln is OFF else 0), f"{ln.tgt_dev} ({scope}): soft0 steered {moved} SYNs"
+        assert got.get(IQN_A) == {f"[{addr}]:3260,1"}, f"{ln.tgt_dev} ({scope}): {got}"
+        assert got.get(IQN_B) == {f"[{V6[OFF][1]}]:3263,1"}, f"{ln.tgt_dev} ({scope}): {got}"
+        if scope == "global":
+            assert not [a for addrs in got.values() for a in addrs if a.startswith("[fe80:")], got

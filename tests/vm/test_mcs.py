@@ -28,8 +28,6 @@ from testbed import topo
 
 from .conftest import PDU_INITIATOR, connection_lines, offloaded_target
 
-# MC/S is LIO's session logic, the same over either kernel: one kernel (tests/vm/shares.py)
-pytestmark = pytest.mark.dealt
 IQN = "iqn.2026-11.org.cxgbit-ext:mcs"
 OFF, STOCK = topo.LINKS
 LBAS = 16  # 8 KiB per command
@@ -112,6 +110,40 @@ def test_a_session_of_two_connections(mcs_target: None, layout: str, digests: st
     finally:
         lead.close()
         second.close()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_session_of_four_connections(mcs_target: None, layout: str) -> None:
+    """As many connections as the TPG allows (4): each joins, LIO lists all
+    four, each connection's write is read back through the next one in one
+    CmdSN order; they leave one by one, the last CID first, and the
+    session goes on over the lead until its logout."""
+    link, _ = LAYOUTS[layout]
+    conns = [Connection(link.tgt_ip) for _ in range(4)]
+    try:
+        keys = conns[0].login(PDU_INITIATOR, IQN, Params(max_connections=4))
+        assert keys.get("MaxConnections") == "4", keys
+        assert listed_within({0}), f"LIO does not list the lead's session: {session_cids()}"
+        for cid in (1, 2, 3):
+            conns[cid].join(conns[0], PDU_INITIATOR, IQN, cid=cid)
+            assert listed_within(set(range(cid + 1))), f"after CID {cid} joined, LIO lists {session_cids()}"
+        assert [offloaded(c) for c in conns] == [link is OFF] * 4, f"{layout}: {connection_lines()}"
+        for i in range(ROUNDS):
+            w, r = conns[i % 4], conns[(i + 1) % 4]
+            data = os.urandom(LBAS * 512)
+            w.scsi_write(i * LBAS, data)
+            assert r.scsi_read(i * LBAS, LBAS) == data, f"{layout}: round {i}"
+        for cid in (3, 2, 1):
+            assert conns[cid].logout(reason=1, close=False) == 0
+            assert conns[cid].closed_by_peer(), f"the target kept CID {cid} open after its logout"
+            assert listed_within(set(range(cid))), f"after CID {cid} left, LIO lists {session_cids()}"
+        data = os.urandom(LBAS * 512)
+        conns[0].scsi_write(ROUNDS * LBAS, data)
+        assert conns[0].scsi_read(ROUNDS * LBAS, LBAS) == data
+        assert conns[0].logout() == 0
+    finally:
+        for c in conns:
+            c.close()
 
 
 def test_an_offloaded_connection_does_not_join_a_stock_session(mcs_target: None) -> None:
