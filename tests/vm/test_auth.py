@@ -20,8 +20,6 @@ from testbed import topo
 
 from .conftest import PDU_INITIATOR, offloaded_peers, offloaded_target
 
-# CHAP is LIO's login code, the same over either kernel: one kernel (tests/vm/shares.py)
-pytestmark = pytest.mark.dealt
 IQN = "iqn.2026-11.org.cxgbit-ext:auth"
 OFF, STOCK = topo.LINKS  # soft0 serves tgt0; tgt1 stays stock TCP
 USER, SECRET = "cxe-user", "s3cret-0123ab"  # 13 characters

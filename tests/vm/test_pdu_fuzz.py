@@ -69,8 +69,8 @@ background_fio = suite.background_fio
 @pytest.fixture(scope="module", params=["soft0", "cxgb4sim"])
 def dual_target(iscsid: None, module_ko: Path, kver: str, request: pytest.FixtureRequest) -> Iterator[None]:
     """The PDU suite's target (and module load), of this module's own: its
-    offloaded path through soft0, then through the cxgb4 backend on the
-    stand-in (dealt as the suite's)."""
+    offloaded path through soft0 (in make test on one kernel), then through
+    the cxgb4 backend on the stand-in (make cxgb4-test)."""
     chip = None
     if request.param == "cxgb4sim":
         c4sim.cxgb4_test_only(request.config, "the fuzz")
