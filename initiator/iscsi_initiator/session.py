@@ -313,10 +313,7 @@ class Connection:
     def scsi_read(self, lba: int, blocks: int, block_size: int = 512, lun: int = 0) -> bytes:
         """READ(10); returns the data. Raises ScsiError on CHECK CONDITION."""
         length = blocks * block_size
-        cdb = struct.pack(">BBIBHB", 0x28, 0, lba, 0, blocks, 0)
-        itt = self.next_itt()
-        self.send(scsi_command(cdb, itt=itt, cmdsn=self._next_cmdsn(), expstatsn=self.expstatsn,
-                               lun=lun, read_len=length))  # fmt: skip
+        itt = self.send_read(lba, blocks, block_size, lun)
         buf = bytearray(length)
         next_sn, next_off = 0, 0
         while True:

@@ -29,7 +29,7 @@ import pytest
 from iscsi_initiator.pdu import Op, Pdu, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params, ScsiError
 
-from .conftest import PDU_INITIATOR
+from .conftest import PDU_INITIATOR, target_tpg_params
 from .test_mcs import IQN, LAYOUTS, LBAS, OFF, TPG, listed_within, mcs_target, offloaded, session_cids
 
 __all__ = ["mcs_target"]  # the fixture, used by name
@@ -51,14 +51,13 @@ def erl2(request: pytest.FixtureRequest, lio_core: str) -> Iterator[set[int]]:
                     "runs with --patched-lio, or when named as the reproducer")  # fmt: skip
     request.getfixturevalue("mcs_target")
     acl_erl = TPG / "acls" / PDU_INITIATOR / "attrib/default_erl"
-    saved = (TPG / "param/ErrorRecoveryLevel").read_text().strip().split("=")[-1].strip(), acl_erl.read_text().strip()
-    (TPG / "param/ErrorRecoveryLevel").write_text("2")
+    saved = acl_erl.read_text().strip()
     acl_erl.write_text("2")
     try:
-        yield REASSIGNED[lio_core]
+        with target_tpg_params(IQN, ErrorRecoveryLevel="2"):
+            yield REASSIGNED[lio_core]
     finally:
-        (TPG / "param/ErrorRecoveryLevel").write_text(saved[0])
-        acl_erl.write_text(saved[1])
+        acl_erl.write_text(saved)
 
 
 def recv_until(c: Connection, want: Callable[[Pdu], bool], what: str) -> Pdu:

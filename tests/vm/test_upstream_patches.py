@@ -20,7 +20,7 @@ from rtslib_fb import TPG, FabricModule, NetworkPortal, Target
 from cxgbit_ext import topology
 from testbed import topo
 
-from .conftest import TOP, dmesg_since, insmod, kmsg_mark
+from .conftest import TOP, dmesg_since, insmod, kmsg_mark, target_tpg_params
 
 IQN = "iqn.2026-11.org.cxgbit-ext:upstream"
 LINK = topo.LINKS[0]
@@ -124,15 +124,14 @@ def test_a_reassigned_write_completes_and_is_released(patched_target: None, caps
     with topo.in_netns():
         tpg = TPG(Target(FabricModule("iscsi"), IQN, mode="lookup"), 1)
         tpg.set_attribute("default_erl", "2")
-        tpg.set_parameter("ErrorRecoveryLevel", "2")
     try:
-        rc = reproducer("erl2_task_reassign").main(
-            [LINK.tgt_ip, IQN, "--initiator", "iqn.2026-11.org.cxgbit-ext:reproducer-erl2"]
-        )
+        with target_tpg_params(IQN, ErrorRecoveryLevel="2"):
+            rc = reproducer("erl2_task_reassign").main(
+                [LINK.tgt_ip, IQN, "--initiator", "iqn.2026-11.org.cxgbit-ext:reproducer-erl2"]
+            )
     finally:
         with topo.in_netns():
             tpg.set_attribute("default_erl", "1")
-            tpg.set_parameter("ErrorRecoveryLevel", "1")
     out = capsys.readouterr().out
     print(out)
     assert rc == 0, out
