@@ -41,7 +41,7 @@ lint:
 
 host-test: lint check-kmod
 	$(PY) -m pytest -q -n 2 tests/host
-	$(MAKE) -C tests/host/c check REQUIRE_GOLDEN=1
+	$(MAKE) -C tests/host/c -j2 check REQUIRE_GOLDEN=1
 	$(MAKE) -C tests/host/c -j2 fuzz SECONDS=$(FUZZ_SECONDS)
 
 # One VM per kernel, side by side: each is a single TCG thread, so two
