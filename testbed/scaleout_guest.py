@@ -39,6 +39,12 @@ from testbed import fio  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Cannot set dbroot")
+# How long a session that lost its connection holds its commands before
+# it fails them and dm-multipath moves to another path (the iSCSI
+# replacement timeout, the session's recovery_tmo). multipathd writes its
+# fast_io_fail_tmo there when it sets a path up, over what iscsiadm set:
+# the multipath setting is the one that holds.
+RECOVERY_TMO = 5
 # ceph-iscsi's documented multipath settings for Linux initiators (LIO-ORG
 # devices, ALUA prioritizer, failover path groups), for an iblock backstore,
 # but for the failback: deferred 10 s, not 60. The deferral (no failback to
@@ -258,7 +264,7 @@ def run_role(gateway: Callable[[dict[str, Any], int], int], initiator: Callable[
 def initiator(plan: dict[str, Any]) -> int:
     rdv = Rendezvous(Path(plan["rendezvous"]))
     # Tasks here wait out each failover in I/O (a dead owner's commands
-    # until tcmu-runner's 20 s cmd_time_out or the 5 s replacement_timeout,
+    # until tcmu-runner's 20 s cmd_time_out or the session's recovery_tmo,
     # then the survivor's wait for the owner's watch to lapse, 30 s): longer
     # than the 30 s the testbed gives a blocked task. The kernel's default
     # 120 s still reports a task that is stuck, not waiting.
@@ -273,7 +279,7 @@ def initiator(plan: dict[str, Any]) -> int:
             portal = f"{g['ip']}:3260"
             iscsiadm.discover(portal)
             # fail a dead path within seconds, not open-iscsi's 120 s
-            iscsiadm.set_node(plan["iqn"], portal, "node.session.timeo.replacement_timeout", "5")
+            iscsiadm.set_node(plan["iqn"], portal, "node.session.timeo.replacement_timeout", str(RECOVERY_TMO))
             iscsiadm.login(plan["iqn"], portal)
         start_multipath()
         wait_for(lambda: len(paths()) == 2, "multipath: both paths of one map", 60)
@@ -289,6 +295,14 @@ def initiator(plan: dict[str, Any]) -> int:
         # multipath -ll already shows the map
         sh("udevadm", "settle", "--timeout=60", check=False)
         wait_for(lambda: Path(dm).exists(), f"udev: {dm}", 60)
+        # multipathd has set the map's paths up: each session now holds a
+        # lost connection's commands for what it wrote there
+        tmo = {p.parent.name: int(p.read_text()) for p in Path("/sys/class/iscsi_session").glob("*/recovery_tmo")}
+        log(f"recovery_tmo: {tmo}")
+        result["recovery_tmo"] = tmo
+        assert len(tmo) == 2 and set(tmo.values()) == {RECOVERY_TMO}, (
+            f"sessions hold a lost connection's commands {tmo} s, not {RECOVERY_TMO}"
+        )
         # the kernel picks a map's path group at its first I/O: until then
         # both groups read "enabled", whatever their priorities
         sh("dd", f"if={dm}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct")
