@@ -10,7 +10,9 @@ A session does not mix transports: LIO sizes a session's command tags by
 the transport of its first connection, so an offloaded connection asking
 to join a session of stock ones is refused ("can't include in session").
 The other way round, a stock connection joining an offloaded session, is
-LIO's own login and is not refused: it is not run (docs/status.md)."""
+LIO's own login: the kernels' LIO takes it (and the commands of the two
+overlap), LIO patched by upstream/0009 refuses it; it runs on the patched
+core only (--patched-lio)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from cxgbit_ext import topology
 from iscsi_initiator.session import Connection, LoginError, Params
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, connection_lines, offloaded_target
+from .conftest import PDU_INITIATOR, connection_lines, dmesg_since, kmsg_mark, offloaded_target
+from .test_upstream_patches import reproducer
 
 IQN = "iqn.2026-11.org.cxgbit-ext:mcs"
 OFF, STOCK = topo.LINKS
@@ -164,3 +167,21 @@ def test_an_offloaded_connection_does_not_join_a_stock_session(mcs_target: None)
     finally:
         lead.close()
         second.close()
+
+
+def test_a_stock_connection_does_not_join_an_offloaded_session(
+    mcs_target: None, lio_core: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """upstream/0009's reproducer: a session led by an offloaded connection
+    is joined through the stock path, and LIO answers "can't include in
+    session" (0208); the session goes on over its offloaded connection."""
+    if lio_core != "patched":
+        pytest.skip("the kernels' LIO joins the connection and overlaps the two transports' commands: "
+                    "upstream/0009 refuses it, run with --patched-lio")  # fmt: skip
+    mark = kmsg_mark("mcs_mixed_transports")
+    rc = reproducer("mcs_mixed_transports").main([OFF.tgt_ip, STOCK.tgt_ip, IQN, "--initiator", PDU_INITIATOR])
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 0, out
+    assert "join refused: status 0x0208" in out, out
+    assert any("connection to a session with connections of another transport" in ln for ln in dmesg_since(mark))
