@@ -47,9 +47,11 @@ warnings.filterwarnings("ignore", message="Cannot set dbroot")
 RECOVERY_TMO = 5
 # ceph-iscsi's documented multipath settings for Linux initiators (LIO-ORG
 # devices, ALUA prioritizer, failover path groups), for an iblock backstore,
-# but for the failback: deferred 10 s, not 60. The deferral (no failback to
-# a path that has just come back) is multipathd's, and it is the same rule
-# at 10 s; each of the three failures waits through it once.
+# but for two: the failback deferred 10 s, not 60 (the deferral, no
+# failback to a path that has just come back, is multipathd's, the same
+# rule at 10 s; each failure waits through it once), and fast_io_fail_tmo
+# RECOVERY_TMO, not 25 (25 s spent on every failover that waits for a dead
+# connection).
 MULTIPATH_CONF = """\
 defaults {
     user_friendly_names no
@@ -66,11 +68,11 @@ devices {
         path_checker tur
         prio alua
         prio_args exclusive_pref_bit
-        fast_io_fail_tmo 25
+        fast_io_fail_tmo RECOVERY_TMO
         no_path_retry queue
     }
 }
-"""
+""".replace("RECOVERY_TMO", str(RECOVERY_TMO))
 
 
 def log(msg: str) -> None:
