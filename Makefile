@@ -19,11 +19,8 @@ VMTESTS ?= tests/vm
 # (2026-11-30: both batches reached 2100 s at 93 % and 75 %) still finishes.
 VMTIMEOUT ?= 3000
 FUZZ_SECONDS ?= 30
-# what vm-test and scale-out build first; make test builds it once and
-# empties it for the steps after
-MODULES_DEP = modules
 
-.PHONY: all deps modules check-kmod host-test host-suites lint vm-test scale-out test demo conformance fuzz-vm cxgb4-test debug-test perf-deps perf perf-micro deb deb-previous package-test clean
+.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm cxgb4-test debug-test perf-deps perf perf-micro deb deb-previous package-test clean
 
 all: modules
 
@@ -42,10 +39,7 @@ lint:
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-host-test: lint check-kmod host-suites
-
-# the host's test suites: pytest, the C unit and golden tests, the fuzzers
-host-suites:
+host-test: lint check-kmod
 	$(PY) -m pytest -q -n 2 tests/host
 	$(MAKE) -C tests/host/c -j2 check REQUIRE_GOLDEN=1
 	$(MAKE) -C tests/host/c -j2 fuzz SECONDS=$(FUZZ_SECONDS)
@@ -53,7 +47,7 @@ host-suites:
 # One VM per kernel, side by side: each is a single TCG thread, so two
 # kernels take the two cores a CI machine has. Each batch's report is
 # printed whole when it ends, in kernels.conf's order.
-vm-test: $(MODULES_DEP)
+vm-test: modules
 	@mkdir -p $(BUILD)/results; pids=""; for k in $(KVERS); do \
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout $(VMTIMEOUT) \
 			--results $(BUILD)/results/$$k -- $(VMTESTS) >$(BUILD)/results/$$k.out 2>&1 & \
@@ -65,17 +59,11 @@ vm-test: $(MODULES_DEP)
 
 # two offloaded gateways on one Ceph RBD image and a multipath initiator:
 # gateway 1 and the initiator on the first kernel, gateway 2 on the second
-scale-out: $(MODULES_DEP)
+scale-out: modules
 	$(PY) $(TOP)/testbed/scaleout --kernel $$(echo $(KVERS) | tr ' ' ,) --backstore user:rbd \
 		--failures disable,tcmu,kill --results $(BUILD)/results/scaleout
 
-# The checks that take seconds first; then the VM batches, which keep both
-# cores busy; then the scale-out run beside the host's suites: its guests
-# spend much of the run waiting out failovers, with about a third of the
-# CPU idle, which the suites take (each target's output printed whole).
-test: lint check-kmod modules
-	$(MAKE) vm-test MODULES_DEP=
-	$(MAKE) -j2 --output-sync=target scale-out host-suites MODULES_DEP=
+test: modules host-test vm-test scale-out
 	@echo "make test: all green on: $(KVERS)"
 
 demo: modules
