@@ -7,6 +7,8 @@ lines two such runs up; ``markdown`` and ``junit`` write the table.
 
 from __future__ import annotations
 
+import re
+import signal
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
@@ -25,13 +27,37 @@ def run(url: str, initiator: str, timeout: float = 1200, test: str = "ALL") -> d
             )  # fmt: skip
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            tail = "\n".join(out.splitlines()[-15:])
             raise RuntimeError(f"iscsi-test-cu -t {test} on {url} did not end in {timeout:.0f} s; "
-                               f"its output ended with:\n{tail}") from e  # fmt: skip
+                               f"its output ended with:\n{tail(out)}") from e  # fmt: skip
         xmls = sorted(Path(tmp).glob("*Results.xml"))
-        if not xmls:
-            raise RuntimeError(f"iscsi-test-cu wrote no results (exit {p.returncode}): {p.stderr[-2000:]}")
-        return parse(xmls[0].read_text(errors="replace"))
+        xml = xmls[0].read_text(errors="replace") if xmls else ""
+        if "</CUNIT_TEST_RUN_REPORT>" not in xml:
+            raise RuntimeError(f"iscsi-test-cu -t {test} on {url} {ended(p.returncode)} {where(xml)}; "
+                               f"its output ended with:\n{tail(p.stdout)}\n{tail(p.stderr)}")  # fmt: skip
+        return parse(xml)
+
+
+def ended(returncode: int) -> str:
+    """How a process ended, from its return code: 'exited 1', 'was killed by SIGSEGV'."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited {returncode}"
+
+
+def where(xml: str) -> str:
+    """Where a CUnit XML report that was never finished stops: its last suite."""
+    if not xml:
+        return "before writing any results"
+    suites = re.findall(r"<SUITE_NAME>\s*(.*?)\s*</SUITE_NAME>", xml)
+    tests = len(re.findall(r"<CUNIT_RUN_TEST_RECORD>", xml))
+    return f"after {tests} test records, in suite {suites[-1] if suites else '(none)'}, its report unfinished"
+
+
+def tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def listed() -> list[str]:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import pytest
+
 from conformance import libiscsi
 
 XML = """<?xml version="1.0" ?>
@@ -40,3 +45,41 @@ def test_flaky_candidates_are_not_regressions() -> None:
     assert c.candidates == ["A.x", "B.y"] and c.regressions == ["B.y"]
     md = libiscsi.markdown(c, "t")
     assert "flaky on rerun: A.x" in md and "| A.x | passed | failed (flaky on rerun) |" in md
+
+
+def fake_test_cu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    """An iscsi-test-cu on PATH that runs body (sh) in the run's directory."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    tool = bin_ / "iscsi-test-cu"
+    tool.write_text(f"#!/bin/sh\n{body}\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+
+
+def test_a_run_that_dies_mid_suite_names_the_signal_and_the_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut = XML[: XML.index("<CUNIT_RUN_TEST_RECORD><CUNIT_RUN_TEST_FAILURE>")]
+    (tmp_path / "cut.xml").write_text(cut)
+    script = (
+        f"cp {tmp_path}/cut.xml CUnitAutomated-Results.xml\necho 'Test sending invalid iSCSI DataSN'\nkill -SEGV $$"
+    )
+    fake_test_cu(tmp_path, monkeypatch, script)
+    with pytest.raises(RuntimeError) as e:
+        libiscsi.run("iscsi://198.18.0.1/iqn.x/0", "iqn.i", timeout=30, test="ALL.iSCSIdatasn*")
+    msg = str(e.value)
+    assert "was killed by SIGSEGV" in msg and "in suite CompareAndWrite" in msg and "after 1 test records" in msg
+    assert "Test sending invalid iSCSI DataSN" in msg
+
+
+def test_a_run_that_writes_nothing_says_how_it_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_test_cu(tmp_path, monkeypatch, "echo 'Failed to connect to SCSI device 0' >&2; exit 10")
+    with pytest.raises(RuntimeError, match=r"exited 10 before writing any results(.|\n)*Failed to connect"):
+        libiscsi.run("iscsi://198.18.0.1/iqn.x/0", "iqn.i", timeout=30)
+
+
+def test_a_finished_report_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "whole.xml").write_text(XML)
+    fake_test_cu(tmp_path, monkeypatch, f"cp {tmp_path}/whole.xml CUnitAutomated-Results.xml\nexit 1")
+    assert libiscsi.run("iscsi://198.18.0.1/iqn.x/0", "iqn.i", timeout=30)["CompareAndWrite.Simple"] == "failed"
