@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cxgbit_ext import cli
+from cxgbit_ext import cli, portals
 from cxgbit_ext.control import Control, CxgbitExtError, ModuleNotLoaded, counter_lines
 
 from .conftest import EXAMPLE_DEVICE_COUNTERS, FakeKernel, add_example_backend, make_tree
@@ -222,3 +222,31 @@ def test_a_module_without_device_counters_has_no_device_adapters(
     assert list(json.loads(capsys.readouterr().out)) == ["soft0"]
     assert cli.main(["--json", "--configfs", str(tree), "connections"]) == 0
     assert [c["adapter"] for c in json.loads(capsys.readouterr().out)] == ["soft0"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("198.18.0.1", ("198.18.0.1", 3260)),
+        ("198.18.0.1:3261", ("198.18.0.1", 3261)),
+        ("0.0.0.0", ("0.0.0.0", 3260)),
+        ("fd00::1", ("fd00::1", 3260)),
+        ("[fd00::1]", ("fd00::1", 3260)),
+        ("[fd00::1]:3262", ("fd00::1", 3262)),
+        ("[::]:3260", ("::", 3260)),
+    ],
+)
+def test_a_portal_is_read_as_lio_writes_it(text: str, expected: tuple[str, int]) -> None:
+    assert portals.parse(text) == expected
+    a = cli.parser().parse_args(["topology", "create", "--iqn", "iqn.x", "--portal", text])
+    assert a.portal == [expected]
+
+
+@pytest.mark.parametrize("text", ["fd00:", "198.18.0.1:", "198.18.0.1:0", "198.18.0.1:65536", "[fd00::1", "host:3260",
+                                  "fd00::1]:3260", "198.18.0.1:32x", ""])  # fmt: skip
+def test_a_portal_that_is_not_one_is_refused(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match=r"a portal like 0\.0\.0\.0, 198\.18\.0\.1:3260 or"):
+        portals.parse(text)
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["topology", "create", "--iqn", "iqn.x", "--portal", text])
+    assert "a portal like" in capsys.readouterr().err

@@ -167,3 +167,12 @@ def test_a_broken_venv_is_named_not_re_executed_forever(tmp_path: Path) -> None:
     assert p.returncode != 0
     assert p.stderr.endswith(f"{tree / '.venv'} is not a working venv: remove it and run `make deps`\n"), p.stderr
     assert in_venv == [False, False]
+
+
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s.startswith("upstream/reproducers/")])
+def test_a_reproducer_refuses_what_is_not_a_portal(script: str, tmp_path: Path) -> None:
+    """Its first argument is read as cxgbit-ext reads a portal: a
+    malformed one is argparse's error (exit 2), naming it."""
+    p, _ = plain([str(TOP / script), "fd00:", "198.18.0.1", "iqn.2026-11.org.cxgbit-ext:x"], tmp_path, tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "'fd00:': a portal like" in p.stderr

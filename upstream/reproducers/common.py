@@ -4,6 +4,7 @@ of what the target sends for a while. Each reproducer adds its own notes
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -11,11 +12,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "userspace"))
 
+from cxgbit_ext import portals
 from iscsi_initiator.pdu import F_DATAIN_STATUS, RSVD_TAG, Op, Pdu
 from iscsi_initiator.session import Connection, ConnectionClosed
 
 Note = Callable[[Pdu], str | None]
+
+
+def portal(text: str) -> tuple[str, int]:
+    """A portal argument (argparse's type): IP, IP:PORT, [IPV6]:PORT."""
+    try:
+        return portals.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _sense(rsp: Pdu) -> str:

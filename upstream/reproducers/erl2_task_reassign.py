@@ -48,6 +48,7 @@ if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import common
 from common import watch
 
 from iscsi_initiator.pdu import Op, data_out, scsi_command
@@ -60,13 +61,13 @@ LBA, BLOCKS = 64, 8
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", help="target portal, HOST or HOST:PORT")
+    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
     ap.add_argument("target", help="target IQN")
     ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
     args = ap.parse_args(argv)
 
-    host, _, port = args.portal.rpartition(":") if ":" in args.portal else (args.portal, "", "3260")
-    lead, second = Connection(host, int(port), timeout=20), Connection(host, int(port), timeout=20)
+    host, port = args.portal
+    lead, second = Connection(host, port, timeout=20), Connection(host, port, timeout=20)
     try:
         keys = lead.login(args.initiator, args.target, Params(max_connections=2, erl=2, time2retain=20,
                                                               immediate_data=False, initial_r2t=True))  # fmt: skip

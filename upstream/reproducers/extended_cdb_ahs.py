@@ -44,6 +44,7 @@ if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed
 
     use_project_venv()
 
+import common
 from common import describe
 
 from iscsi_initiator.pdu import Op, Pdu, nop_out, scsi_command
@@ -96,16 +97,16 @@ def alive(c: Connection, wait: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", help="target portal, HOST or HOST:PORT")
+    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
     ap.add_argument("target", help="target IQN")
     ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
     ap.add_argument("--case", choices=sorted(CASES), default="zero")
     ap.add_argument("--wait", type=float, default=5, help="seconds to wait for each answer")
     args = ap.parse_args(argv)
 
-    host, _, port = args.portal.rpartition(":") if ":" in args.portal else (args.portal, "", "3260")
+    host, port = args.portal
     cdb, ahs = CASES[args.case]
-    c = Connection(host, int(port))
+    c = Connection(host, port)
     c.login(args.initiator, args.target)
     p = malformed_command(c, cdb, ahs)
     print(f"sending a READ with CDB {cdb[:16].hex()} and AHS {ahs.hex()} (TotalAHSLength {len(ahs)})")

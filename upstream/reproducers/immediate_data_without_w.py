@@ -52,6 +52,7 @@ if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed
 
     use_project_venv()
 
+import common
 from common import Note, watch
 
 from iscsi_initiator.pdu import BHS_LEN, RSVD_TAG, Op, Pdu, nop_out, scsi_command
@@ -86,7 +87,7 @@ def meaning(probe: int) -> Note:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", help="target portal, HOST or HOST:PORT")
+    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
     ap.add_argument("target", help="target IQN")
     ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
     ap.add_argument("--case", choices=sorted(CASES), default="whole")
@@ -95,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds to watch after the acknowledging NOP-Out (past DataOutTimeout)")  # fmt: skip
     args = ap.parse_args(argv)
 
-    host, _, port = args.portal.rpartition(":") if ":" in args.portal else (args.portal, "", "3260")
-    c = Connection(host, int(port))
+    host, port = args.portal
+    c = Connection(host, port)
     c.login(args.initiator, args.target, Params(immediate_data=True, initial_r2t=True))
     if not c.params.immediate_data or c.params.first_burst < CASES[args.case]:
         print(f"the target did not take ImmediateData=Yes with a FirstBurstLength of at least {CASES[args.case]}:")

@@ -43,28 +43,25 @@ if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed
 
     use_project_venv()
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
 
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params
 
 READS = 8  # per connection and round, sent before any answer is read
 
 
-def hostport(portal: str) -> tuple[str, int]:
-    host, _, port = portal.rpartition(":") if ":" in portal else (portal, "", "3260")
-    return host, int(port)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("lead", help="portal of the offload transport, HOST or HOST:PORT")
-    ap.add_argument("join", help="portal of LIO's iSCSI/TCP in the same TPG, HOST or HOST:PORT")
+    ap.add_argument("lead", type=common.portal, help="portal of the offload transport, IP[:PORT]")
+    ap.add_argument("join", type=common.portal, help="portal of LIO's iSCSI/TCP in the same TPG, IP[:PORT]")
     ap.add_argument("target", help="target IQN")
     ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args(argv)
 
-    lead, second = Connection(*hostport(args.lead), timeout=20), Connection(*hostport(args.join), timeout=20)
+    lead, second = Connection(*args.lead, timeout=20), Connection(*args.join, timeout=20)
     try:
         keys = lead.login(args.initiator, args.target, Params(max_connections=2))
         if keys.get("MaxConnections") != "2":

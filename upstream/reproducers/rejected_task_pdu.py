@@ -213,7 +213,7 @@ def data_snack(c: Connection, lba: int, wait: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", help="target portal, HOST or HOST:PORT")
+    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
     ap.add_argument("target", help="target IQN")
     ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
     ap.add_argument("--case", choices=list(CASES), default="data-out-twice")
@@ -222,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait", type=float, default=5, help="seconds to wait for each answer")
     args = ap.parse_args(argv)
 
-    host, _, port = args.portal.rpartition(":") if ":" in args.portal else (args.portal, "", "3260")
+    host, port = args.portal
     erl, ddigest = CASES[args.case]
-    c = Connection(host, int(port))
+    c = Connection(host, port)
     c.login(args.initiator, args.target, Params(immediate_data=False, initial_r2t=True, erl=erl, data_digest=ddigest))
     got_erl = int(c.target_keys.get("ErrorRecoveryLevel", "0"))
     if got_erl != erl or c.params.data_digest != ddigest:

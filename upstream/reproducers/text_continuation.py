@@ -47,6 +47,7 @@ if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed
 
     use_project_venv()
 
+import common
 from common import watch
 
 from iscsi_initiator.pdu import Op, Pdu, nop_out, scsi_command, text_request
@@ -63,15 +64,15 @@ def answered_as_text(rsp: Pdu) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", help="target portal, HOST or HOST:PORT")
+    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
     ap.add_argument("target", help="target IQN")
     ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
     ap.add_argument("--case", choices=sorted(CASES), default="empty")
     ap.add_argument("--wait", type=float, default=3, help="seconds to watch after each PDU sent")
     args = ap.parse_args(argv)
 
-    host, _, port = args.portal.rpartition(":") if ":" in args.portal else (args.portal, "", "3260")
-    c = Connection(host, int(port))
+    host, port = args.portal
+    c = Connection(host, port)
     c.login(args.initiator, args.target, Params(immediate_data=False, initial_r2t=True))
     itt = c.next_itt()
     print(f"sending WRITE(10), ITT 0x{itt:08x}, one block, no data (InitialR2T=Yes: the target asks for it)")

@@ -28,7 +28,9 @@ if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed
 
     use_project_venv()
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
 
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params
 
@@ -39,14 +41,14 @@ MEANING = {0: "function complete", 1: "task does not exist", 2: "LUN does not ex
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", help="target portal, HOST or HOST:PORT")
+    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
     ap.add_argument("target", help="target IQN")
     ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
     ap.add_argument("--case", choices=["no-lun"], default="no-lun")
     args = ap.parse_args(argv)
 
-    host, _, port = args.portal.rpartition(":") if ":" in args.portal else (args.portal, "", "3260")
-    c = Connection(host, int(port), timeout=20)
+    host, port = args.portal
+    c = Connection(host, port, timeout=20)
     try:
         c.login(args.initiator, args.target, Params())
         code = c.tmf(ABORT_TASK, lun=NO_LUN, ref_itt=0x1234)

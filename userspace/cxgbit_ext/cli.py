@@ -239,10 +239,10 @@ def _size(text: str) -> int:
 
 
 def _portal(text: str) -> tuple[str, int]:
-    ip, _, port = text.rpartition(":") if ":" in text else (text, "", "3260")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"{text!r}: a portal like 0.0.0.0 or 198.18.0.1:3260")
-    return ip, int(port)
+    try:
+        return portals.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _chap(text: str) -> tuple[str, str]:

@@ -138,6 +138,33 @@ def lio_portals(ctl: Control) -> list[tuple[str, str, PortalState]]:
     return out
 
 
+ISCSI_PORT = 3260
+
+
+def parse(text: str, default_port: int = ISCSI_PORT) -> tuple[str, int]:
+    """A portal as an admin types it and LIO names it: ``IP``, ``IP:PORT``,
+    an IPv6 address bare or in brackets, ``[IP6]:PORT``; (address, port).
+    A bare IPv6 address has no port (its last group is not one). ValueError
+    saying what a portal looks like for anything else."""
+    host, port = text, None
+    bracketed = text.startswith("[")
+    if bracketed:
+        host, sep, rest = text[1:].partition("]")
+        if not sep or rest[:1] not in ("", ":"):
+            host = ""
+        port = rest[1:] if rest else None
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        ip = ipaddress.ip_address(host)
+        number = default_port if port is None else int(port) if port.isdigit() else 0
+        if not 0 < number < 65536 or (bracketed and ip.version != 6):
+            raise ValueError(text)
+    except ValueError:
+        raise ValueError(f"{text!r}: a portal like 0.0.0.0, 198.18.0.1:3260 or [fd00::1]:3260") from None
+    return str(ip), number
+
+
 def _unmapped(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     """An IPv4-mapped IPv6 address as the IPv4 address it is: a dual-stack
     ``[::]`` portal's IPv4 peers appear in either form."""
