@@ -24,6 +24,11 @@ def run(url: str, initiator: str, timeout: float = 1200, test: str = "ALL") -> d
             p = subprocess.run(
                 ["iscsi-test-cu", "-x", "-d", "-t", test, "-i", initiator, "-I", initiator + "-2", url],
                 cwd=tmp, capture_output=True, text=True, timeout=timeout,
+                # SIGPIPE stays ignored, as Python has it: libiscsi writes a
+                # PDU's data with writev(), not send(MSG_NOSIGNAL), and a
+                # target that resets the connection at ERL 0 (iSCSIdatasn
+                # does that on purpose) would kill the tool mid-suite
+                restore_signals=False,
             )  # fmt: skip
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")

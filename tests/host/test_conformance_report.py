@@ -83,3 +83,12 @@ def test_a_finished_report_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "whole.xml").write_text(XML)
     fake_test_cu(tmp_path, monkeypatch, f"cp {tmp_path}/whole.xml CUnitAutomated-Results.xml\nexit 1")
     assert libiscsi.run("iscsi://198.18.0.1/iqn.x/0", "iqn.i", timeout=30)["CompareAndWrite.Simple"] == "failed"
+
+
+def test_a_broken_connection_does_not_kill_the_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """libiscsi writes a PDU's data with writev(), which raises SIGPIPE
+    when the target has reset the connection: the tool runs with SIGPIPE
+    ignored, so the write fails with EPIPE and libiscsi reconnects."""
+    (tmp_path / "whole.xml").write_text(XML)
+    fake_test_cu(tmp_path, monkeypatch, f"kill -PIPE $$\ncp {tmp_path}/whole.xml CUnitAutomated-Results.xml\nexit 1")
+    assert libiscsi.run("iscsi://198.18.0.1/iqn.x/0", "iqn.i", timeout=30)["TestUnitReady.Simple"] == "passed"
