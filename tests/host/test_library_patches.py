@@ -86,3 +86,15 @@ def test_targetcli_constructors_are_those_targetcli_offload_copies() -> None:
             if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Constant)
         ]
         assert got == [ast.unparse(ast.parse(s).body[0]) for s in body], f"targetcli's {name}.__init__ changed: {got}"
+
+
+def test_libiscsi_sigpipe_patch() -> None:
+    """libiscsi/0001: a target resetting the connection between a PDU's
+    header and its data kills the application with SIGPIPE; ignored, the
+    write fails and the client returns (what conformance/ relies on)."""
+    repro = [sys.executable, str(PATCHES / "libiscsi/reproducers/sigpipe.py")]
+    stock = subprocess.run(repro, capture_output=True, text=True, timeout=120)
+    ignored = subprocess.run([*repro, "--ignore-sigpipe"], capture_output=True, text=True, timeout=120)
+    print(f"libiscsi as installed: {stock.stdout}{stock.stderr}SIGPIPE ignored: {ignored.stdout}{ignored.stderr}")
+    assert ignored.returncode == 0, "the client did not survive the reset with SIGPIPE ignored"
+    assert stock.returncode == 1, "libiscsi as installed survives a reset connection: 0001 is not needed"
