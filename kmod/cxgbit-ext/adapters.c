@@ -131,12 +131,22 @@ const void *cxe_portal_ip(const struct cxe_np *cnp)
 }
 EXPORT_SYMBOL_GPL(cxe_portal_ip);
 
-/* The netdev a portal's address is on, in its namespace; RCU held. */
+/*
+ * The netdev a portal's address is on, in its namespace; RCU held. A
+ * zoned address (link-local) is on its zone's netdev or on none: another
+ * netdev may have the same address.
+ */
 struct net_device *cxe_portal_netdev(const struct cxe_np *cnp, const void *ip)
 {
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cnp->addr;
+	struct net_device *zone;
+
 	if (cnp->addr.ss_family == AF_INET)
 		return __ip_dev_find(cnp->net, *(const __be32 *)ip, false);
-	return ipv6_dev_find(cnp->net, ip, NULL);
+	if (!sin6->sin6_scope_id)
+		return ipv6_dev_find(cnp->net, ip, NULL);
+	zone = dev_get_by_index_rcu(cnp->net, sin6->sin6_scope_id);
+	return zone ? ipv6_dev_find(cnp->net, ip, zone) : NULL;
 }
 EXPORT_SYMBOL_GPL(cxe_portal_netdev);
 

@@ -72,13 +72,22 @@ struct cxe_portals_page {
 	bool	state;
 };
 
-/* One portal's line, whole or not at all: 0, or -ENOSPC when it is full */
+/*
+ * One portal's line, whole or not at all: 0, or -ENOSPC when it is full.
+ * The portal as LIO names it: a zoned IPv6 address with its zone inside
+ * the brackets, [fe80::1%3]:3260.
+ */
 static int cxe_portal_line(const struct cxe_np *cnp, void *arg)
 {
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cnp->addr;
 	struct cxe_portals_page *p = arg;
 	ssize_t len = p->len;
 
-	len += sysfs_emit_at(p->page, len, "%pISpc", &cnp->addr);
+	if (cnp->addr.ss_family == AF_INET6 && sin6->sin6_scope_id)
+		len += sysfs_emit_at(p->page, len, "[%pI6c%%%u]:%u", &sin6->sin6_addr,
+				     sin6->sin6_scope_id, ntohs(sin6->sin6_port));
+	else
+		len += sysfs_emit_at(p->page, len, "%pISpc", &cnp->addr);
 	if (p->state)
 		len += cxe_portal_state(cnp, p->page, len);
 	if (!sysfs_emit_at(p->page, len, "\n"))

@@ -214,3 +214,97 @@ def test_sendtargets_over_v6_names_the_address_it_came_in_on(targets: None, scop
         assert got.get(IQN_B) == {f"[{V6[OFF][1]}]:3263,1"}, f"{ln.tgt_dev} ({scope}): {got}"
         if scope == "global":
             assert not [a for addrs in got.values() for a in addrs if a.startswith("[fe80:")], got
+
+
+IQN_C = "iqn.2026-11.org.cxgbit-ext:v6-ll"
+SHARED_LL = "fe80::99"  # on both target netdevs: only the zone tells the portals apart
+
+
+def ifindex(ns: str, dev: str) -> int:
+    return int(topo.sh("ip", "netns", "exec", ns, "cat", f"/sys/class/net/{dev}/ifindex").stdout)
+
+
+@pytest.fixture(scope="module")
+def link_local_portals(targets: None) -> Iterator[dict[str, tuple[str, str]]]:
+    """Target C with link-local portals, each zone a target netdev given by
+    index ([fe80::...%N]: LIO looks a zone's name up in the initial network
+    namespace only), offload on: "own" on each link's own link-local address
+    (port 3264), "shared" on fe80::99, which both target netdevs have, zoned
+    to tgt1 (port 3265). {name: (the portal as LIO names it, the address as
+    the initiator reaches it)}."""
+    portals = {}
+    for ln in (OFF, STOCK):
+        ll = link_local(topo.TGT_NS, ln.tgt_dev)
+        portals[f"own {ln.tgt_dev}"] = (f"[{ll}%{ifindex(topo.TGT_NS, ln.tgt_dev)}]:3264", f"{ll}%{ln.ini_dev}")
+    for ln in (OFF, STOCK):
+        topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "add", f"{SHARED_LL}/64", "dev", ln.tgt_dev, "nodad")
+    portals["shared"] = (f"[{SHARED_LL}%{ifindex(topo.TGT_NS, STOCK.tgt_dev)}]:3265", "")
+    c = topology.Topology(iqn=IQN_C, backstores=("ramdisk",), lun_size=8 * topology.MiB,
+                          portals=tuple((p.rsplit(":", 1)[0], int(p.rsplit(":", 1)[1])) for p, _ in portals.values()),
+                          offload=True, name_prefix="v6ll")  # fmt: skip
+    with topo.in_netns():
+        topology.create(c)
+    try:
+        yield portals
+    finally:
+        with topo.in_netns():
+            topology.delete(IQN_C)
+        for ln in (OFF, STOCK):
+            topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{SHARED_LL}/64", "dev", ln.tgt_dev, check=False)
+
+
+def test_a_link_local_portal_with_its_zone_end_to_end(
+    link_local_portals: dict[str, tuple[str, str]], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A portal on a link-local address, its zone given, is served as any
+    other: over tgt0 offloaded by soft0 (data placed), over tgt1 by stock
+    TCP; cxgbit-ext portals and targetcli-offload say so for each."""
+    placed = {}
+    for name in (f"own {OFF.tgt_dev}", f"own {STOCK.tgt_dev}"):
+        c = login(link_local_portals[name][1], IQN_C, port=3264, params=DIGESTS)
+        try:
+            roundtrip(c, 0)
+            conn = connection_of(initiator_side(c))
+            placed[name] = None if conn is None else (conn.adapter, conn.counters["bytes_placed"])
+        finally:
+            c.close()
+    assert placed == {f"own {OFF.tgt_dev}": ("soft0", 16384), f"own {STOCK.tgt_dev}": None}, placed
+    with topo.in_netns():
+        capfd.readouterr()
+        assert cli.main(["--json", "portals"]) == 0
+        rows = {f"{r['ip']}:{r['port']}": r["offloaded"] for r in json.loads(capfd.readouterr().out)}
+        ls = TargetcliShell(tmp_path / "tcli").run(f"/iscsi/{IQN_C}/tpg1/portals ls")
+    shown = {name: rows.get(portal) for name, (portal, _) in link_local_portals.items()}
+    assert shown == {f"own {OFF.tgt_dev}": True, f"own {STOCK.tgt_dev}": False, "shared": False}, rows
+    assert ls.count("[offload: soft0 ") == 1, ls
+
+
+def test_a_link_local_portal_takes_logins_from_its_zone_only(link_local_portals: dict[str, tuple[str, str]]) -> None:
+    """fe80::99 is on both target netdevs, its portal zoned to tgt1: a
+    login through tgt1 is served (stock: soft0 serves tgt0 only), one
+    through tgt0 is refused, as LIO's own listener on that zone refuses it;
+    soft0, whose netdev has the address too, does not take it."""
+    steered = soft0_counters()["syn_steered"]
+    c = login(f"{SHARED_LL}%{STOCK.ini_dev}", IQN_C, port=3265)
+    try:
+        roundtrip(c, 32)
+        assert offloaded_line(c) is None, "a login through tgt1 was offloaded"
+    finally:
+        c.close()
+    for offload in (False, True):  # stock LIO's answer first, the oracle
+        shared_offload(offload)
+        with pytest.raises(ConnectionRefusedError):
+            login(f"{SHARED_LL}%{OFF.ini_dev}", IQN_C, port=3265)
+    assert soft0_counters()["syn_steered"] == steered, "soft0 steered a SYN for a portal zoned to another netdev"
+
+
+def shared_offload(on: bool) -> None:
+    """Flip the stock switch of target C's fe80::99 portal."""
+    from rtslib_fb import FabricModule, Target
+
+    from cxgbit_ext.portals import set_offload
+
+    with topo.in_netns():
+        tpgs = Target(FabricModule("iscsi"), IQN_C, mode="lookup").tpgs
+        (np,) = [np for tpg in tpgs for np in tpg.network_portals if np.port == 3265]
+        set_offload(np, on)

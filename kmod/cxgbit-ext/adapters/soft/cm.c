@@ -112,7 +112,9 @@ struct cxe_pkt {
 	} saddr, daddr;
 };
 
-static bool cxe_np_matches(const struct cxe_np *cnp, const struct cxe_pkt *p)
+/* dif: the netdev the packet came in on */
+static bool cxe_np_matches(const struct cxe_np *cnp, const struct cxe_pkt *p,
+			   int dif)
 {
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cnp->addr;
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&cnp->addr;
@@ -127,6 +129,12 @@ static bool cxe_np_matches(const struct cxe_np *cnp, const struct cxe_pkt *p)
 		return sin->sin_port == p->th->dest &&
 		       (sin->sin_addr.s_addr == htonl(INADDR_ANY) ||
 			sin->sin_addr.s_addr == p->daddr.v4);
+	/*
+	 * A zoned portal (a link-local address) takes the SYNs of its zone's
+	 * netdev only, as LIO's own listener, bound to that netdev, does
+	 */
+	if (sin6->sin6_scope_id && sin6->sin6_scope_id != dif)
+		return false;
 	return sin6->sin6_port == p->th->dest &&
 	       (ipv6_addr_any(&sin6->sin6_addr) ||
 		ipv6_addr_equal(&sin6->sin6_addr, &p->daddr.v6));
@@ -205,7 +213,8 @@ static __always_inline unsigned int cxe_steer(struct sk_buff *skb,
 	list_for_each_entry_rcu(snp, &cxe_nps, node) {
 		struct sock *sk = snp->listener->sk;
 
-		if (!net_eq(snp->net, state->net) || !cxe_np_matches(snp->cnp, p))
+		if (!net_eq(snp->net, state->net) ||
+		    !cxe_np_matches(snp->cnp, p, state->in->ifindex))
 			continue;
 		/*
 		 * A bare ACK is ours only when it may complete a handshake
