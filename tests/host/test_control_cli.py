@@ -234,19 +234,35 @@ def test_a_module_without_device_counters_has_no_device_adapters(
         ("[fd00::1]", ("fd00::1", 3260)),
         ("[fd00::1]:3262", ("fd00::1", 3262)),
         ("[::]:3260", ("::", 3260)),
+        ("[fe80::1%3]:3260", ("fe80::1%3", 3260)),
+        ("fe80::1%eth0", ("fe80::1%eth0", 3260)),
     ],
 )
 def test_a_portal_is_read_as_lio_writes_it(text: str, expected: tuple[str, int]) -> None:
     assert portals.parse(text) == expected
+    # the CLI hands rtslib the address as LIO names it: IPv6 in brackets
     a = cli.parser().parse_args(["topology", "create", "--iqn", "iqn.x", "--portal", text])
-    assert a.portal == [expected]
+    ip, port = expected
+    assert a.portal == [(f"[{ip}]" if ":" in ip else ip, port)]
 
 
 @pytest.mark.parametrize("text", ["fd00:", "198.18.0.1:", "198.18.0.1:0", "198.18.0.1:65536", "[fd00::1", "host:3260",
-                                  "fd00::1]:3260", "198.18.0.1:32x", ""])  # fmt: skip
+                                  "fd00::1]:3260", "198.18.0.1:32x", "", "fe80::1%eth0:3261", "fd00::1%eth0",
+                                  "[fe80::1%a b]:3260", "198.18.0.1:\uff13\uff12\uff16\uff10"])  # fmt: skip
 def test_a_portal_that_is_not_one_is_refused(text: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ValueError, match=r"a portal like 0\.0\.0\.0, 198\.18\.0\.1:3260 or"):
         portals.parse(text)
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["topology", "create", "--iqn", "iqn.x", "--portal", text])
     assert "a portal like" in capsys.readouterr().err
+
+
+def test_a_zoned_portal_is_matched_by_its_zone_index_or_name() -> None:
+    """LIO takes a link-local portal's zone by name or index; the module
+    prints the index (lo is index 1 in any network namespace)."""
+    from cxgbit_ext.control import PortalReport
+
+    report = PortalReport("fe80::1%1", 3260, on=True, netdevs={"lo": "soft0"})
+    assert report.is_for("[fe80::1%1]", 3260) and report.is_for("[fe80::1%lo]", 3260)
+    assert not report.is_for("[fe80::1%2]", 3260) and not report.is_for("[fe80::1]", 3260)
+    assert not report.is_for("[fe80::1%nosuchdev]", 3260)

@@ -66,6 +66,14 @@ def test_unread_connections_are_those_with_bytes_received_and_not_read(tmp_path:
     ]
 
 
+def test_a_zoned_portal_counts_its_connections(tmp_path: Path) -> None:
+    """A link-local portal as rtslib names it, [fe80::1%3]: the kernel's
+    table has its connections' addresses without the zone."""
+    fe80_1, fe80_2 = "000080FE000000000000000001000000", "000080FE000000000000000002000000"
+    d = net(tmp_path, [], [line(f"{fe80_1}:0CBC", f"{fe80_2}:9CA6", "01")])
+    assert portals.unsettled_connections([("[fe80::1%3]", 3260)], [], d) == ["[fe80::2]:40102"]
+
+
 def fake_tpg(tmp_path: Path, offload: str) -> Path:
     """TPG 1 of target iqn.x, laid out as in configfs."""
     np = tmp_path / "iqn.x/tpgt_1/np/198.18.1.1:3260"

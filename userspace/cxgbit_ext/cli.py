@@ -240,9 +240,10 @@ def _size(text: str) -> int:
 
 def _portal(text: str) -> tuple[str, int]:
     try:
-        return portals.parse(text)
+        ip, port = portals.parse(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    return portals.lio_ip(ip), port
 
 
 def _chap(text: str) -> tuple[str, str]:

@@ -330,9 +330,22 @@ class PortalReport:
 
 def _same_ip(a: str, b: str) -> bool:
     try:
-        return ipaddress.ip_address(a) == ipaddress.ip_address(b)
+        return ipaddress.ip_address(_zone_by_index(a)) == ipaddress.ip_address(_zone_by_index(b))
     except ValueError:
         return a == b
+
+
+def _zone_by_index(ip: str) -> str:
+    """A zoned address with its zone as a netdev index, as the module prints
+    it: LIO takes the zone by name too (fe80::1%eth0). A name no netdev has
+    here is left as it is."""
+    addr, sep, zone = ip.partition("%")
+    if not sep or zone.isdigit():
+        return ip
+    try:
+        return f"{addr}%{socket.if_nametoindex(zone)}"
+    except OSError:
+        return ip
 
 
 def _parse_portal_report(line: str) -> PortalReport:

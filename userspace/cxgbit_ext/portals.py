@@ -144,8 +144,9 @@ ISCSI_PORT = 3260
 def parse(text: str, default_port: int = ISCSI_PORT) -> tuple[str, int]:
     """A portal as an admin types it and LIO names it: ``IP``, ``IP:PORT``,
     an IPv6 address bare or in brackets, ``[IP6]:PORT``; (address, port).
-    A bare IPv6 address has no port (its last group is not one). ValueError
-    saying what a portal looks like for anything else."""
+    A bare IPv6 address has no port (its last group is not one); a link-local
+    one may carry its zone (fe80::1%eth0, [fe80::1%3]:3260). ValueError saying
+    what a portal looks like for anything else."""
     host, port = text, None
     bracketed = text.startswith("[")
     if bracketed:
@@ -155,14 +156,25 @@ def parse(text: str, default_port: int = ISCSI_PORT) -> tuple[str, int]:
         port = rest[1:] if rest else None
     elif text.count(":") == 1:
         host, port = text.split(":")
+    zone = host.partition("%")[2]
     try:
         ip = ipaddress.ip_address(host)
-        number = default_port if port is None else int(port) if port.isdigit() else 0
+        number = default_port if port is None else int(port) if port.isascii() and port.isdigit() else 0
         if not 0 < number < 65536 or (bracketed and ip.version != 6):
+            raise ValueError(text)
+        # a zone is a netdev's name or index, on a link-local address only
+        # (LIO drops it on any other)
+        if zone and (not ip.is_link_local or ":" in zone or not zone.isprintable() or " " in zone):
             raise ValueError(text)
     except ValueError:
         raise ValueError(f"{text!r}: a portal like 0.0.0.0, 198.18.0.1:3260 or [fd00::1]:3260") from None
     return str(ip), number
+
+
+def lio_ip(ip: str) -> str:
+    """An address as LIO's portal names (and rtslib's NetworkPortal) carry
+    it: IPv6 in brackets, [fe80::1%3]; rtslib adds none itself."""
+    return f"[{ip}]" if ":" in ip and not ip.startswith("[") else ip
 
 
 def _unmapped(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
@@ -183,14 +195,15 @@ def _proc_addr(field: str) -> Addr:
 
 
 def _addr(text: str) -> Addr:
-    """``ip:port`` or ``[ip6]:port`` as the connections file and rtslib write it."""
+    """``ip:port`` or ``[ip6]:port`` as the connections file and rtslib write
+    it, without a zone (``[fe80::1%3]``): /proc/net/tcp6 has none."""
     ip, port = text.rsplit(":", 1)
-    return _unmapped(ipaddress.ip_address(ip.removeprefix("[").removesuffix("]"))), int(port)
+    return _unmapped(ipaddress.ip_address(ip.removeprefix("[").removesuffix("]").partition("%")[0])), int(port)
 
 
 def unsettled_connections(portals: Iterable[tuple[str, int]], offloaded_peers: Iterable[str],
                           net: Path = Path("/proc/thread-self/net"), unread: bool = False) -> list[str]:  # fmt: skip
-    """Peers (``ip:port``) of the connections to ``portals`` in this
+    """Peers (``ip:port``, ``[ip6]:port``) of the connections to ``portals`` in this
     thread's network namespace that are not ``offloaded_peers``: the stock
     listener's, made or being made, and, when those are the adapters'
     (their connections file) only past their login, the adapters' still
@@ -218,7 +231,8 @@ def _queues(portals: Iterable[tuple[str, int]], offloaded_peers: Iterable[str], 
             if peer in ours:
                 continue
             if any(lport == port and (ip == lip or ip.is_unspecified) for ip, port in want):
-                out[f"{peer[0]}:{peer[1]}"] = int(queues.split(":")[1], 16)
+                ip = f"[{peer[0]}]" if peer[0].version == 6 else str(peer[0])
+                out[f"{ip}:{peer[1]}"] = int(queues.split(":")[1], 16)
     return out
 
 
