@@ -31,6 +31,10 @@ def prepare(kver: str, results: Path, veth: bool = True) -> None:
         CXE_RESULTS=str(results),
     )
     Path("/tmp/home").mkdir(exist_ok=True)
+    # what the host's root came over (virtio-fs or 9p), for testbed/run's summary
+    mounts = [ln.split() for ln in Path("/proc/self/mounts").read_text().splitlines()]
+    root_fs = [m[2] for m in mounts if m[1] == "/"][-1]
+    (results / "rootfs.txt").write_text(root_fs + "\n")
     # Report a task stuck for 30 s (Debian's default is 120 s); 120 s on a
     # debug kernel (scripts/build-debug-kernel), several times slower
     Path("/proc/sys/kernel/hung_task_timeout_secs").write_text("120\n" if kver.endswith("-dbg") else "30\n")

@@ -434,7 +434,7 @@ class TargetcliShell:
     targetcli process's: configshell's Log.debug() reads the source of
     every frame on the stack on each of the ~17 calls a command makes
     (patches/configshell-fb/0001), about 1 s a call from pytest's stack
-    on this VM's 9p root."""
+    on this VM's shared root."""
 
     def __init__(self, home: Path) -> None:
         import io

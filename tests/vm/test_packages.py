@@ -71,7 +71,7 @@ ENV = {
     "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
     "DEBIAN_FRONTEND": "noninteractive",
 }
-# apt-get and dpkg under TCG over 9p, a dkms build and depmod included
+# apt-get and dpkg under TCG on the shared root, a dkms build and depmod included
 APT_TIMEOUT = 2400
 
 
@@ -161,7 +161,7 @@ def offline_apt(kver: str) -> Iterator[None]:
     the host's and writes go to the overlay (virtme-ng bind-mounts fresh
     dpkg lock files); /var/lib/apt, /var/cache and /var/log are empty
     tmpfs, so apt's directories are made and it resolves from dpkg's
-    status alone. man-db's trigger would index every manual page over 9p
+    status alone. man-db's trigger would index every manual page on the share
     (minutes): off for the test. The module build reads LIO's private
     headers from `make deps`' cache on the host, hidden here under the empty
     /var/cache, instead of decompressing linux-source under TCG (another
@@ -174,7 +174,7 @@ def offline_apt(kver: str) -> Iterator[None]:
     auto.unlink(missing_ok=True)
     host = Path("/run/cxe-hostroot")
     host.mkdir(exist_ok=True)
-    # a non-recursive bind of / is the 9p root without the guest's overlays
+    # a non-recursive bind of / is the shared root without the guest's overlays
     run("mount", "--bind", "/", str(host))
     try:
         # where the module's Makefile looks for them under DKMS (its default)
