@@ -45,6 +45,10 @@ def test_every_gateway_computes_the_same_serial_and_groups() -> None:
         ({"index": 3}, "this gateway is gateway 3, but there are 2 portals"),
         ({"owner": 0}, "the owner is gateway 0"),
         ({"portals": ("198.18.20.11", "198.18.20.11")}, "repeat an address"),
+        # one address in two spellings is one address
+        ({"portals": ("fd00::1", "[fd00:0::1]")}, "repeat an address"),
+        ({"portals": ("198.18.20.11:3261", "198.18.20.12")}, "'198.18.20.11:3261': every gateway's portal on --port"),
+        ({"portals": ("gw1.example", "198.18.20.12")}, "'gw1.example': a portal like"),
         ({"portals": ()}, "no gateway portals"),
         ({"port": 70000}, "not a TCP port"),
         ({"backstore": "rbd"}, "backstore 'rbd': one of iblock, user:rbd"),
@@ -65,6 +69,18 @@ def test_expected_layout_enables_and_offloads_the_local_tpg_only() -> None:
     assert tpgs[2]["luns"] == {0: ("rbd.disk0", "ano2")}
     # the backstore is part of the layout: the same command with another is refused, not merged
     assert want["backstore"] == "iblock" and gateway.expected(layout(index=2, backstore="user:rbd")) != want
+
+
+def test_ipv6_portals_are_named_as_lio_lists_them() -> None:
+    """LIO names an IPv6 portal [ADDR]:PORT and rtslib lists it so; a portal
+    given bare must be laid out, and expected, under that name, or a second
+    run of the same command would not find its own layout."""
+    want = gateway.expected(layout(portals=("fd00::1", "[fd00::2]"), index=2))
+    tpgs = want["tpgs"]
+    assert isinstance(tpgs, dict)
+    assert tpgs[1]["portals"] == ["[fd00::1]:3260"]
+    assert tpgs[2]["portals"] == tpgs[2]["offload"] == ["[fd00::2]:3260"]
+    assert layout(portals=("fd00:0::1", "198.18.20.12")).lio_portals == ("[fd00::1]", "198.18.20.12")
 
 
 def test_cli_refuses_before_touching_anything(

@@ -23,6 +23,7 @@ from cxgbit_ext.control import Control
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection
+from testbed import topo
 from testbed.klog import bad_lines, report
 from testbed.kmod import CXGB4_BACKEND, backend_ko, insmod
 from tests.vm import shares
@@ -285,7 +286,6 @@ def offloaded_target(
     Everything is removed afterwards and the module must unload.
     """
     from cxgbit_ext import topology
-    from testbed import topo
 
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
     p = insmod(ko)
@@ -419,8 +419,6 @@ def set_offload(on: bool) -> None:
     """Flip the stock switch (rtslib NetworkPortal.offload) on the only portal."""
     from rtslib_fb import RTSRoot
 
-    from testbed import topo
-
     with topo.in_netns():
         (np,) = [p for tpg in RTSRoot().tpgs for p in tpg.network_portals]
         np.offload = on
@@ -478,3 +476,23 @@ def target_tpg_params(iqn: str, **values: str) -> Iterator[None]:
     finally:
         for k, v in old.items():
             tpg.set_parameter(k, v)
+
+
+# IPv6 next to each link's IPv4 addresses, from the benchmarking range
+# (RFC 5180, 2001:2::/48): (initiator, target) per link
+V6 = {topo.LINKS[0]: ("2001:2::2", "2001:2::1"), topo.LINKS[1]: ("2001:2:0:1::2", "2001:2:0:1::1")}
+
+
+@pytest.fixture(scope="module")
+def v6_addresses(iscsid: None) -> Iterator[None]:
+    for ln, (ini, tgt) in V6.items():
+        topo.sh("ip", "-6", "addr", "add", f"{ini}/64", "dev", ln.ini_dev, "nodad")
+        topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "add", f"{tgt}/64", "dev", ln.tgt_dev, "nodad")
+    try:
+        for ln, (_, tgt) in V6.items():
+            topo.sh("ping", "-6", "-c1", "-W5", "-I", ln.ini_dev, tgt)
+        yield
+    finally:
+        for ln, (ini, tgt) in V6.items():
+            topo.sh("ip", "-6", "addr", "del", f"{ini}/64", "dev", ln.ini_dev, check=False)
+            topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{tgt}/64", "dev", ln.tgt_dev, check=False)

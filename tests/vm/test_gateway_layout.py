@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import os
 import subprocess
 import threading
 import time
@@ -30,7 +31,17 @@ from cxgbit_ext.control import HOLD_MAX_S
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, ProtocolError
 from testbed import topo
 
-from .conftest import CFS, PDU_INITIATOR, TargetcliShell, insmod, offloaded_peers, soft0_counters
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    V6,
+    TargetcliShell,
+    connection_of,
+    initiator_side,
+    insmod,
+    offloaded_peers,
+    soft0_counters,
+)
 
 # a tool's or stock LIO's behaviour, not a kernel difference of ours
 pytestmark = pytest.mark.dealt
@@ -108,6 +119,29 @@ def test_layout_survives_save_and_restore(block_dev: str, tmp_path: Path) -> Non
         assert after == before
         assert cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/layout", "--portals", PORTALS, "--gateway", "2",
                    "--dev", block_dev).startswith("already laid out")  # fmt: skip
+
+
+def test_a_layout_on_v6_portals(block_dev: str, v6_addresses: None) -> None:
+    """IPv6 portals given bare, as an admin types them: gateway 1's portal is
+    offloaded and serves I/O, and the same command again finds its own
+    layout ("already laid out") rather than another one."""
+    on, other = V6[topo.LINKS[0]][1], V6[topo.LINKS[1]][1]
+    args = ("gateway", "create", "--iqn", IQN, "--rbd", "rbd/v6", "--portals", f"{on},{other}", "--gateway", "1",
+            "--dev", block_dev)  # fmt: skip
+    with topo.in_netns():
+        print(cli(*args))
+        assert what_initiators_see()["tpgs"][1][1] == [f"[{on}]"]  # type: ignore[index]
+    c = Connection(on, timeout=30)
+    try:
+        c.login(PDU_INITIATOR, IQN)
+        assert connection_of(initiator_side(c)) is not None, f"a login to [{on}]:3260 was not offloaded"
+        data = os.urandom(16384)
+        c.scsi_write(0, data)
+        assert c.scsi_read(0, len(data) // 512) == data
+    finally:
+        c.close()
+    with topo.in_netns():
+        assert cli(*args).startswith("already laid out")
 
 
 class RetryingInitiator:

@@ -28,6 +28,7 @@ from testbed import fio, topo
 from .conftest import (
     CFS,
     PDU_INITIATOR,
+    V6,
     TargetcliShell,
     connection_lines,
     connection_of,
@@ -40,31 +41,16 @@ from .conftest import (
 OFF, STOCK = topo.LINKS
 IQN_A = "iqn.2026-11.org.cxgbit-ext:v6-a"
 IQN_B = "iqn.2026-11.org.cxgbit-ext:v6-b"
-V6 = {OFF: ("2001:2::2", "2001:2::1"), STOCK: ("2001:2:0:1::2", "2001:2:0:1::1")}  # (ini, tgt)
 DIGESTS = Params(header_digest="CRC32C", data_digest="CRC32C")
-
-
-@pytest.fixture(scope="module")
-def v6_addresses(iscsid: None) -> Iterator[None]:
-    for ln, (ini, tgt) in V6.items():
-        topo.sh("ip", "-6", "addr", "add", f"{ini}/64", "dev", ln.ini_dev, "nodad")
-        topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "add", f"{tgt}/64", "dev", ln.tgt_dev, "nodad")
-    try:
-        for ln, (_, tgt) in V6.items():
-            topo.sh("ping", "-6", "-c1", "-W5", "-I", ln.ini_dev, tgt)
-        yield
-    finally:
-        for ln, (ini, tgt) in V6.items():
-            topo.sh("ip", "-6", "addr", "del", f"{ini}/64", "dev", ln.ini_dev, check=False)
-            topo.sh("ip", "-n", topo.TGT_NS, "-6", "addr", "del", f"{tgt}/64", "dev", ln.tgt_dev, check=False)
 
 
 @pytest.fixture(scope="module")
 def targets(v6_addresses: None, module_ko: Path) -> Iterator[None]:
     a = topology.Topology(iqn=IQN_A, backstores=("ramdisk",), lun_size=8 * topology.MiB,
                           portals=(("[::]", 3260),), offload=True, name_prefix="v6a")  # fmt: skip
+    # the library takes an IPv6 address bare, as ipaddress writes it
     b = topology.Topology(iqn=IQN_B, backstores=("ramdisk",), lun_size=8 * topology.MiB,
-                          portals=((f"[{V6[OFF][1]}]", 3263),), offload=True, name_prefix="v6b")  # fmt: skip
+                          portals=((V6[OFF][1], 3263),), offload=True, name_prefix="v6b")  # fmt: skip
     with offloaded_target(module_ko, a):
         with topo.in_netns():
             topology.create(b)

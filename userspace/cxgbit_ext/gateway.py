@@ -95,19 +95,36 @@ class Layout:
             raise GatewayError(f"--rbd {self.image!r}: expected POOL/IMAGE (letters, digits, _ . + -)")
         if not self.iqn.startswith(("iqn.", "eui.", "naa.")):
             raise GatewayError(f"{self.iqn!r} is not an iSCSI name (iqn., eui. or naa.)")
+        if not 0 < self.port < 65536:
+            raise GatewayError(f"port {self.port} is not a TCP port")
         if not self.portals:
             raise GatewayError("no gateway portals given")
-        if len(set(self.portals)) != len(self.portals):
+        ips = self.lio_portals
+        if len(set(ips)) != len(ips):
             raise GatewayError(f"gateway portals repeat an address: {', '.join(self.portals)}")
         for n, what in ((self.index, "this gateway"), (self.owner, "the owner")):
             if not 1 <= n <= len(self.portals):
                 raise GatewayError(
                     f"{what} is gateway {n}, but there are {len(self.portals)} portals (1..{len(self.portals)})"
                 )
-        if not 0 < self.port < 65536:
-            raise GatewayError(f"port {self.port} is not a TCP port")
         if self.backstore not in BACKSTORES:
             raise GatewayError(f"backstore {self.backstore!r}: one of {', '.join(BACKSTORES)}")
+
+    @property
+    def lio_portals(self) -> tuple[str, ...]:
+        """Every gateway's portal address as LIO names it (IPv6 in brackets,
+        one spelling per address); GatewayError for what is no address or
+        names another port than --port."""
+        ips = []
+        for text in self.portals:
+            try:
+                ip, port = portals.parse(text, self.port)
+            except ValueError as e:
+                raise GatewayError(str(e)) from None
+            if port != self.port:
+                raise GatewayError(f"{text!r}: every gateway's portal on --port {self.port}")
+            ips.append(portals.lio_ip(ip))
+        return tuple(ips)
 
     @property
     def so_name(self) -> str:
@@ -178,7 +195,7 @@ def describe(iqn: str) -> dict[str, Any]:
 
 def expected(layout: Layout) -> dict[str, Any]:
     tpgs = {}
-    for gw, ip in enumerate(layout.portals, 1):
+    for gw, ip in enumerate(layout.lio_portals, 1):
         portal = f"{ip}:{layout.port}"
         tpgs[gw] = {
             "enabled": gw == layout.index,
@@ -225,7 +242,7 @@ def create(layout: Layout, dev: str | None = None) -> bool:
             g.alua_access_state = state
             g.preferred = int(state == AO)
         target = Target(FabricModule("iscsi"), layout.iqn)
-        for gw, ip in enumerate(layout.portals, 1):
+        for gw, ip in enumerate(layout.lio_portals, 1):
             tpg = TPG(target, gw)
             # a kernel without the file numbers the ports as every gateway makes them
             persist.pin_rtpi(Path(tpg.path), gw)

@@ -96,7 +96,7 @@ def create(topo: Topology) -> Target:
             for lun in luns:
                 MappedLUN(acl, lun.lun, lun)
         for ip, port in topo.portals:
-            np = NetworkPortal(tpg, ip, port)
+            np = NetworkPortal(tpg, portals.lio_ip(ip), port)
             if topo.offload:
                 portals.set_offload(np, True)
         held = portals.enable_tpg(Path(tpg.path))
