@@ -8,6 +8,8 @@ built and checked against LIO in the scale-out testbed.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cxgbit_ext import cli, gateway
@@ -99,3 +101,28 @@ def test_cli_refuses_before_touching_anything(
         cli.main(["gateway", "create", "--iqn", IQN, "--rbd", "rbd/disk0", "--portals", ",".join(PORTALS),
                   "--gateway", "1", "--backstore", "file"])  # fmt: skip
     assert "invalid choice: 'file'" in capsys.readouterr().err and touched == []
+
+
+def _tpg(root: Path, fabric: str, wwn: str, tag: int, rtpi: int | None, enabled: bool) -> None:
+    d = root / fabric / wwn / f"tpgt_{tag}"
+    d.mkdir(parents=True)
+    (d / "enable").write_text(f"{int(enabled)}\n")
+    if rtpi is not None:
+        (d / "rtpi").write_text(f"{rtpi:#x}\n")  # as LIO prints it: 0x1, 0
+
+
+def test_a_port_id_held_by_another_enabled_tpg_is_named(tmp_path: Path) -> None:
+    """LIO (6.5 on) numbers the ports of enabled TPGs host-wide, across
+    fabrics, and refuses with a bare EINVAL to enable a TPG pinned to a
+    held id: the holders are read from configfs, disabled TPGs hold none."""
+    _tpg(tmp_path, "iscsi", "iqn.2026-11.org.example:other", 1, 1, True)
+    _tpg(tmp_path, "iscsi", "iqn.2026-11.org.example:other", 2, 0, False)
+    _tpg(tmp_path, "loopback", "naa.5001405aaaaaaaaa", 1, 3, True)
+    _tpg(tmp_path, "iscsi", "iqn.2026-11.org.example:idle", 1, 2, False)
+    (tmp_path / "core" / "alua").mkdir(parents=True)
+    held = gateway.held_port_ids(tmp_path)
+    assert held == {1: "iscsi iqn.2026-11.org.example:other tpgt_1", 3: "loopback naa.5001405aaaaaaaaa tpgt_1"}
+    # a kernel without the rtpi file numbers ports per device: none held
+    old = tmp_path / "old"
+    _tpg(old, "iscsi", "iqn.2026-11.org.example:other", 1, None, True)
+    assert gateway.held_port_ids(old) == {}

@@ -206,6 +206,27 @@ def expected(layout: Layout) -> dict[str, Any]:
     return {"iqn": layout.iqn, "backstore": layout.backstore, "tpgs": tpgs}
 
 
+def held_port_ids(root: Path) -> dict[int, str]:
+    """Relative target port ids held on this host, each with its holder
+    ("FABRIC WWN tpgt_N"), from LIO's configfs tree at ``root``. From 6.5
+    on (TPGs have an ``rtpi`` file) LIO numbers the ports of enabled TPGs
+    host-wide, across fabrics, and refuses to enable a TPG pinned to a held
+    id with a bare EINVAL; disabled TPGs hold none. Before 6.5 ports are
+    numbered per device and none is held here."""
+    held = {}
+    for f in sorted(root.glob("*/*/tpgt_*/rtpi")):
+        tpg = f.parent
+        try:
+            if (tpg / "enable").read_text().strip() != "1":
+                continue
+            rtpi = int(f.read_text(), 0)  # LIO prints it as %#x
+        except (OSError, ValueError):
+            continue
+        if rtpi:
+            held[rtpi] = f"{tpg.parent.parent.name} {tpg.parent.name} {tpg.name}"
+    return held
+
+
 def create(layout: Layout, dev: str | None = None) -> bool:
     """Lay this gateway out; True when something was made, False when it was
     already laid out so. GatewayError (and nothing changed) otherwise."""
@@ -217,6 +238,14 @@ def create(layout: Layout, dev: str | None = None) -> bool:
         raise GatewayError(f"target {layout.iqn} exists with another layout: {json.dumps(have, default=list)}")
     if any(so.name == layout.so_name for so in RTSRoot().storage_objects):
         raise GatewayError(f"a storage object {layout.so_name} exists already")
+    holder = held_port_ids(Path(RTSRoot().path)).get(layout.index)
+    if holder:
+        raise GatewayError(
+            f"gateway {layout.index}'s target port must be relative port {layout.index} on every gateway, "
+            f"and {holder} holds it on this host (LIO numbers enabled TPGs' ports host-wide): lay gateways "
+            "out before other targets are enabled, or give that TPG another port (disable it, write a free id "
+            "to its rtpi, enable it)"
+        )
     if layout.backstore == "iblock":
         dev = dev or mapped_device(layout.image)
     size = image_size(layout.image) if layout.backstore == "user:rbd" else 0
