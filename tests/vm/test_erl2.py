@@ -3,7 +3,11 @@ connections, offloaded and stock: a connection with a task in flight is
 lost (a TCP reset); the target says so on the other connection (an Async
 Message), the initiator logs the lost one out for recovery there and
 reassigns the task (TASK REASSIGN), and the task completes on the
-surviving connection with the right data.
+surviving connection with the right data. Also with the two connections
+on two adapters (soft0, soft1): the tasks move to the other adapter's
+connection. Recovery onto a stock connection does not arise: a stock
+connection cannot join an offloaded session on the core these tests run
+on (test_mcs.py, upstream/0009-*).
 
 It runs on LIO's core with upstream/'s patches (--patched-lio): the
 kernels' own core oopses in these sessions on both paths, a NULL pointer
@@ -30,9 +34,12 @@ from iscsi_initiator.pdu import Op, Pdu, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params, ScsiError
 
 from .conftest import PDU_INITIATOR, target_tpg_params
-from .test_mcs import IQN, LAYOUTS, LBAS, OFF, TPG, listed_within, mcs_target, offloaded, session_cids
+from .test_mcs import IQN, LAYOUTS, LBAS, OFF, STOCK, TPG, adapter, listed_within, mcs_target, session_cids, soft1
 
-__all__ = ["mcs_target"]  # the fixture, used by name
+__all__ = ["mcs_target", "soft1"]  # the fixtures, used by name
+# where each connection logs in, as test_mcs's, and recovery onto another
+# adapter: the lead on soft0 (tgt0), the second on soft1 (tgt1)
+RECOVERY = {**LAYOUTS, "two adapters": (OFF, STOCK)}
 TASK_REASSIGN = 8  # RFC 7143 11.5.1
 LOGOUT_FOR_RECOVERY = 2
 # What LIO answers a TASK REASSIGN it carries out: "Function complete" (0),
@@ -68,6 +75,19 @@ def recv_until(c: Connection, want: Callable[[Pdu], bool], what: str) -> Pdu:
     return p
 
 
+def connect(request: pytest.FixtureRequest, layout: str) -> tuple[Connection, Connection]:
+    """The lead's and the second connection of ``layout``, soft1 made for
+    the two adapters' one; their adapters are checked once they are in."""
+    lead_link, join_link = RECOVERY[layout]
+    if lead_link is not join_link:
+        request.getfixturevalue("soft1")
+    return Connection(lead_link.tgt_ip), Connection(join_link.tgt_ip)
+
+
+def expected_adapters(layout: str) -> list[str | None]:
+    return {"stock": [None, None], "offloaded": ["soft0", "soft0"], "two adapters": ["soft0", "soft1"]}[layout]
+
+
 def dropped_async(c: Connection, cid: int) -> None:
     """The Async Message on c that says the target dropped connection cid
     (AsyncEvent 2, Parameter1 the CID), with the session's Time2Wait and
@@ -77,16 +97,17 @@ def dropped_async(c: Connection, cid: int) -> None:
     assert msg.u16(42) > 0, f"Time2Retain {msg.u16(42)}: the tasks would not wait for reassignment"
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_lost_connections_write_is_reassigned_and_completes(erl2: set[int], layout: str) -> None:
+@pytest.mark.parametrize("layout", RECOVERY)
+def test_a_lost_connections_write_is_reassigned_and_completes(
+    erl2: set[int], layout: str, request: pytest.FixtureRequest
+) -> None:
     """ERL 2, a session of two connections: a WRITE on the first holds an
     R2T when that connection is lost (a TCP reset). Through the other, the
     initiator logs the lost one out for recovery and reassigns the task
     (TASK REASSIGN, ExpDataSN 0: from the first R2T); the target asks
     again for the data there, the WRITE ends GOOD on the new connection
     and the data reads back. Offloaded as on stock."""
-    link, _ = LAYOUTS[layout]
-    lead, second = Connection(link.tgt_ip), Connection(link.tgt_ip)
+    lead, second = connect(request, layout)
     try:
         keys = lead.login(PDU_INITIATOR, IQN, Params(max_connections=2, erl=2, time2retain=20,
                                                      immediate_data=False, initial_r2t=True))  # fmt: skip
@@ -94,7 +115,8 @@ def test_a_lost_connections_write_is_reassigned_and_completes(erl2: set[int], la
         assert listed_within({0}), f"LIO does not list the lead's session: {session_cids()}"
         second.join(lead, PDU_INITIATOR, IQN, cid=1)
         assert listed_within({0, 1}), f"LIO does not list both connections: {session_cids()}"
-        assert (offloaded(lead), offloaded(second)) == (link is OFF, link is OFF)
+        got = [adapter(c) for c in (lead, second)]
+        assert got == expected_adapters(layout), f"{layout}: adapters {got}"
         try:
             second.scsi_read(0, 1)  # a new session's UNIT ATTENTION, if any, goes to a plain command
         except ScsiError as e:
@@ -124,19 +146,22 @@ def test_a_lost_connections_write_is_reassigned_and_completes(erl2: set[int], la
         second.close()
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_lost_connections_read_is_reassigned_and_sent_again(erl2: set[int], layout: str) -> None:
+@pytest.mark.parametrize("layout", RECOVERY)
+def test_a_lost_connections_read_is_reassigned_and_sent_again(
+    erl2: set[int], layout: str, request: pytest.FixtureRequest
+) -> None:
     """ERL 2: a READ answered on the first connection, its status not yet
     acknowledged, when that connection is lost. Reassigned through the
     other from DataSN 0, the READ's data and status come again on the new
     connection, the data as written. Offloaded as on stock."""
-    link, _ = LAYOUTS[layout]
-    lead, second = Connection(link.tgt_ip), Connection(link.tgt_ip)
+    lead, second = connect(request, layout)
     try:
         lead.login(PDU_INITIATOR, IQN, Params(max_connections=2, erl=2, time2retain=20, max_recv_dlen=4096))
         assert listed_within({0}), f"LIO does not list the lead's session: {session_cids()}"
         second.join(lead, PDU_INITIATOR, IQN, cid=1)
         assert listed_within({0, 1}), f"LIO does not list both connections: {session_cids()}"
+        got = [adapter(c) for c in (lead, second)]
+        assert got == expected_adapters(layout), f"{layout}: adapters {got}"
         data = os.urandom(LBAS * 512)
         try:
             second.scsi_write(96, data)

@@ -4,7 +4,8 @@ logs a session in with MaxConnections 2 and joins a second connection to
 it, through the offloaded portal or the stock one. Commands go out on both
 connections in one CmdSN order, each write read back through the other
 connection; one connection logs out alone and the session goes on through
-the other. Offloaded sessions must behave as stock ones do.
+the other. Offloaded sessions must behave as stock ones do, also when
+two adapters carry one session's connections.
 
 A session does not mix transports: LIO sizes a session's command tags by
 the transport of its first connection, so an offloaded connection asking
@@ -28,7 +29,15 @@ from cxgbit_ext import topology
 from iscsi_initiator.session import Connection, LoginError, Params
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, connection_lines, dmesg_since, kmsg_mark, offloaded_target
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    adapter_of,
+    connection_lines,
+    dmesg_since,
+    kmsg_mark,
+    offloaded_target,
+)
 from .test_upstream_patches import reproducer
 
 IQN = "iqn.2026-11.org.cxgbit-ext:mcs"
@@ -76,6 +85,12 @@ def offloaded(c: Connection) -> bool:
     host, port = c.sock.getsockname()[:2]
     sides = (f"{host}:{port} ", f"[::ffff:{host}]:{port} ")
     return any(ln.startswith(sides) for ln in connection_lines())
+
+
+def adapter(c: Connection) -> str | None:
+    """The adapter of c's offloaded connection, None when it is stock."""
+    host, port = c.sock.getsockname()[:2]
+    return adapter_of(f"{host}:{port}") or adapter_of(f"[::ffff:{host}]:{port}")
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -147,6 +162,49 @@ def test_a_session_of_four_connections(mcs_target: None, layout: str) -> None:
     finally:
         for c in conns:
             c.close()
+
+
+@pytest.fixture
+def soft1(mcs_target: None) -> Iterator[None]:
+    """A second software adapter, serving tgt1: the portal is then offloaded
+    on both links, each by its own adapter."""
+    d = CFS / "adapters/soft1"
+    d.mkdir()
+    try:
+        (d / "netdev").write_text(STOCK.tgt_dev)
+        yield
+    finally:
+        d.rmdir()
+
+
+def test_a_session_over_two_adapters(soft1: None) -> None:
+    """One session whose connections are offloaded by two adapters (soft0 on
+    tgt0, soft1 on tgt1): both join, each write is read back through the
+    other adapter's connection, the second leaves alone and the session
+    goes on over the first."""
+    lead, second = Connection(OFF.tgt_ip), Connection(STOCK.tgt_ip)
+    try:
+        lead.login(PDU_INITIATOR, IQN, Params(max_connections=2, header_digest="CRC32C", data_digest="CRC32C"))
+        assert listed_within({0}), f"LIO does not list the lead's session: {session_cids()}"
+        second.join(lead, PDU_INITIATOR, IQN, cid=1)
+        assert listed_within({0, 1}), f"LIO does not list both connections in the session: {session_cids()}"
+        got = [adapter(c) for c in (lead, second)]
+        assert got == ["soft0", "soft1"], f"adapters {got}: {connection_lines()}"
+        for i in range(ROUNDS):
+            w, r = (lead, second) if i % 2 == 0 else (second, lead)
+            data = os.urandom(LBAS * 512)
+            w.scsi_write(i * LBAS, data)
+            assert r.scsi_read(i * LBAS, LBAS) == data, f"round {i}"
+        assert second.logout(reason=1, close=False) == 0
+        assert second.closed_by_peer(), "the target kept the logged-out connection open"
+        assert listed_within({0}), f"LIO still lists CID 1: {session_cids()}"
+        data = os.urandom(LBAS * 512)
+        lead.scsi_write(ROUNDS * LBAS, data)
+        assert lead.scsi_read(ROUNDS * LBAS, LBAS) == data
+        assert lead.logout() == 0
+    finally:
+        lead.close()
+        second.close()
 
 
 def test_an_offloaded_connection_does_not_join_a_stock_session(mcs_target: None) -> None:
