@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from cxgbit_ext import topology
 from iscsi_initiator.pdu import Op, Pdu, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params, ScsiError
+from testbed import topo
 
 from .conftest import PDU_INITIATOR, target_tpg_params
 from .test_mcs import IQN, LAYOUTS, LBAS, OFF, STOCK, TPG, adapter, listed_within, mcs_target, session_cids, soft1
@@ -187,3 +191,44 @@ def test_a_lost_connections_read_is_reassigned_and_sent_again(
     finally:
         lead.close()
         second.close()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_target_goes_while_a_session_waits_for_reassignment(
+    erl2: set[int], layout: str, request: pytest.FixtureRequest
+) -> None:
+    """ERL 2: a session whose only connection is lost waits up to
+    Time2Retain for the initiator to come back. Deleting the target
+    meanwhile (the ACL's removal waits for its sessions) must end; stock
+    as offloaded. LIO's core, the kernels' own and upstream/'s alike, never
+    ends it: its close of such a session (lio_tpg_close_session) stops the
+    Time2Retain timer, which was to close it, and no connection is left to
+    close it, so the rmdir waits in core_tpg_del_initiator_node_acl for
+    good. The reproducer runs only when chosen (-k target_goes): it leaves
+    the guest with a task that cannot be killed."""
+    if "target_goes" not in request.config.option.keyword:
+        pytest.skip("reproducer of a LIO core hang (the ACL's rmdir never returns): runs with -k target_goes")
+    link, _ = LAYOUTS[layout]
+    iqn = IQN + "-gone"
+    t = topology.Topology(iqn=iqn, backstores=("ramdisk",), lun_size=8 * topology.MiB, portals=(("0.0.0.0", 3262),),
+                          offload=True, acls=(PDU_INITIATOR,), name_prefix="gone")  # fmt: skip
+    with topo.in_netns():
+        topology.create(t)
+    tpg = TPG.parent.parent / iqn / "tpgt_1"
+    (tpg / "param/ErrorRecoveryLevel").write_text("2")
+    (tpg / "acls" / PDU_INITIATOR / "attrib/default_erl").write_text("2")
+    c = Connection(link.tgt_ip, 3262)
+    keys = c.login(PDU_INITIATOR, iqn, Params(erl=2, time2retain=20))
+    assert keys.get("ErrorRecoveryLevel") == "2", keys
+    assert (adapter(c) is not None) == (link is OFF)
+    c.reset()
+    time.sleep(2)
+    gone = threading.Event()
+
+    def delete() -> None:
+        with topo.in_netns():
+            topology.delete(iqn)
+        gone.set()
+
+    threading.Thread(target=delete, daemon=True).start()
+    assert gone.wait(60), f"{layout}: deleting the target still waits 60 s on (Time2Retain 20 s)"
