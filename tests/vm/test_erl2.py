@@ -38,12 +38,23 @@ from iscsi_initiator.session import Connection, Params, ScsiError
 from testbed import topo
 
 from .conftest import PDU_INITIATOR, target_tpg_params
-from .test_mcs import IQN, LAYOUTS, LBAS, OFF, STOCK, TPG, adapter, listed_within, mcs_target, session_cids, soft1
+from .test_mcs import (
+    ADAPTERS,
+    IQN,
+    LAYOUTS,
+    LBAS,
+    OFF,
+    SESSIONS,
+    TPG,
+    adapter,
+    connect,
+    listed_within,
+    mcs_target,
+    session_cids,
+    soft1,
+)
 
 __all__ = ["mcs_target", "soft1"]  # the fixtures, used by name
-# where each connection logs in, as test_mcs's, and recovery onto another
-# adapter: the lead on soft0 (tgt0), the second on soft1 (tgt1)
-RECOVERY = {**LAYOUTS, "two adapters": (OFF, STOCK)}
 TASK_REASSIGN = 8  # RFC 7143 11.5.1
 LOGOUT_FOR_RECOVERY = 2
 # What LIO answers a TASK REASSIGN it carries out: "Function complete" (0),
@@ -79,19 +90,6 @@ def recv_until(c: Connection, want: Callable[[Pdu], bool], what: str) -> Pdu:
     return p
 
 
-def connect(request: pytest.FixtureRequest, layout: str) -> tuple[Connection, Connection]:
-    """The lead's and the second connection of ``layout``, soft1 made for
-    the two adapters' one; their adapters are checked once they are in."""
-    lead_link, join_link = RECOVERY[layout]
-    if lead_link is not join_link:
-        request.getfixturevalue("soft1")
-    return Connection(lead_link.tgt_ip), Connection(join_link.tgt_ip)
-
-
-def expected_adapters(layout: str) -> list[str | None]:
-    return {"stock": [None, None], "offloaded": ["soft0", "soft0"], "two adapters": ["soft0", "soft1"]}[layout]
-
-
 def dropped_async(c: Connection, cid: int) -> None:
     """The Async Message on c that says the target dropped connection cid
     (AsyncEvent 2, Parameter1 the CID), with the session's Time2Wait and
@@ -101,7 +99,7 @@ def dropped_async(c: Connection, cid: int) -> None:
     assert msg.u16(42) > 0, f"Time2Retain {msg.u16(42)}: the tasks would not wait for reassignment"
 
 
-@pytest.mark.parametrize("layout", RECOVERY)
+@pytest.mark.parametrize("layout", SESSIONS)
 def test_a_lost_connections_write_is_reassigned_and_completes(
     erl2: set[int], layout: str, request: pytest.FixtureRequest
 ) -> None:
@@ -120,7 +118,7 @@ def test_a_lost_connections_write_is_reassigned_and_completes(
         second.join(lead, PDU_INITIATOR, IQN, cid=1)
         assert listed_within({0, 1}), f"LIO does not list both connections: {session_cids()}"
         got = [adapter(c) for c in (lead, second)]
-        assert got == expected_adapters(layout), f"{layout}: adapters {got}"
+        assert got == ADAPTERS[layout], f"{layout}: adapters {got}"
         try:
             second.scsi_read(0, 1)  # a new session's UNIT ATTENTION, if any, goes to a plain command
         except ScsiError as e:
@@ -150,7 +148,7 @@ def test_a_lost_connections_write_is_reassigned_and_completes(
         second.close()
 
 
-@pytest.mark.parametrize("layout", RECOVERY)
+@pytest.mark.parametrize("layout", SESSIONS)
 def test_a_lost_connections_read_is_reassigned_and_sent_again(
     erl2: set[int], layout: str, request: pytest.FixtureRequest
 ) -> None:
@@ -165,7 +163,7 @@ def test_a_lost_connections_read_is_reassigned_and_sent_again(
         second.join(lead, PDU_INITIATOR, IQN, cid=1)
         assert listed_within({0, 1}), f"LIO does not list both connections: {session_cids()}"
         got = [adapter(c) for c in (lead, second)]
-        assert got == expected_adapters(layout), f"{layout}: adapters {got}"
+        assert got == ADAPTERS[layout], f"{layout}: adapters {got}"
         data = os.urandom(LBAS * 512)
         try:
             second.scsi_write(96, data)

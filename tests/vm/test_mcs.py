@@ -46,6 +46,10 @@ LBAS = 16  # 8 KiB per command
 ROUNDS = 8
 # where each connection logs in: the lead's link, the joining one's
 LAYOUTS = {"stock": (STOCK, STOCK), "offloaded": (OFF, OFF)}
+# and a session over two adapters: the lead on soft0 (tgt0), the second
+# on soft1 (tgt1); each layout's adapters, lead first (None: stock)
+SESSIONS = {**LAYOUTS, "two adapters": (OFF, STOCK)}
+ADAPTERS = {"stock": [None, None], "offloaded": ["soft0", "soft0"], "two adapters": ["soft0", "soft1"]}
 
 
 TPG = Path("/sys/kernel/config/target/iscsi") / IQN / "tpgt_1"
@@ -79,25 +83,41 @@ def listed_within(cids: set[int], seconds: float = 10) -> bool:
     return True
 
 
-def offloaded(c: Connection) -> bool:
-    """c is listed among the offloaded connections (by its initiator side,
-    v4-mapped where the portal is dual-stack)."""
-    host, port = c.sock.getsockname()[:2]
-    sides = (f"{host}:{port} ", f"[::ffff:{host}]:{port} ")
-    return any(ln.startswith(sides) for ln in connection_lines())
-
-
 def adapter(c: Connection) -> str | None:
-    """The adapter of c's offloaded connection, None when it is stock."""
+    """The adapter of c's offloaded connection (by its initiator side,
+    v4-mapped where the portal is dual-stack), None when it is stock."""
     host, port = c.sock.getsockname()[:2]
     return adapter_of(f"{host}:{port}") or adapter_of(f"[::ffff:{host}]:{port}")
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.fixture
+def soft1(mcs_target: None) -> Iterator[None]:
+    """A second software adapter, serving tgt1: the portal is then offloaded
+    on both links, each by its own adapter."""
+    d = CFS / "adapters/soft1"
+    d.mkdir()
+    try:
+        (d / "netdev").write_text(STOCK.tgt_dev)
+        yield
+    finally:
+        d.rmdir()
+
+
+def connect(request: pytest.FixtureRequest, layout: str) -> tuple[Connection, Connection]:
+    """The lead's and the second connection of a SESSIONS layout, soft1
+    made for the two adapters' one."""
+    lead_link, join_link = SESSIONS[layout]
+    if lead_link is not join_link:
+        request.getfixturevalue("soft1")
+    return Connection(lead_link.tgt_ip), Connection(join_link.tgt_ip)
+
+
+@pytest.mark.parametrize("layout", SESSIONS)
 @pytest.mark.parametrize("digests", ["None", "CRC32C"])
-def test_a_session_of_two_connections(mcs_target: None, layout: str, digests: str) -> None:
-    lead_link, join_link = LAYOUTS[layout]
-    lead, second = Connection(lead_link.tgt_ip), Connection(join_link.tgt_ip)
+def test_a_session_of_two_connections(
+    mcs_target: None, layout: str, digests: str, request: pytest.FixtureRequest
+) -> None:
+    lead, second = connect(request, layout)
     try:
         keys = lead.login(PDU_INITIATOR, IQN, Params(max_connections=2, header_digest=digests, data_digest=digests))
         assert keys.get("MaxConnections") == "2", keys
@@ -105,8 +125,8 @@ def test_a_session_of_two_connections(mcs_target: None, layout: str, digests: st
         assert listed_within({0}), f"LIO does not list the lead's session: {session_cids()}"
         second.join(lead, PDU_INITIATOR, IQN, cid=1)
         assert listed_within({0, 1}), f"LIO does not list both connections in the session: {session_cids()}"
-        got = (offloaded(lead), offloaded(second))
-        assert got == (lead_link is OFF, join_link is OFF), f"{layout}: offloaded {got}: {connection_lines()}"
+        got = [adapter(c) for c in (lead, second)]
+        assert got == ADAPTERS[layout], f"{layout}: adapters {got}: {connection_lines()}"
         # one CmdSN order over both: each write read back through the other
         for i in range(ROUNDS):
             w, r = (lead, second) if i % 2 == 0 else (second, lead)
@@ -145,7 +165,7 @@ def test_a_session_of_four_connections(mcs_target: None, layout: str) -> None:
         for cid in (1, 2, 3):
             conns[cid].join(conns[0], PDU_INITIATOR, IQN, cid=cid)
             assert listed_within(set(range(cid + 1))), f"after CID {cid} joined, LIO lists {session_cids()}"
-        assert [offloaded(c) for c in conns] == [link is OFF] * 4, f"{layout}: {connection_lines()}"
+        assert [adapter(c) for c in conns] == ADAPTERS[layout][:1] * 4, f"{layout}: {connection_lines()}"
         for i in range(ROUNDS):
             w, r = conns[i % 4], conns[(i + 1) % 4]
             data = os.urandom(LBAS * 512)
@@ -162,49 +182,6 @@ def test_a_session_of_four_connections(mcs_target: None, layout: str) -> None:
     finally:
         for c in conns:
             c.close()
-
-
-@pytest.fixture
-def soft1(mcs_target: None) -> Iterator[None]:
-    """A second software adapter, serving tgt1: the portal is then offloaded
-    on both links, each by its own adapter."""
-    d = CFS / "adapters/soft1"
-    d.mkdir()
-    try:
-        (d / "netdev").write_text(STOCK.tgt_dev)
-        yield
-    finally:
-        d.rmdir()
-
-
-def test_a_session_over_two_adapters(soft1: None) -> None:
-    """One session whose connections are offloaded by two adapters (soft0 on
-    tgt0, soft1 on tgt1): both join, each write is read back through the
-    other adapter's connection, the second leaves alone and the session
-    goes on over the first."""
-    lead, second = Connection(OFF.tgt_ip), Connection(STOCK.tgt_ip)
-    try:
-        lead.login(PDU_INITIATOR, IQN, Params(max_connections=2, header_digest="CRC32C", data_digest="CRC32C"))
-        assert listed_within({0}), f"LIO does not list the lead's session: {session_cids()}"
-        second.join(lead, PDU_INITIATOR, IQN, cid=1)
-        assert listed_within({0, 1}), f"LIO does not list both connections in the session: {session_cids()}"
-        got = [adapter(c) for c in (lead, second)]
-        assert got == ["soft0", "soft1"], f"adapters {got}: {connection_lines()}"
-        for i in range(ROUNDS):
-            w, r = (lead, second) if i % 2 == 0 else (second, lead)
-            data = os.urandom(LBAS * 512)
-            w.scsi_write(i * LBAS, data)
-            assert r.scsi_read(i * LBAS, LBAS) == data, f"round {i}"
-        assert second.logout(reason=1, close=False) == 0
-        assert second.closed_by_peer(), "the target kept the logged-out connection open"
-        assert listed_within({0}), f"LIO still lists CID 1: {session_cids()}"
-        data = os.urandom(LBAS * 512)
-        lead.scsi_write(ROUNDS * LBAS, data)
-        assert lead.scsi_read(ROUNDS * LBAS, LBAS) == data
-        assert lead.logout() == 0
-    finally:
-        lead.close()
-        second.close()
 
 
 def test_an_offloaded_connection_does_not_join_a_stock_session(mcs_target: None) -> None:
