@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from rtslib_fb import FabricModule
 
 from cxgbit_ext import topology
 from iscsi_initiator.pdu import Op, Pdu, data_out, scsi_command
@@ -191,42 +192,64 @@ def test_a_lost_connections_read_is_reassigned_and_sent_again(
         second.close()
 
 
+# How a session that waits out Time2Retain is ended by the target's side:
+# its target deleted (rtslib disables the TPG first), its ACL deleted with
+# the TPG enabled, or a fresh login of the same ISID reinstating it (then
+# the target deleted).
+ENDINGS = ("target deleted", "acl deleted", "reinstated")
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_target_goes_while_a_session_waits_for_reassignment(
-    erl2: set[int], layout: str, request: pytest.FixtureRequest
+    mcs_target: None, request: pytest.FixtureRequest, lio_core: str, layout: str, ending: str
 ) -> None:
     """ERL 2: a session whose only connection is lost waits up to
-    Time2Retain for the initiator to come back. Deleting the target
-    meanwhile (the ACL's removal waits for its sessions) must end; stock
-    as offloaded. LIO's core, the kernels' own and upstream/'s alike, never
-    ends it: its close of such a session (lio_tpg_close_session) stops the
-    Time2Retain timer, which was to close it, and no connection is left to
-    close it, so the rmdir waits in core_tpg_del_initiator_node_acl for
-    good. The reproducer runs only when chosen (-k target_goes): it leaves
-    the guest with a task that cannot be killed."""
-    if "target_goes" not in request.config.option.keyword:
-        pytest.skip("reproducer of a LIO core hang (the ACL's rmdir never returns): runs with -k target_goes")
+    Time2Retain for the initiator to come back, and only its Time2Retain
+    timer closes it. Each way the target's side ends such a session
+    meanwhile marks it for closing, which makes that timer give up; the
+    session must then be closed there and then, so that deleting its ACL
+    or target ends. Stock as offloaded. The kernels' own core leaves it to
+    no one and the rmdir waits for good (upstream/0010-*): there the case
+    runs only when chosen (-k target_goes), as it leaves a task that
+    cannot be killed."""
+    if lio_core != "patched" and "target_goes" not in request.config.option.keyword:
+        pytest.skip("reproducer of a LIO core hang (upstream/0010-*; the ACL's rmdir never returns "
+                    "on the kernel's own core): runs with --patched-lio, or with -k target_goes")  # fmt: skip
     link, _ = LAYOUTS[layout]
-    iqn = IQN + "-gone"
-    t = topology.Topology(iqn=iqn, backstores=("ramdisk",), lun_size=8 * topology.MiB, portals=(("0.0.0.0", 3262),),
-                          offload=True, acls=(PDU_INITIATOR,), name_prefix="gone")  # fmt: skip
+    # a target and port of each case's own: on the kernel's core a failed
+    # case leaves its target behind for good
+    n = ENDINGS.index(ending) + len(ENDINGS) * list(LAYOUTS).index(layout)
+    iqn, port = f"{IQN}-gone{n}", 3262 + n
+    t = topology.Topology(iqn=iqn, backstores=("ramdisk",), lun_size=8 * topology.MiB, portals=(("0.0.0.0", port),),
+                          offload=True, acls=(PDU_INITIATOR,), name_prefix=f"gone{n}")  # fmt: skip
     with topo.in_netns():
         topology.create(t)
     tpg = TPG.parent.parent / iqn / "tpgt_1"
     (tpg / "param/ErrorRecoveryLevel").write_text("2")
     (tpg / "acls" / PDU_INITIATOR / "attrib/default_erl").write_text("2")
-    c = Connection(link.tgt_ip, 3262)
+    c = Connection(link.tgt_ip, port)
     keys = c.login(PDU_INITIATOR, iqn, Params(erl=2, time2retain=20))
     assert keys.get("ErrorRecoveryLevel") == "2", keys
     assert (adapter(c) is not None) == (link is OFF)
     c.reset()
     time.sleep(2)
+    again = None
+    if ending == "reinstated":
+        again = Connection(link.tgt_ip, port)
+        again.isid = c.isid  # TSIH 0: a new session in place of the waiting one
+        again.login(PDU_INITIATOR, iqn, Params(erl=2, time2retain=20))
     gone = threading.Event()
 
-    def delete() -> None:
+    def end() -> None:
         with topo.in_netns():
+            if ending == "acl deleted":
+                target = next(t for t in FabricModule("iscsi").targets if t.wwn == iqn)
+                next(a for tp in target.tpgs for a in tp.node_acls if a.node_wwn == PDU_INITIATOR).delete()
             topology.delete(iqn)
         gone.set()
 
-    threading.Thread(target=delete, daemon=True).start()
-    assert gone.wait(60), f"{layout}: deleting the target still waits 60 s on (Time2Retain 20 s)"
+    threading.Thread(target=end, daemon=True).start()
+    assert gone.wait(60), f"{layout}, {ending}: deleting still waits 60 s on (Time2Retain 20 s)"
+    if again is not None:
+        again.close()
