@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import topology
-from iscsi_initiator.session import Connection, LoginError, Params
+from iscsi_initiator.pdu import Op, data_out, scsi_command
+from iscsi_initiator.session import Connection, LoginError, Params, ScsiError
 from testbed import topo
 
 from .conftest import (
@@ -182,6 +184,79 @@ def test_a_session_of_four_connections(mcs_target: None, layout: str) -> None:
     finally:
         for c in conns:
             c.close()
+
+
+@pytest.mark.parametrize("layout", SESSIONS)
+def test_a_data_out_on_another_connection_is_never_placed(
+    mcs_target: None, layout: str, request: pytest.FixtureRequest
+) -> None:
+    """A task's Data-Out belongs on its command's connection (connection
+    allegiance, RFC 7143 6.1.2; only a TASK REASSIGN moves it, test_erl2).
+    A Data-Out answering the R2T of a WRITE on the lead, sent on the other
+    connection, is never placed into the WRITE's buffer. Stock LIO reads
+    and throws its data away ("Unable to locate ITT") and both connections
+    go on: the Data-Out then sent on the lead completes the WRITE with its
+    own data. An offloaded connection ends at a Data-Out whose TTT names no
+    R2T of its own (a protocol error: placement hardware may have written
+    what such a tag named), and at ERL 0 the session with it: the blocks
+    keep what they held."""
+    lead, second = connect(request, layout)
+    lba = 3 * LBAS
+    before, stray, data = (os.urandom(LBAS * 512) for _ in range(3))
+    try:
+        lead.login(PDU_INITIATOR, IQN, Params(max_connections=2, immediate_data=False, initial_r2t=True))
+        assert listed_within({0}), f"LIO does not list the lead's session: {session_cids()}"
+        second.join(lead, PDU_INITIATOR, IQN, cid=1)
+        assert listed_within({0, 1}), f"LIO does not list both connections: {session_cids()}"
+        assert [adapter(c) for c in (lead, second)] == ADAPTERS[layout]
+        try:
+            second.scsi_read(0, 1)  # a new session's UNIT ATTENTION, if any, goes to a plain command
+        except ScsiError as e:
+            assert e.sense_key == 6, e
+        lead.scsi_write(lba, before)
+        itt = lead.next_itt()
+        lead.send(scsi_command(struct.pack(">BBIBHB", 0x2A, 0, lba, 0, LBAS, 0), itt=itt, cmdsn=lead.cmdsn,
+                               expstatsn=lead.expstatsn, write_len=LBAS * 512))  # fmt: skip
+        lead.cmdsn += 1
+        lead.sock.settimeout(15)
+        r2t = lead.recv()
+        assert (r2t.opcode, r2t.itt) == (Op.R2T, itt), f"waiting for the WRITE's R2T: got {r2t!r}"
+        second.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=second.expstatsn, datasn=0, offset=0, data=stray,
+                             final=True))  # fmt: skip
+        if ADAPTERS[layout][1] is not None:
+            assert second.closed_by_peer(), f"{layout}: the stray Data-Out's connection goes on"
+            lead.close()
+            fresh = Connection(SESSIONS[layout][0].tgt_ip)
+            fresh.login(PDU_INITIATOR, IQN)
+            try:
+                got = read_past_unit_attention(fresh, lba)
+            finally:
+                fresh.close()
+            assert got != stray, f"{layout}: the stray Data-Out was placed into the WRITE"
+            assert got == before, f"{layout}: the blocks changed"
+            return
+        # the other connection goes on: a command after the stray PDU
+        assert len(second.scsi_read(0, 1)) == 512, f"{layout}: the connection of the stray Data-Out"
+        lead.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=lead.expstatsn, datasn=0, offset=0, data=data,
+                           final=True))  # fmt: skip
+        rsp = lead.recv()
+        assert (rsp.opcode, rsp.itt, rsp.u8(3)) == (Op.SCSI_RSP, itt, 0), f"{layout}: the WRITE's answer {rsp!r}"
+        got = second.scsi_read(lba, LBAS)
+        assert got != stray, f"{layout}: the stray Data-Out was placed into the WRITE"
+        assert got == data, f"{layout}: the WRITE's data does not read back"
+        assert listed_within({0, 1}), f"{layout}: a connection left the session: {session_cids()}"
+    finally:
+        lead.close()
+        second.close()
+
+
+def read_past_unit_attention(c: Connection, lba: int) -> bytes:
+    """LBAS blocks at lba through c, past a new session's UNIT ATTENTION."""
+    try:
+        return c.scsi_read(lba, LBAS)
+    except ScsiError as e:
+        assert e.sense_key == 6, e
+        return c.scsi_read(lba, LBAS)
 
 
 def test_an_offloaded_connection_does_not_join_a_stock_session(mcs_target: None) -> None:
