@@ -6,6 +6,7 @@
 #   make perf    stock LIO vs offload, two VMs, results + plots in perf/results/
 #   make deb     the Debian packages (debian/) in build/deb/, lintian-clean
 #   make debug-test  the VM suite's kernel paths on KASAN/lockdep/kmemleak kernels
+#   make soak    offloaded sessions under fio verify and chaos, SOAK_MINUTES per kernel
 SHELL := /bin/bash
 TOP := $(CURDIR)
 VENV := $(TOP)/.venv
@@ -20,7 +21,7 @@ VMTESTS ?= tests/vm
 VMTIMEOUT ?= 3000
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm cxgb4-test debug-test perf-deps perf perf-micro deb deb-previous package-test clean
+.PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm cxgb4-test debug-test soak perf-deps perf perf-micro deb deb-previous package-test clean
 
 all: modules
 
@@ -144,6 +145,18 @@ debug-test:
 	done; rc=0; for k in $(DEBUG_KVERS); do \
 		wait $${pids%% *} || rc=1; pids=$${pids#* }; tail -5 $(BUILD)/results/$$k.out; \
 	done; exit $$rc
+
+# The soak with chaos (tests/vm/test_soak.py): offloaded sessions under
+# fio verify for SOAK_MINUTES on each kernel in turn while link flaps,
+# adapter rebinds, offload toggles, TCP resets, iscsid kills, malformed
+# PDUs and SYN floods come at random; its last result is in docs/status.md.
+SOAK_MINUTES ?= 30
+soak: modules
+	@mkdir -p $(BUILD)/results; set -eo pipefail; for k in $(KVERS); do \
+		$(PY) $(TOP)/testbed/run --kernel $$k --timeout $$(( $(SOAK_MINUTES) * 60 + 900 )) \
+			--results $(BUILD)/results/soak-$$k -- tests/vm/test_soak.py --soak-minutes $(SOAK_MINUTES) -s \
+			| tee $(BUILD)/results/soak-$$k.out | grep -E '^soak:|PASS|FAIL'; \
+	done
 
 perf-deps:
 	$(TOP)/scripts/perf-deps

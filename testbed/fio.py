@@ -28,13 +28,18 @@ def run(args: list[str], timeout: float = 600) -> dict[str, Any]:
     """Run fio with ``args`` and return its parsed JSON report."""
     cmd = ["fio", "--output-format=json", *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return parse(cmd, p.returncode, p.stdout, p.stderr)
+
+
+def parse(cmd: list[str], returncode: int, stdout: str, stderr: str) -> dict[str, Any]:
+    """The JSON report of a finished fio run; FioError when it failed."""
     # fio prints verify failures on stderr and may still produce JSON
     try:
-        report: dict[str, Any] = json.loads(p.stdout[p.stdout.find("{") :])
+        report: dict[str, Any] = json.loads(stdout[stdout.find("{") :])
     except ValueError as e:
-        raise FioError(f"{' '.join(cmd)}: exit {p.returncode}, no JSON: {p.stderr.strip()[-2000:]}") from e
-    if p.returncode != 0:
-        raise FioError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-2000:]}")
+        raise FioError(f"{' '.join(cmd)}: exit {returncode}, no JSON: {stderr.strip()[-2000:]}") from e
+    if returncode != 0:
+        raise FioError(f"{' '.join(cmd)}: exit {returncode}: {stderr.strip()[-2000:]}")
     return report
 
 

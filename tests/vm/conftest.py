@@ -33,6 +33,10 @@ TOP = Path(__file__).resolve().parents[2]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
+        "--soak-minutes", type=float, default=30,
+        help="test_soak.py (make soak, only when named): how long the sessions run under chaos",
+    )  # fmt: skip
+    parser.addoption(
         "--scale-targets", type=int, default=4,
         help="test_scale: the larger number of targets (x 16 LUNs); make test uses 4, docs/usage.md's figures 64",
     )  # fmt: skip
