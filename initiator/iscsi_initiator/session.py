@@ -100,10 +100,12 @@ def _yn(b: bool) -> str:
 
 
 class _SessionSN:
-    """The CmdSN a session's connections number their commands from."""
+    """What a session's connections number their tasks from: the CmdSN,
+    and the Initiator Task Tags, which are unique in the session."""
 
     def __init__(self) -> None:
         self.cmdsn = 1
+        self.itt = 0x1000
 
 
 class Connection:
@@ -123,7 +125,6 @@ class Connection:
         self.cid = 0
         self._sn = _SessionSN()
         self.expstatsn = 0
-        self.itt = 0x1000
         self.target_keys: dict[str, str] = {}
 
     @property
@@ -133,6 +134,14 @@ class Connection:
     @cmdsn.setter
     def cmdsn(self, value: int) -> None:
         self._sn.cmdsn = value
+
+    @property
+    def itt(self) -> int:
+        return self._sn.itt
+
+    @itt.setter
+    def itt(self, value: int) -> None:
+        self._sn.itt = value
 
     # -- plumbing --------------------------------------------------------
     def _recv_exact(self, n: int) -> bytes:
@@ -285,7 +294,7 @@ class Connection:
 
     def join(self, lead: Connection, initiator: str, target: str, cid: int) -> dict[str, str]:
         """Log in as connection ``cid`` of ``lead``'s session (MC/S): its
-        ISID and TSIH, the CmdSN it numbers commands from, the session's
+        ISID and TSIH, the CmdSN and task tags it numbers commands from, the session's
         keys as ``lead`` negotiated them; this connection's own keys (its
         digests, MaxRecvDataSegmentLength) offered as ``lead``'s were.
         Returns the keys the target sent."""
