@@ -98,7 +98,7 @@ fuzz-vm: modules
 	$(PY) $(TOP)/testbed/run --kernel $(firstword $(KVERS)) --timeout 1800 \
 		--results $(BUILD)/fuzz -- $(if $(filter patched,$(FUZZ_LIO)),tests/vm/test_upstream_patches.py) \
 		tests/vm/test_pdu_fuzz.py --lio-fuzz \
-		$(if $(filter patched,$(FUZZ_LIO)),--patched-lio) \
+		$(if $(filter patched,$(FUZZ_LIO)),--patched-lio --fuzz-erl 2) \
 		--fuzz-seed $$(od -An -N4 -tu4 /dev/urandom) $(FUZZ_ARGS)
 
 # The cxgb4 backend on the test-only cxgb4 stand-in, every kernel with

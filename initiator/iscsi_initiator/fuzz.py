@@ -31,6 +31,12 @@ Payload bytes all have an opcode no initiator sends in their low six bits:
 when a target reads part of a data segment as a header (because it refused
 the PDU and did not consume its data), it meets a foreign opcode and drops
 the connection instead of running our data as commands.
+
+At ``Limits.erl`` 1 and above the session recovers instead of ending: a
+SNACK is no protocol error there but a request the target answers, so
+SNACKs become a kind of PDU of their own (Data/R2T, Status, DataACK and
+R-Data SNACKs for recent tasks and StatSNs) and leave the fatal mutations,
+and TMFs include TASK REASSIGN of recent tasks.
 """
 
 from __future__ import annotations
@@ -71,6 +77,7 @@ AHS_TYPE_ECDB = 1
 _DESYNC = bytes((b & 0xC0) | 0x20 | (b & 0x1F) for b in range(256))
 
 KINDS: dict[str, float] = {"nop": 18, "read": 16, "write": 16, "cdb": 10, "text": 6, "tmf": 6, "data_out": 14}
+SNACK_WEIGHT = 8  # the "snack" kind's, at ERL 1 and above
 MUTATIONS: dict[str, float] = {"flags": 26, "itt": 12, "cmdsn": 10, "expstatsn": 6, "field": 20, "dlen": 10, "ahs": 4}
 FATAL: dict[str, float] = {
     "foreign_opcode": 4, "login": 1, "snack": 2, "logout": 1, "short_data": 2, "long_data": 1,
@@ -118,6 +125,9 @@ class Limits:
     # 6.1 down on both (a command freed with its timer armed); False leaves
     # framing only, of NOP, SCSI, Text and Data-Out PDUs.
     semantic: bool = True
+    # The session's ErrorRecoveryLevel: at 1 and above SNACKs are requests,
+    # not protocol errors (see the module's docstring).
+    erl: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,10 +155,13 @@ class PduFuzzer:
         self.recent: list[int] = []  # ITTs of the last SCSI commands made
         keep = FRAMING if not self.limits.semantic else set(MUTATIONS) | set(FATAL)
         self.mutations = {k: w for k, w in MUTATIONS.items() if k in keep}
-        self.fatal = {k: w for k, w in FATAL.items() if k in keep}
+        recovers = self.limits.erl >= 1
+        self.fatal = {k: w for k, w in FATAL.items() if k in keep and not (recovers and k == "snack")}
         # task management is meaning too: LUN RESET and the task-set TMFs amid
         # the drops and reconnects of a fuzz run also bring LIO's core down
         self.kinds = {k: w for k, w in KINDS.items() if self.limits.semantic or k != "tmf"}
+        if recovers:
+            self.kinds["snack"] = SNACK_WEIGHT
 
     # -- pieces -------------------------------------------------------------
     def payload(self, n: int) -> bytes:
@@ -178,6 +191,8 @@ class PduFuzzer:
             ref = rng.choice(self.recent) if self.recent and rng.random() < 0.7 else self._u32()
             return tmf_request(function=function, itt=s.next_itt(), cmdsn=s.cmdsn, expstatsn=s.expstatsn,
                                lun=lim.lun, ref_itt=ref, ref_cmdsn=s.cmdsn - 1)  # fmt: skip
+        if kind == "snack":
+            return self._snack(s)
         if kind == "data_out":
             itt = rng.choice(self.recent) if self.recent and rng.random() < 0.6 else self._u32()
             data = self.payload(rng.choice([0, 1, 512, 4096, 8192]))
@@ -200,6 +215,33 @@ class PduFuzzer:
             p = scsi_command(cdb, itt=itt, cmdsn=s.cmdsn, expstatsn=s.expstatsn, lun=lim.lun,
                              read_len=rng.choice([0, 8, 36, 96, 512, 4096]))  # fmt: skip
         s.cmdsn += 1  # a non-immediate command takes a CmdSN
+        return p
+
+    def _snack(self, s: Session) -> Pdu:
+        """A SNACK as a recovering initiator sends one (RFC 7143 11.16):
+        Data/R2T or R-Data for runs near the start of a recent task,
+        Status for StatSNs just before ExpStatSN (some acknowledged, some
+        not), DataACK with a TTT of its own making; now and then a run
+        past anything sent."""
+        rng = self.rng
+        p = Pdu()
+        p.opcode = Op.SNACK
+        kind = rng.choice([0, 0, 0, 1, 1, 2, 3])
+        p.flags = 0x80 | kind
+        p.lun = self.limits.lun << 48
+        p.expstatsn = s.expstatsn
+        p.ttt = RSVD_TAG
+        if kind in (0, 3):  # Data/R2T, R-Data: a task's DataSNs or R2TSNs
+            p.itt = rng.choice(self.recent) if self.recent else self._u32()
+            begrun, runlength = rng.choice([0, 0, 1, 2, 3, 64]), rng.choice([0, 0, 1, 2])
+        elif kind == 1:  # Status: StatSNs
+            p.itt = RSVD_TAG
+            begrun, runlength = (s.expstatsn - rng.choice([1, 2, 3, 8])) & 0xFFFFFFFF, rng.choice([0, 1, 2])
+        else:  # DataACK: ITT reserved, the TTT of the Data-In that asked for it
+            p.itt, p.ttt = RSVD_TAG, rng.choice([self._u32(), 0, 1])
+            begrun, runlength = rng.choice([0, 1, 2]), 0
+        p.set_u32(40, begrun)
+        p.set_u32(44, runlength)
         return p
 
     # -- what makes it malformed --------------------------------------------

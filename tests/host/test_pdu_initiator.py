@@ -435,3 +435,24 @@ def test_recv_task_refuses_another_tasks_pdu(wired: tuple[Connection, socket.soc
     target.sendall(data_in(0x77, 0, 0, b"x" * 512).encode())
     with pytest.raises(ProtocolError, match="0x00000077"):
         c.recv_task(0x76)
+
+
+def test_a_recovering_session_gets_snacks_as_requests() -> None:
+    """At ErrorRecoveryLevel 1 and above a SNACK is a request (a kind of
+    PDU, each SNACK type, no fatal mutation), at 0 only a fatal mutation."""
+
+    def run(erl: int) -> list[Fuzzed]:
+        s, f = FakeSession(False, False), PduFuzzer(random.Random(17), dataclasses.replace(LIM, erl=erl))
+        return [f.next(s) for _ in range(10000)]
+
+    at0, at1 = run(0), run(1)
+    assert not [f for f in at0 if f.kind == "snack"]
+    assert all(f.fatal for f in at0 if f.pdu.opcode == Op.SNACK and "snack" in f.mutations)
+    snacks = [f for f in at1 if f.kind == "snack"]
+    # those whose mutations leave the type and runs alone (not flags, field)
+    plain = [f for f in snacks if set(f.mutations) <= {"itt", "cmdsn", "expstatsn", "dlen", "ahs"}]
+    assert {f.pdu.flags & 0x0F for f in plain} == {0, 1, 2, 3}
+    assert not [f for f in at1 if "snack" in f.mutations and f.fatal and f.mutations[-1] == "snack"]
+    # Data/R2T runs begin near the task's start, unless a mutation moved them
+    assert all(f.pdu.u32(40) <= 64 for f in plain if f.pdu.flags & 0x0F == 0)
+    assert len([f for f in plain if f.pdu.flags & 0x0F == 0]) > 50

@@ -70,6 +70,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="test_conformance.py: seconds one iscsi-test-cu run may take before it fails, naming where it was",
     )  # fmt: skip
     parser.addoption(
+        "--fuzz-erl", type=int, default=0,
+        help="test_pdu_fuzz.py: also fuzz sessions of two connections at this ErrorRecoveryLevel (make fuzz-vm: 2)",
+    )  # fmt: skip
+    parser.addoption(
         "--fuzz-semantic", action="store_true",
         help="test_pdu_fuzz.py: mutations of meaning (CmdSN, ITT, flags, TMFs, ...) besides those of framing",
     )  # fmt: skip

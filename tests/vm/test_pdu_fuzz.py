@@ -61,7 +61,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 
 from . import c4sim, shares
 from . import test_pdu_suite as suite
-from .conftest import PDU_INITIATOR, PDU_IQN, soft0_counters
+from .conftest import PDU_INITIATOR, PDU_IQN, soft0_counters, target_tpg_params
 
 background_fio = suite.background_fio
 
@@ -94,6 +94,8 @@ def dual_target(iscsid: None, module_ko: Path, kver: str, request: pytest.Fixtur
 # the data of a PDU it refused as the next PDUs, see
 # test_pdu_suite.STOCK_DEVIATIONS).
 FUZZ_PDUS = 10_000
+# in sessions of two connections each connection lost costs two logins
+RECOVERY_FUZZ_PDUS = 4_000
 STUCK_AFTER_S = 600.0
 WINDOW = 16  # PDUs sent back to back before a ping
 PING_TIMEOUT = 2.0  # s: a ping unanswered this long means the connection is stuck
@@ -120,6 +122,7 @@ class Lost(Exception):
 class FuzzRun:
     path: str
     seed: int
+    count: int = FUZZ_PDUS  # PDUs to send
     sent: int = 0
     reconnects: int = 0
     lost: int = 0  # connections that ended other than by our logout
@@ -136,7 +139,7 @@ class FuzzRun:
             return ", ".join(f"{k} {v}" for k, v in c.most_common()) or "none"
 
         return [
-            f"{self.path}: seed {self.seed}: {self.sent} of {FUZZ_PDUS} PDUs in {elapsed:.0f} s, "
+            f"{self.path}: seed {self.seed}: {self.sent} of {self.count} PDUs in {elapsed:.0f} s, "
             f"{self.reconnects} reconnects, {self.lost} connections lost, {self.r2ts_answered} R2Ts answered",
             f"{self.path}:   logins: {self.login_s:.0f} s for {self.reconnects + 1}, {self.login_retries} retried",
             f"{self.path}:   PDU kinds: {fmt(self.kinds)}",
@@ -161,10 +164,12 @@ def answer_class(rsp: Pdu) -> str:
 
 
 class Fuzzing:
-    def __init__(self, path: str, seed: int, semantic: bool, stock_limits: Limits = STOCK_LIMITS) -> None:
+    def __init__(self, path: str, seed: int, semantic: bool, stock_limits: Limits = STOCK_LIMITS, erl: int = 0) -> None:
         self.path = path
-        self.run = FuzzRun(path, seed)
-        limits = dataclasses.replace(LIMITS if path == "offload" else stock_limits, semantic=semantic)
+        self.erl = erl
+        self.isid = b""  # the session's, at ERL 1 and above: each new one reinstates it
+        self.run = FuzzRun(path, seed, RECOVERY_FUZZ_PDUS if erl else FUZZ_PDUS)
+        limits = dataclasses.replace(LIMITS if path == "offload" else stock_limits, semantic=semantic, erl=erl)
         self.fuzzer = PduFuzzer(random.Random(seed), limits)
         # each login's digests from a stream of their own: the PDUs' stream
         # does not advance with logins
@@ -176,34 +181,48 @@ class Fuzzing:
         results = os.environ.get("CXE_RESULTS")
         self.trace = (Path(results) / f"pdu_fuzz_{path}.trace").open("w") if results else None
 
-    def login(self) -> Connection:
+    def login(self) -> list[Connection]:
         t0 = time.monotonic()
         try:
             return self._login()
         finally:
             self.run.login_s += time.monotonic() - t0
 
-    def _login(self) -> Connection:
+    def _login(self) -> list[Connection]:
+        """A new session: one connection at ERL 0; at ERL 1 and above two
+        (MC/S), the PDUs going to each a window at a time, each new session
+        of the ISID of the one before, as an initiator reinstates its
+        session: the target closes the one it replaces there and then
+        (upstream/0010-*), rather than when its Time2Retain expires, which
+        LIO's core does in the timer's softirq and sleeps there
+        (docs/status.md)."""
         hd, dd = self.digests.choice([("None", "None"), ("CRC32C", "None"), ("None", "CRC32C"), ("CRC32C", "CRC32C")])
+        params = Params(header_digest=hd, data_digest=dd)
+        if self.erl:
+            params = dataclasses.replace(params, erl=self.erl, max_connections=2, time2retain=20)
         err: Exception | None = None
         for attempt in range(5):
             self.run.login_retries += attempt > 0
+            conns: list[Connection] = []
             try:
-                c = Connection(suite.ip_of(self.path), timeout=10)
-            except OSError as e:
-                err = e
-                time.sleep(0.5)
-                continue
-            try:
-                c.login(INITIATOR, PDU_IQN, Params(header_digest=hd, data_digest=dd))
+                conns.append(Connection(suite.ip_of(self.path), timeout=10))
+                if self.erl and self.isid:
+                    conns[0].isid = self.isid
+                conns[0].login(INITIATOR, PDU_IQN, params)
+                self.isid = conns[0].isid
+                if self.erl:
+                    conns.append(Connection(suite.ip_of(self.path), timeout=10))
+                    conns[1].join(conns[0], INITIATOR, PDU_IQN, cid=1)
             except (LoginError, ConnectionClosed, OSError) as e:
-                c.close()
+                for c in conns:
+                    c.close()
                 err = e
                 time.sleep(0.5)
                 continue
-            c.sock.settimeout(PING_TIMEOUT)
+            for c in conns:
+                c.sock.settimeout(PING_TIMEOUT)
             self.writes.clear()
-            return c
+            return conns
         raise AssertionError(f"{self.path}: the target no longer logs us in: {err}")
 
     def send(self, c: Connection, wire: bytes) -> None:
@@ -259,7 +278,7 @@ class Fuzzing:
         c.cmdsn = pong.expcmdsn  # what the target took; commands it refused left no gap
 
     def window(self, c: Connection) -> None:
-        for _ in range(min(WINDOW, FUZZ_PDUS - self.run.sent)):
+        for _ in range(min(WINDOW, self.run.count - self.run.sent)):
             f: Fuzzed = self.fuzzer.next(c)
             if self.trace:
                 hdr = f.wire[: 48 + len(f.pdu.ahs)]
@@ -280,26 +299,31 @@ class Fuzzing:
 
     def fuzz(self) -> FuzzRun:
         deadline = time.monotonic() + STUCK_AFTER_S
-        c = self.login()
-        while self.run.sent < FUZZ_PDUS and time.monotonic() < deadline:
+        conns = self.login()
+        windows = 0
+        while self.run.sent < self.run.count and time.monotonic() < deadline:
             try:
-                self.window(c)
+                self.window(conns[windows % len(conns)])
+                windows += 1
             except Lost as e:
                 if self.trace:
                     self.trace.write(f"-- {e}\n")
                 self.run.lost += 1
                 self.run.endings[str(e)] += 1
-                c.close()
-                c = self.login()
+                for c in conns:
+                    c.close()
+                conns = self.login()
                 self.run.reconnects += 1
         try:
-            self.ping(c)
-            c.sock.settimeout(10)
-            c.logout()
+            for c in reversed(conns):
+                self.ping(c)
+            conns[0].sock.settimeout(10)
+            conns[0].logout()  # the session's, with every connection
             self.run.endings["logged out at the end"] += 1
         except (Lost, ConnectionClosed, OSError) as e:
             self.run.lost += 1
             self.run.endings[f"at the end: {e}"] += 1
+        for c in conns:
             c.close()
         if self.trace:
             self.trace.close()
@@ -310,15 +334,48 @@ class Fuzzing:
 def test_seeded_malformed_pdus(
     path: str, request: pytest.FixtureRequest, background_fio: suite.BackgroundFio, lio_core: str
 ) -> None:
+    seeded_malformed_pdus(path, request, background_fio, lio_core, erl=0)
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("path", ["offload", "stock"])
+def test_seeded_malformed_pdus_in_recovering_sessions(
+    path: str, request: pytest.FixtureRequest, background_fio: suite.BackgroundFio, lio_core: str
+) -> None:
+    """The fuzz in sessions of two connections at ErrorRecoveryLevel
+    --fuzz-erl (make fuzz-vm: 2, on LIO's patched core): SNACKs of every
+    type for recent tasks, TASK REASSIGNs, the windows alternating between
+    the connections."""
+    erl = request.config.getoption("--fuzz-erl")
+    if not erl:
+        pytest.skip("the recovery-level fuzz runs with --fuzz-erl N (make fuzz-vm: 2, on LIO's patched core; "
+                    "the kernels' own oopses in ERL 2 sessions, upstream/0007-*)")  # fmt: skip
+    from rtslib_fb import RTSRoot
+
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
+    tpg.set_attribute("default_erl", str(erl))
+    try:
+        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl), MaxConnections="2"):
+            seeded_malformed_pdus(path, request, background_fio, lio_core, erl=erl)
+    finally:
+        tpg.set_attribute("default_erl", "0")
+
+
+def seeded_malformed_pdus(
+    path: str, request: pytest.FixtureRequest, background_fio: suite.BackgroundFio, lio_core: str, erl: int
+) -> None:
     if path == "stock" and suite.through_chip("offload"):
         pytest.skip("the stock side runs beside soft0's path")
     background_fio.current = request.node.nodeid
     seed = request.config.getoption("--fuzz-seed")
     seed = DEFAULT_SEED if seed is None else seed
     semantic = bool(request.config.getoption("--fuzz-semantic"))
-    Path("/dev/kmsg").write_text(f"cxe-test: pdu fuzz on {path}: seed {seed}, {FUZZ_PDUS} PDUs\n")
+    count = RECOVERY_FUZZ_PDUS if erl else FUZZ_PDUS
+    Path("/dev/kmsg").write_text(f"cxe-test: pdu fuzz on {path}: seed {seed}, {count} PDUs\n")
     print(f"{path}: seed {seed} (--fuzz-seed {seed} replays it)")
     print(f"{path}: mutations of " + ("framing and meaning" if semantic else "framing (--fuzz-semantic adds meaning)"))
+    if erl:
+        print(f"{path}: sessions of two connections at ErrorRecoveryLevel {erl}: SNACKs are requests")
     stock_limits = PATCHED_LIMITS if lio_core == "patched" else STOCK_LIMITS
     if path == "stock" and lio_core == "patched":
         print("stock: LIO's core with upstream/'s patches: every kind of PDU the offloaded path gets")
@@ -331,7 +388,7 @@ def test_seeded_malformed_pdus(
     drops = soft0_counters()["drops"]
 
     t0 = time.monotonic()
-    run = Fuzzing(path, seed, semantic, stock_limits).fuzz()
+    run = Fuzzing(path, seed, semantic, stock_limits, erl).fuzz()
     elapsed = time.monotonic() - t0
     for line in run.lines(elapsed):
         suite.record(line, "pdu_fuzz.txt")
@@ -345,7 +402,7 @@ def test_seeded_malformed_pdus(
         moved = soft0_counters()["drops"] - drops
         # through the cxgb4 stand-in soft0 counts none: the chip's connections are its adapter's
         assert moved <= run.lost, f"soft0 counted {moved} drops for {run.lost} connections lost"
-        assert run.sent == FUZZ_PDUS, (
-            f"stuck: {run.sent} of {FUZZ_PDUS} PDUs in {elapsed:.0f} s ({run.sent / elapsed:.0f} PDUs/s, "
+        assert run.sent == count, (
+            f"stuck: {run.sent} of {count} PDUs in {elapsed:.0f} s ({run.sent / elapsed:.0f} PDUs/s, "
             f"{run.reconnects} reconnects, {run.login_s:.0f} s of logins)"
         )
