@@ -344,8 +344,9 @@ def test_seeded_malformed_pdus_in_recovering_sessions(
 ) -> None:
     """The fuzz in sessions of two connections at ErrorRecoveryLevel
     --fuzz-erl (make fuzz-vm: 2, on LIO's patched core): SNACKs of every
-    type for recent tasks, TASK REASSIGNs, the windows alternating between
-    the connections."""
+    type for recent tasks among the PDUs (TASK REASSIGNs too, with the
+    TMFs of --fuzz-semantic), the windows alternating between the
+    connections."""
     erl = request.config.getoption("--fuzz-erl")
     if not erl:
         pytest.skip("the recovery-level fuzz runs with --fuzz-erl N (make fuzz-vm: 2, on LIO's patched core; "
