@@ -29,6 +29,16 @@ def portal(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """A reproducer's command line: the portal, the target and the
+    initiator's name it logs in with; the reproducer adds its own."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("portal", type=portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
+    ap.add_argument("target", help="target IQN")
+    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    return ap
+
+
 def _sense(rsp: Pdu) -> str:
     sense = rsp.data[2 : 2 + int.from_bytes(rsp.data[:2], "big")] if rsp.data else b""
     if len(sense) >= 14 and sense[0] & 0x7F in (0x70, 0x71):

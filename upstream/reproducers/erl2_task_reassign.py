@@ -34,7 +34,6 @@ test target: on a stock kernel it crashes the target host. Example:
 
 from __future__ import annotations
 
-import argparse
 import os
 import struct
 import sys
@@ -60,10 +59,7 @@ LBA, BLOCKS = 64, 8
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     args = ap.parse_args(argv)
 
     host, port = args.portal

@@ -29,7 +29,6 @@ configuration can no longer be deleted until reboot. Example:
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -48,10 +47,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     ap.add_argument("--time2retain", type=int, default=20, help="seconds the target keeps the session (default 20)")
     ap.add_argument("--reinstate", action="store_true", help="then log a new session in with the same ISID")
     args = ap.parse_args(argv)

@@ -31,7 +31,6 @@ oopses the target host's kernel. Example:
 
 from __future__ import annotations
 
-import argparse
 import struct
 import sys
 from pathlib import Path
@@ -96,10 +95,7 @@ def alive(c: Connection, wait: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     ap.add_argument("--case", choices=sorted(CASES), default="zero")
     ap.add_argument("--wait", type=float, default=5, help="seconds to wait for each answer")
     args = ap.parse_args(argv)

@@ -39,7 +39,6 @@ oopses or corrupts the target host's kernel. Example:
 
 from __future__ import annotations
 
-import argparse
 import struct
 import sys
 from pathlib import Path
@@ -86,10 +85,7 @@ def meaning(probe: int) -> Note:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     ap.add_argument("--case", choices=sorted(CASES), default="whole")
     ap.add_argument("--wait", type=float, default=3, help="seconds to watch after the READ")
     ap.add_argument("--linger", type=float, default=6,

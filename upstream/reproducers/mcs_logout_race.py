@@ -28,7 +28,6 @@ test target: on a stock kernel it crashes the target host. Example:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -46,10 +45,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args(argv)
 

@@ -63,7 +63,6 @@ kernel it corrupts the target host's kernel memory. Example:
 
 from __future__ import annotations
 
-import argparse
 import struct
 import sys
 from pathlib import Path
@@ -212,10 +211,7 @@ def data_snack(c: Connection, lba: int, wait: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     ap.add_argument("--case", choices=list(CASES), default="data-out-twice")
     ap.add_argument("--lba", type=int, default=0, help="the block the WRITEs write back and the READ reads")
     ap.add_argument("--writes", type=int, default=4, help="WRITEs holding an R2T in digest-erl0")

@@ -34,7 +34,6 @@ corrupts the target host's kernel. Example:
 
 from __future__ import annotations
 
-import argparse
 import struct
 import sys
 from pathlib import Path
@@ -63,10 +62,7 @@ def answered_as_text(rsp: Pdu) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     ap.add_argument("--case", choices=sorted(CASES), default="empty")
     ap.add_argument("--wait", type=float, default=3, help="seconds to watch after each PDU sent")
     args = ap.parse_args(argv)

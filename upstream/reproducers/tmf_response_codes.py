@@ -18,7 +18,6 @@ The target is left as it was. Example:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -40,10 +39,7 @@ MEANING = {0: "function complete", 1: "task does not exist", 2: "LUN does not ex
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("portal", type=common.portal, help="target portal, IP, IP:PORT or [IPV6]:PORT")
-    ap.add_argument("target", help="target IQN")
-    ap.add_argument("--initiator", default="iqn.2026-11.org.cxgbit-ext:reproducer", help="initiator IQN")
+    ap = common.parser(__doc__)
     ap.add_argument("--case", choices=["no-lun"], default="no-lun")
     args = ap.parse_args(argv)
 
