@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
-import struct
 import subprocess
 import threading
 import time
@@ -43,6 +41,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Sc
 from testbed import fio, topo
 
 from .conftest import CFS, PDU_INITIATOR, connection_lines, offloaded_target, set_offload
+from .test_steering import raw_syn
 
 IQN = "iqn.2026-11.org.cxgbit-ext:soak"
 T0, T1 = topo.LINKS
@@ -186,22 +185,11 @@ def malformed_pdu() -> None:
         c.close()
 
 
-def _csum(b: bytes) -> int:
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    s = (s >> 16) + (s & 0xFFFF)
-    return ~(s + (s >> 16)) & 0xFFFF
-
-
 def syn_flood(count: int = 2000) -> None:
     """SYNs from random ports of the initiator's address on tgt0, from a
     raw socket: no handshake completes (the initiator's TCP resets them)."""
-    src, dst = socket.inet_aton(T0.ini_ip), socket.inet_aton(T0.tgt_ip)
-    with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP) as s:
-        for _ in range(count):
-            sport = random.randrange(20000, 60000)
-            hdr = struct.pack("!HHIIBBHHH", sport, PORT, random.getrandbits(32), 0, 5 << 4, 0x02, 64240, 0, 0)
-            csum = _csum(src + dst + struct.pack("!BBH", 0, socket.IPPROTO_TCP, len(hdr)) + hdr)
-            s.sendto(hdr[:16] + struct.pack("!H", csum) + hdr[18:], (T0.tgt_ip, 0))
+    for _ in range(count):
+        raw_syn((T0.ini_ip, random.randrange(20000, 60000)), (T0.tgt_ip, PORT))
 
 
 EVENTS: dict[str, Callable[[], None]] = {
