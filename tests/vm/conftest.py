@@ -22,7 +22,7 @@ from cxgbit_ext.control import Connection as OffloadedConnection
 from cxgbit_ext.control import Control
 from cxgbit_ext.topology import Topology
 from iscsi_initiator import iscsiadm
-from iscsi_initiator.session import Connection
+from iscsi_initiator.session import Connection, ScsiError
 from testbed import topo
 from testbed.klog import bad_lines, report
 from testbed.kmod import CXGB4_BACKEND, backend_ko, insmod
@@ -333,6 +333,14 @@ def offloaded_target(
                 unloaded.append(subprocess.run(["rmmod", mod], capture_output=True, text=True))
         for p in unloaded:
             assert p.returncode == 0, f"{p.args[1]} did not unload: {p.stderr}"
+
+
+def clear_unit_attention(c: Connection) -> None:
+    """Take the UNIT ATTENTION a new session may meet, with a one-block read."""
+    try:
+        c.scsi_read(0, 1)
+    except ScsiError as e:
+        assert e.sense_key == 6, e
 
 
 def connection_lines() -> list[str]:

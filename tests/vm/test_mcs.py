@@ -28,13 +28,14 @@ import pytest
 
 from cxgbit_ext import topology
 from iscsi_initiator.pdu import Op, data_out, scsi_command
-from iscsi_initiator.session import Connection, LoginError, Params, ScsiError
+from iscsi_initiator.session import Connection, LoginError, Params
 from testbed import topo
 
 from .conftest import (
     CFS,
     PDU_INITIATOR,
     adapter_of,
+    clear_unit_attention,
     connection_lines,
     dmesg_since,
     kmsg_mark,
@@ -209,10 +210,7 @@ def test_a_data_out_on_another_connection_is_never_placed(
         second.join(lead, PDU_INITIATOR, IQN, cid=1)
         assert listed_within({0, 1}), f"LIO does not list both connections: {session_cids()}"
         assert [adapter(c) for c in (lead, second)] == ADAPTERS[layout]
-        try:
-            second.scsi_read(0, 1)  # a new session's UNIT ATTENTION, if any, goes to a plain command
-        except ScsiError as e:
-            assert e.sense_key == 6, e
+        clear_unit_attention(second)  # a new session's, if any, goes to a plain command
         lead.scsi_write(lba, before)
         itt = lead.next_itt()
         lead.send(scsi_command(struct.pack(">BBIBHB", 0x2A, 0, lba, 0, LBAS, 0), itt=itt, cmdsn=lead.cmdsn,
@@ -229,7 +227,8 @@ def test_a_data_out_on_another_connection_is_never_placed(
             fresh = Connection(SESSIONS[layout][0].tgt_ip)
             fresh.login(PDU_INITIATOR, IQN)
             try:
-                got = read_past_unit_attention(fresh, lba)
+                clear_unit_attention(fresh)
+                got = fresh.scsi_read(lba, LBAS)
             finally:
                 fresh.close()
             assert got != stray, f"{layout}: the stray Data-Out was placed into the WRITE"
@@ -248,15 +247,6 @@ def test_a_data_out_on_another_connection_is_never_placed(
     finally:
         lead.close()
         second.close()
-
-
-def read_past_unit_attention(c: Connection, lba: int) -> bytes:
-    """LBAS blocks at lba through c, past a new session's UNIT ATTENTION."""
-    try:
-        return c.scsi_read(lba, LBAS)
-    except ScsiError as e:
-        assert e.sense_key == 6, e
-        return c.scsi_read(lba, LBAS)
 
 
 def test_an_offloaded_connection_does_not_join_a_stock_session(mcs_target: None) -> None:

@@ -61,7 +61,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 
 from . import c4sim, shares
 from . import test_pdu_suite as suite
-from .conftest import PDU_INITIATOR, PDU_IQN, soft0_counters, target_tpg_params
+from .conftest import PDU_INITIATOR, PDU_IQN, clear_unit_attention, soft0_counters
 
 background_fio = suite.background_fio
 
@@ -164,11 +164,14 @@ def answer_class(rsp: Pdu) -> str:
 
 
 class Fuzzing:
-    def __init__(self, path: str, seed: int, semantic: bool, stock_limits: Limits = STOCK_LIMITS, erl: int = 0) -> None:
+    def __init__(
+        self, path: str, seed: int, semantic: bool, stock_limits: Limits = STOCK_LIMITS, erl: int = 0,
+        count: int = FUZZ_PDUS,
+    ) -> None:  # fmt: skip
         self.path = path
         self.erl = erl
         self.isid = b""  # the session's, at ERL 1 and above: each new one reinstates it
-        self.run = FuzzRun(path, seed, RECOVERY_FUZZ_PDUS if erl else FUZZ_PDUS)
+        self.run = FuzzRun(path, seed, count)
         limits = dataclasses.replace(LIMITS if path == "offload" else stock_limits, semantic=semantic, erl=erl)
         self.fuzzer = PduFuzzer(random.Random(seed), limits)
         # each login's digests from a stream of their own: the PDUs' stream
@@ -351,15 +354,8 @@ def test_seeded_malformed_pdus_in_recovering_sessions(
     if not erl:
         pytest.skip("the recovery-level fuzz runs with --fuzz-erl N (make fuzz-vm: 2, on LIO's patched core; "
                     "the kernels' own oopses in ERL 2 sessions, upstream/0007-*)")  # fmt: skip
-    from rtslib_fb import RTSRoot
-
-    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
-    tpg.set_attribute("default_erl", str(erl))
-    try:
-        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl), MaxConnections="2"):
-            seeded_malformed_pdus(path, request, background_fio, lio_core, erl=erl)
-    finally:
-        tpg.set_attribute("default_erl", "0")
+    with suite.target_at_erl(erl, MaxConnections="2"):
+        seeded_malformed_pdus(path, request, background_fio, lio_core, erl=erl)
 
 
 def seeded_malformed_pdus(
@@ -389,14 +385,14 @@ def seeded_malformed_pdus(
     drops = soft0_counters()["drops"]
 
     t0 = time.monotonic()
-    run = Fuzzing(path, seed, semantic, stock_limits, erl).fuzz()
+    run = Fuzzing(path, seed, semantic, stock_limits, erl, count).fuzz()
     elapsed = time.monotonic() - t0
     for line in run.lines(elapsed):
         suite.record(line, "pdu_fuzz.txt")
 
     # the target still works, and the data written before is intact
     c = suite.connect(path)
-    suite.clear_unit_attention(c)  # a fuzzed LOGICAL UNIT RESET may have left one
+    clear_unit_attention(c)  # a fuzzed LOGICAL UNIT RESET may have left one
     assert c.scsi_read(DATA_LBA, DATA_BLOCKS) == data, "data written before the fuzz changed"
     assert c.logout() == 0
     if path == "offload":

@@ -62,6 +62,7 @@ from . import c4sim, shares
 from .conftest import (
     PDU_INITIATOR,
     PDU_IQN,
+    clear_unit_attention,
     connection_of,
     cxgb4_adapter,
     cxgb4_counters,
@@ -304,14 +305,6 @@ def write_retrying_ua(c: Connection, lba: int, data: bytes) -> None:
         # reset in an earlier case); an initiator retries it once
         assert e.sense_key == 6, e
         c.scsi_write(lba, data)
-
-
-def clear_unit_attention(c: Connection) -> None:
-    """Take the UNIT ATTENTION a new session may meet, with a one-block read."""
-    try:
-        c.scsi_read(0, 1)
-    except ScsiError as e:
-        assert e.sense_key == 6, e
 
 
 def wait_for(what: str, cond: Callable[[], bool], timeout: float = 20) -> None:
@@ -847,19 +840,28 @@ def test_bidirectional_command_is_refused(path: str) -> None:
     healthy(path)
 
 
-def connect_at_erl(path: str, erl: int, name: str, params: Params | None = None) -> Connection:
-    """A session at ErrorRecoveryLevel ``erl`` on path, its initiator name
-    PDU_INITIATOR-``name``. LIO offers the ACL's default_erl, and a dynamic
-    ACL takes the TPG's when it is made: the TPG's is set for the login."""
+@contextmanager
+def target_at_erl(erl: int, **params: str) -> Iterator[None]:
+    """The suite's target offering ErrorRecoveryLevel ``erl`` (and TPG
+    ``params``) to the logins made inside. LIO offers the ACL's
+    default_erl, and a dynamic ACL takes the TPG's when it is made: the
+    TPG's is set too."""
     from rtslib_fb import RTSRoot
 
     (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
     tpg.set_attribute("default_erl", str(erl))
     try:
-        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl)):
-            c = connect(path, dataclasses.replace(params or Params(), erl=erl), initiator=f"{PDU_INITIATOR}-{name}")
+        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl), **params):
+            yield
     finally:
         tpg.set_attribute("default_erl", "0")
+
+
+def connect_at_erl(path: str, erl: int, name: str, params: Params | None = None) -> Connection:
+    """A session at ErrorRecoveryLevel ``erl`` on path, its initiator name
+    PDU_INITIATOR-``name``."""
+    with target_at_erl(erl):
+        c = connect(path, dataclasses.replace(params or Params(), erl=erl), initiator=f"{PDU_INITIATOR}-{name}")
     assert c.target_keys.get("ErrorRecoveryLevel", str(erl)) == str(erl), c.target_keys
     return c
 
