@@ -37,6 +37,7 @@ SCRIPTS = (
     "upstream/reproducers/tmf_response_codes.py",
     "upstream/reproducers/mcs_mixed_transports.py",
     "upstream/reproducers/erl2_waiting_session.py",
+    "upstream/reproducers/erl2_time2retain_expiry.py",
 )
 # executable, but started in a guest by testbed/run under .venv's python, not typed by a user
 GUEST_SCRIPTS = ("perf/target_vm.py", "perf/initiator_vm.py", "perf/scaleout_guest.py", "perf/rbd_backstores_guest.py")

@@ -139,6 +139,34 @@ def test_a_reassigned_write_completes_and_is_released(patched_target: None, caps
     assert "the data reads back as written" in out, out
 
 
+def test_sessions_left_to_expire_are_closed_in_process_context(
+    patched_target: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Patches 0011 and 0012 at ErrorRecoveryLevel 2: four sessions whose
+    connections are reset expire together and are each closed ("Time2Retain
+    timer expired", once per session), and a new session logs in after
+    (unpatched: on a debug kernel, a sleep in the timer's softirq and a
+    lock inversion, the log check's to see)."""
+    initiator = "iqn.2026-11.org.cxgbit-ext:reproducer-t2r"
+    with topo.in_netns():
+        tpg = TPG(Target(FabricModule("iscsi"), IQN, mode="lookup"), 1)
+        tpg.set_attribute("default_erl", "2")
+    mark = kmsg_mark("erl2_time2retain_expiry --sessions 4")
+    try:
+        with target_tpg_params(IQN, ErrorRecoveryLevel="2"):
+            rc = reproducer("erl2_time2retain_expiry").main([LINK.tgt_ip, IQN, "--initiator", initiator,
+                                                             "--sessions", "4"])  # fmt: skip
+    finally:
+        with topo.in_netns():
+            tpg.set_attribute("default_erl", "1")
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 0, out
+    assert "a new session logs in" in out and "(response 0)" in out, out
+    expired = [ln for ln in dmesg_since(mark) if "Time2Retain timer expired" in ln]
+    assert len(expired) == 4, f"{len(expired)} sessions expired of 4:\n" + "\n".join(dmesg_since(mark))
+
+
 def test_enabling_offload_twice_then_once_off_is_off(patched_target: None, module_ko: Path) -> None:
     """Patch 0001: a second write of 1 to a portal's cxgbit switch adds no
     second child portal, so one write of 0 turns it off."""
