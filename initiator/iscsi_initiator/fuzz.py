@@ -59,6 +59,7 @@ from iscsi_initiator.pdu import (
     logout_request,
     nop_out,
     scsi_command,
+    snack_request,
     text_request,
     tmf_request,
 )
@@ -224,25 +225,18 @@ class PduFuzzer:
         not), DataACK with a TTT of its own making; now and then a run
         past anything sent."""
         rng = self.rng
-        p = Pdu()
-        p.opcode = Op.SNACK
         kind = rng.choice([0, 0, 0, 1, 1, 2, 3])
-        p.flags = 0x80 | kind
-        p.lun = self.limits.lun << 48
-        p.expstatsn = s.expstatsn
-        p.ttt = RSVD_TAG
+        itt, ttt = RSVD_TAG, RSVD_TAG
         if kind in (0, 3):  # Data/R2T, R-Data: a task's DataSNs or R2TSNs
-            p.itt = rng.choice(self.recent) if self.recent else self._u32()
+            itt = rng.choice(self.recent) if self.recent else self._u32()
             begrun, runlength = rng.choice([0, 0, 1, 2, 3, 64]), rng.choice([0, 0, 1, 2])
         elif kind == 1:  # Status: StatSNs
-            p.itt = RSVD_TAG
             begrun, runlength = (s.expstatsn - rng.choice([1, 2, 3, 8])) & 0xFFFFFFFF, rng.choice([0, 1, 2])
         else:  # DataACK: ITT reserved, the TTT of the Data-In that asked for it
-            p.itt, p.ttt = RSVD_TAG, rng.choice([self._u32(), 0, 1])
+            ttt = rng.choice([self._u32(), 0, 1])
             begrun, runlength = rng.choice([0, 1, 2]), 0
-        p.set_u32(40, begrun)
-        p.set_u32(44, runlength)
-        return p
+        return snack_request(kind=kind, itt=itt, ttt=ttt, expstatsn=s.expstatsn, begrun=begrun, runlength=runlength,
+                             lun=self.limits.lun)  # fmt: skip
 
     # -- what makes it malformed --------------------------------------------
     def _mutate(self, m: str, p: Pdu, s: Session) -> str:
@@ -277,13 +271,9 @@ class PduFuzzer:
                               keys=[("InitiatorName", "iqn.2026-11.org.example:in-full-feature")])  # fmt: skip
             p.bhs, p.ahs, p.data = q.bhs, b"", q.data
         elif m == "snack":
-            p.bhs = bytearray(BHS_LEN)
-            p.opcode = Op.SNACK
-            p.flags = 0x80 | rng.randrange(4)
-            p.itt, p.ttt, p.expstatsn = rng.choice([p.itt, RSVD_TAG]), RSVD_TAG, s.expstatsn
-            p.set_u32(40, rng.randrange(4))  # BegRun
-            p.set_u32(44, rng.randrange(4))  # RunLength
-            p.data = b""
+            q = snack_request(kind=rng.randrange(4), itt=rng.choice([p.itt, RSVD_TAG]), expstatsn=s.expstatsn,
+                              begrun=rng.randrange(4), runlength=rng.randrange(4))  # fmt: skip
+            p.bhs, p.data = q.bhs, b""
         elif m == "logout":
             q = logout_request(itt=p.itt, cmdsn=s.cmdsn, expstatsn=s.expstatsn, reason=rng.choice([0, 1, 2, 3, 0x7F]))
             p.bhs, p.ahs, p.data = q.bhs, b"", b""

@@ -279,6 +279,22 @@ def logout_request(*, itt: int, cmdsn: int, expstatsn: int, reason: int = 0, cid
     return p
 
 
+def snack_request(
+    *, kind: int, itt: int, expstatsn: int, begrun: int, runlength: int, ttt: int = RSVD_TAG, lun: int = 0
+) -> Pdu:
+    """A SNACK Request (RFC 7143 11.16) of Type ``kind`` (0 Data/R2T,
+    1 Status, 2 DataACK, 3 R-Data): BegRun and RunLength in DataSNs,
+    R2TSNs or StatSNs; a DataACK names the TTT of the Data-In asking for it."""
+    p = Pdu()
+    p.opcode = Op.SNACK
+    p.flags = F_FINAL | (kind & 0x0F)
+    p.lun = lun << 48
+    p.itt, p.ttt, p.expstatsn = itt, ttt, expstatsn
+    p.set_u32(40, begrun)
+    p.set_u32(44, runlength)
+    return p
+
+
 def tmf_request(
     *, function: int, itt: int, cmdsn: int, expstatsn: int, lun: int = 0, ref_itt: int = RSVD_TAG, ref_cmdsn: int = 0,
     exp_datasn: int = 0,

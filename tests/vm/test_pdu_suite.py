@@ -53,6 +53,7 @@ from iscsi_initiator.pdu import (
     login_request,
     nop_out,
     scsi_command,
+    snack_request,
     text_request,
 )
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ScsiError
@@ -874,15 +875,9 @@ F_DATA_ACK = 0x40  # the A bit of a Data-In
 
 def snack(c: Connection, kind: int, *, itt: int, begrun: int, runlength: int, expstatsn: int,
           ttt: int = RSVD_TAG) -> None:  # fmt: skip
-    """A SNACK Request (F set, Type ``kind``), ExpStatSN as given: a SNACK
-    sent while a status is unacknowledged must not acknowledge it."""
-    p = Pdu()
-    p.opcode = Op.SNACK
-    p.flags = 0x80 | kind
-    p.itt, p.ttt, p.expstatsn = itt, ttt, expstatsn
-    p.set_u32(40, begrun)
-    p.set_u32(44, runlength)
-    c.send(p)
+    """A SNACK Request (Type ``kind``), ExpStatSN as given: a SNACK sent
+    while a status is unacknowledged must not acknowledge it."""
+    c.send(snack_request(kind=kind, itt=itt, ttt=ttt, expstatsn=expstatsn, begrun=begrun, runlength=runlength))
 
 
 def wire_fields(p: Pdu) -> tuple[object, ...]:
@@ -1000,11 +995,7 @@ def test_data_ack_snack_acknowledges_a_read(path: str) -> None:
 
 def test_snack_at_erl0_is_rejected(path: str) -> None:
     c = connect(path)
-    p = Pdu()
-    p.opcode = Op.SNACK
-    p.flags = 0x80  # F, Type 0: Data/R2T SNACK
-    p.itt, p.ttt, p.expstatsn = c.next_itt(), 0xFFFFFFFF, c.expstatsn
-    c.send(p)
+    snack(c, SNACK_DATA_R2T, itt=c.next_itt(), begrun=0, runlength=0, expstatsn=c.expstatsn)
     check(path, "snack_at_erl0", observe(c), REJECT_OR_DROP)
     healthy(path)
 
@@ -1022,13 +1013,7 @@ def test_data_snack_beyond_what_a_read_sent_at_erl1(path: str) -> None:
                     "(iscsit_reject_cmd); not sent to stock")  # fmt: skip
     c = connect_at_erl(path, 1, "data-snack")
     c.scsi_read(0, 1)  # one Data-In: DataSN 0
-    p = Pdu()
-    p.opcode = Op.SNACK
-    p.flags = 0x80  # F, Type 0: Data/R2T SNACK
-    p.itt, p.ttt, p.expstatsn = c.itt, 0xFFFFFFFF, c.expstatsn
-    p.set_u32(40, 1)  # BegRun: DataSN 1, never sent
-    p.set_u32(44, 1)  # RunLength
-    c.send(p)
+    snack(c, SNACK_DATA_R2T, itt=c.itt, begrun=1, runlength=1, expstatsn=c.expstatsn)  # DataSN 1, never sent
     check(path, "data_snack_beyond_sent_erl1", observe(c), REJECT_OR_DROP)
     healthy(path)
 

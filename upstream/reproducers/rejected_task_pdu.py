@@ -77,7 +77,7 @@ if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed
 
 import common
 
-from iscsi_initiator.pdu import F_FINAL, RSVD_TAG, Op, Pdu, data_out, nop_out, scsi_command
+from iscsi_initiator.pdu import RSVD_TAG, Op, Pdu, data_out, nop_out, scsi_command, snack_request
 from iscsi_initiator.session import Connection, ConnectionClosed, Params, ScsiError
 
 BLOCK = 512
@@ -199,12 +199,8 @@ def data_snack(c: Connection, lba: int, wait: float) -> None:
     if status is None:
         print("no status for the READ: nothing more sent")
         return
-    snack = Pdu()
-    snack.opcode, snack.flags = Op.SNACK, F_FINAL  # Type 0: Data/R2T SNACK
-    snack.itt, snack.ttt = itt, RSVD_TAG
-    snack.expstatsn = status.statsn  # leaves the READ's status unacknowledged
-    snack.set_u32(40, 1)  # BegRun: DataSN 1
-    snack.set_u32(44, 1)  # RunLength
+    # a Data/R2T SNACK for DataSN 1; its ExpStatSN leaves the READ's status unacknowledged
+    snack = snack_request(kind=0, itt=itt, expstatsn=status.statsn, begrun=1, runlength=1)
     print(f"sending a Data SNACK for ITT 0x{itt:08x}, BegRun 1, RunLength 1 (the READ had DataSN 0 only)")
     c.send(snack)
     watch(c, wait)
