@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args(argv)
 
-    lead, second = Connection(*args.lead, timeout=20), Connection(*args.join, timeout=20)
+    (lead_host, lead_port), (join_host, join_port) = args.lead, args.join
+    lead, second = Connection(lead_host, lead_port, timeout=20), Connection(join_host, join_port, timeout=20)
     try:
         keys = lead.login(args.initiator, args.target, Params(max_connections=2))
         if keys.get("MaxConnections") != "2":
