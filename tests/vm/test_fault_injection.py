@@ -13,6 +13,8 @@ debug kernel); elsewhere it skips, saying why.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import re
 import socket
@@ -29,8 +31,9 @@ from cxgbit_ext import topology
 from iscsi_initiator.pdu import text_request
 from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Params, ProtocolError, ScsiError
 from testbed import topo
+from testbed.kmod import insmod, rmmod
 
-from .conftest import CFS, PDU_INITIATOR, connection_lines, kmsg_mark, offloaded_target
+from .conftest import CFS, PDU_INITIATOR, adapter_of, connection_lines, kmsg_mark, offloaded_target
 
 T = TypeVar("T")
 IQN = "iqn.2026-11.org.cxgbit-ext:faults"
@@ -80,21 +83,142 @@ def injecting(probability: int) -> None:
         set_attr(kind, "probability", probability)
 
 
-@pytest.fixture(scope="module")
-def faulty_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+def stack_filter(start: int, end: int) -> None:
+    """Only allocations with [start, end) on the stack may fail, by
+    probability or by a thread's fail-nth."""
+    for kind in KINDS:
+        for name, value in (("require-start", start), ("require-end", end), ("stacktrace-depth", 32),
+                            ("interval", 1), ("times", TIMES), ("space", 0), ("verbose", 2),
+                            ("task-filter", "N"), ("ignore-gfp-wait", "N")):  # fmt: skip
+            set_attr(kind, name, value)
+    set_attr("fail_page_alloc", "ignore-gfp-highmem", "N")
+    set_attr("fail_page_alloc", "min-order", 0)
+
+
+def need_stack_filter() -> None:
     if not (DEBUGFS / "failslab/require-start").exists():
         pytest.skip("this kernel has no fault-injection stack filter (FAULT_INJECTION_STACKTRACE_FILTER)")
+
+
+class FailNth:
+    """This thread's fail-nth (Documentation/fault-injection): armed with
+    N, the Nth allocation it makes under the stack filter fails, whatever
+    the probability. Only allocations with the filter's text on the stack
+    count, so this thread's other system calls (reading this file) do not."""
+
+    PATH = "/proc/thread-self/fail-nth"
+
+    def arm(self, n: int) -> None:
+        fd = os.open(self.PATH, os.O_WRONLY)
+        try:
+            os.write(fd, str(n).encode())
+        finally:
+            os.close(fd)
+
+    def injected(self) -> bool:
+        """Whether the armed failure happened; disarms it either way."""
+        fd = os.open(self.PATH, os.O_RDONLY)
+        try:
+            left = int(os.read(fd, 32))
+        finally:
+            os.close(fd)
+        self.arm(0)
+        return left == 0
+
+    def close(self) -> None:
+        self.arm(0)
+
+
+def sweep(step: Callable[[FailNth, int], bool], limit: int = 400) -> int:
+    """step(fail_nth, n) for n = 1, 2, ... until its n-th allocation is
+    past its last (step returns fail_nth.injected(), asked right after its
+    operation): the number of allocations that could fail."""
+    nth = FailNth()
+    try:
+        for n in range(1, limit + 1):
+            if not step(nth, n):
+                return n - 1
+    finally:
+        nth.close()
+    raise AssertionError(f"more than {limit} allocations: the sweep did not end")
+
+
+def tally(outcomes: dict[str, int], what: str) -> None:
+    outcomes[what] = outcomes.get(what, 0) + 1
+
+
+SYS_FINIT_MODULE = 313  # x86_64
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def kernel_end() -> int:
+    """The end of the kernel's image: modules are mapped above it."""
+    for line in Path("/proc/kallsyms").read_text().splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == "_end":
+            return int(f[0], 16)
+    raise AssertionError("no _end in /proc/kallsyms")
+
+
+def test_every_allocation_of_the_module_load_can_fail(module_ko: Path) -> None:
+    """fail-nth through cxgbit_ext's init: each allocation made with module
+    text on the stack fails in turn, one load each. A load either fails
+    with ENOMEM and leaves no trace of the module (not listed, no sysfs
+    directory, no configfs group), or succeeds and works; the load after
+    the sweep serves an offloaded login (the next tests), kmemleak clean."""
+    need_stack_filter()
+    assert not Path("/sys/module/cxgbit_ext").exists(), "cxgbit_ext is loaded: this test loads it itself"
+    deps = subprocess.run(["modinfo", "-F", "depends", str(module_ko)], capture_output=True, text=True, check=True)
+    for dep in filter(None, deps.stdout.strip().split(",")):
+        subprocess.run(["modprobe", dep], check=True)
+    # the module's text is not mapped yet: any module's, called from its init
+    stack_filter(kernel_end(), 0xFFFFFFFFFF000000)
+    outcomes: dict[str, int] = {}
+
+    def load(nth: FailNth, n: int) -> bool:
+        fd = os.open(module_ko, os.O_RDONLY)
+        try:
+            nth.arm(n)
+            rc = LIBC.syscall(SYS_FINIT_MODULE, fd, b"", 0)
+            err = ctypes.get_errno()
+            injected = nth.injected()
+        finally:
+            os.close(fd)
+        loaded = Path("/sys/module/cxgbit_ext").exists()
+        if rc != 0:
+            assert err == errno.ENOMEM, f"allocation {n} failed: the load says {errno.errorcode.get(err, err)}"
+            assert not loaded and not CFS.exists(), f"allocation {n} failed: the failed load left the module behind"
+            tally(outcomes, "refused")
+            return injected
+        # a failure the load survives is one the kernel's own bookkeeping
+        # takes (kmemleak's and lockdep's metadata, debugfs): all of it there
+        assert loaded and (CFS / "adapters/soft0/netdev").exists(), f"allocation {n}: the module loaded without soft0"
+        tally(outcomes, "loaded" if injected else "clean")
+        p = rmmod("cxgbit_ext")
+        assert p.returncode == 0, f"allocation {n}: rmmod after the load: {p.stderr}"
+        return injected
+
+    try:
+        points = sweep(load)
+    finally:
+        injecting(0)
+    summary = f"cxe-test: fail-nth: module load: {points} allocations failed in turn, outcomes {outcomes}"
+    Path("/dev/kmsg").write_text(summary + "\n")
+    print(summary)
+    assert points > 0, "no allocation of the module's init was failed: the filter matched nothing"
+    p = insmod(module_ko)
+    assert p.returncode == 0, f"insmod after the sweep: {p.stderr}"
+    p = rmmod("cxgbit_ext")
+    assert p.returncode == 0, f"rmmod after the sweep: {p.stderr}"
+
+
+@pytest.fixture(scope="module")
+def faulty_target(iscsid: None, module_ko: Path) -> Iterator[None]:
+    need_stack_filter()
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
     with offloaded_target(module_ko, t):
-        start, end = module_text()
-        for kind in KINDS:
-            for name, value in (("require-start", start), ("require-end", end), ("stacktrace-depth", 32),
-                                ("interval", 1), ("times", TIMES), ("space", 0), ("verbose", 2),
-                                ("task-filter", "N"), ("ignore-gfp-wait", "N")):  # fmt: skip
-                set_attr(kind, name, value)
-        set_attr("fail_page_alloc", "ignore-gfp-highmem", "N")
-        set_attr("fail_page_alloc", "min-order", 0)
+        stack_filter(*module_text())
         try:
             yield
         finally:
@@ -272,3 +396,106 @@ def test_a_discovery_is_never_answered_offloaded(stock_beside: None, kind: str, 
     assert (DEBUGFS / kind / "times").read_text().strip() == "0", f"no {kind} failure in {function}'s calls"
     assert got in (None, every), f"answered on the offloaded portal: {got}"
     assert sendtargets() == every
+
+
+# LIO's offload switch of the target's portal (rtslib's NetworkPortal.offload)
+SWITCH = Path("/sys/kernel/config/target/iscsi") / IQN / "tpgt_1/np/0.0.0.0:3260/cxgbit"
+# An adapter's binding (netdev) and deletion, and the switch turned off,
+# allocate nothing in the writer's context: no steps of their own.
+STEPS = ("adapter create", "portal offload")
+# What a step may answer a failed allocation: ENOMEM, or what the kernel's
+# socket calls answer their own: ENFILE for a socket (__sock_create(): "no
+# more sockets"), EADDRINUSE for a bind's hash bucket (inet_csk_get_port())
+REFUSALS = (errno.ENOMEM, errno.ENFILE, errno.EADDRINUSE)
+FN = CFS / "adapters/fn0"
+
+
+def switch_off() -> None:
+    with topo.in_netns():
+        for _ in range(8):
+            if SWITCH.read_text().strip() == "0":
+                return
+            SWITCH.write_text("0")
+    raise AssertionError(f"{SWITCH}: still on after 8 writes of 0")
+
+
+def armed_write(nth: FailNth, n: int, path: Path, value: bytes) -> tuple[OSError | None, bool]:
+    """One write of value to path with allocation n failing: its error
+    (None when it went through), and whether the failure was injected."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        nth.arm(n)
+        try:
+            os.write(fd, value)
+            err = None
+        except OSError as e:
+            err = e
+        return err, nth.injected()
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, step: str) -> None:
+    """fail-nth through the module's configuration: each allocation made
+    with cxgbit_ext's text on the stack fails in turn, one attempt each,
+    for an adapter's creation (mkdir) and the portal's offload switch
+    turned on (LIO calls the module to set the portal up: its listener on
+    soft0's netdev). A step either fails with ENOMEM (or REFUSALS' socket
+    errors) and changes nothing (no adapter, the switch off), or succeeds and
+    works (a login through the portal offloaded). Stock LIO's own listener
+    answers the same failures with the same errors (iscsit_setup_np())."""
+    outcomes: dict[str, int] = {}
+
+    def create(nth: FailNth, n: int) -> bool:
+        nth.arm(n)
+        try:
+            os.mkdir(FN)
+            err = None
+        except OSError as e:
+            err = e
+        injected = nth.injected()
+        if err is not None:
+            assert err.errno in REFUSALS, f"allocation {n} failed: mkdir says {err}"
+            assert not FN.exists(), f"allocation {n} failed: the failed mkdir left {FN}"
+            tally(outcomes, "refused")
+            return injected
+        assert (FN / "netdev").read_text().strip() == "", (FN / "netdev").read_text()
+        assert (FN / "counters").read_text(), "a new adapter's counters do not read"
+        tally(outcomes, "created" if injected else "clean")
+        FN.rmdir()
+        return injected
+
+    def offload(nth: FailNth, n: int) -> bool:
+        switch_off()
+        with topo.in_netns():
+            err, injected = armed_write(nth, n, SWITCH, b"1")
+            on = SWITCH.read_text().strip()
+        if err is not None:
+            assert err.errno in REFUSALS, f"allocation {n} failed: the switch says {err}"
+            assert on == "0", f"allocation {n} failed: the switch reads {on}"
+            tally(outcomes, "refused")
+            return injected
+        assert on == "1", f"allocation {n}: switched on, it reads {on}"
+        c = Connection(OFF.tgt_ip, timeout=20)
+        try:
+            c.login(PDU_INITIATOR, IQN, Params())
+            host, port = c.sock.getsockname()[:2]
+            assert adapter_of(f"{host}:{port}") == "soft0", f"allocation {n}: switched on, the login is not offloaded"
+            c.logout()
+        finally:
+            c.close()
+        tally(outcomes, "on" if injected else "clean")
+        return injected
+
+    injecting(0)
+    try:
+        points = sweep({"adapter create": create, "portal offload": offload}[step])
+    finally:
+        with topo.in_netns():
+            if SWITCH.read_text().strip() == "0":
+                SWITCH.write_text("1")
+    summary = f"cxe-test: fail-nth: {step}: {points} allocations failed in turn, outcomes {outcomes}"
+    Path("/dev/kmsg").write_text(summary + "\n")
+    print(summary)
+    assert points > 0, f"{step}: no allocation was failed: the filter matched nothing"
