@@ -335,6 +335,15 @@ def offloaded_target(
             assert p.returncode == 0, f"{p.args[1]} did not unload: {p.stderr}"
 
 
+def record(line: str, name: str = "pdu_outcomes.txt") -> None:
+    """Print ``line`` and keep it in the results directory (pytest shows
+    the output of failed tests only; this is what each path did)."""
+    print(line)
+    if results := os.environ.get("CXE_RESULTS"):
+        with (Path(results) / name).open("a") as f:
+            f.write(line + "\n")
+
+
 def clear_unit_attention(c: Connection) -> None:
     """Take the UNIT ATTENTION a new session may meet, with a one-block read."""
     try:

@@ -69,6 +69,7 @@ from .conftest import (
     cxgb4_counters,
     offloaded_peers,
     offloaded_target,
+    record,
     soft0_counters,
     target_tpg_params,
 )
@@ -494,15 +495,6 @@ class Moved:
         after = soft0_net_of_background()
         got = {k: after.get(k, 0) - self.before.get(k, 0) for k in want}
         assert got == want, f"{_counted or 'soft0'} counters moved {got}, expected {want}"
-
-
-def record(line: str, name: str = "pdu_outcomes.txt") -> None:
-    """Print ``line`` and keep it in the results directory (pytest shows
-    the output of failed tests only; this is what each path did)."""
-    print(line)
-    if results := os.environ.get("CXE_RESULTS"):
-        with (Path(results) / name).open("a") as f:
-            f.write(line + "\n")
 
 
 def check(path: str, case: str, outcome: str, allowed: set[str]) -> None:
