@@ -55,11 +55,36 @@ class ScsiError(Exception):
         self.status, self.response, self.sense = status, response, sense
 
     @property
+    def _fixed(self) -> bool:
+        return bool(self.sense) and self.sense[0] & 0x7F in (0x70, 0x71)
+
+    @property
     def sense_key(self) -> int:
         """Sense key of fixed (0x70/0x71) or descriptor (0x72/0x73) sense data, -1 if none."""
         if len(self.sense) < 3:
             return -1
-        return self.sense[2] & 0x0F if self.sense[0] & 0x7F in (0x70, 0x71) else self.sense[1] & 0x0F
+        return self.sense[2] & 0x0F if self._fixed else self.sense[1] & 0x0F
+
+    @property
+    def asc_ascq(self) -> tuple[int, int]:
+        """Additional sense code and qualifier, (-1, -1) if none."""
+        at = 12 if self._fixed else 2
+        return (self.sense[at], self.sense[at + 1]) if len(self.sense) > at + 1 else (-1, -1)
+
+    @property
+    def information(self) -> int | None:
+        """The INFORMATION field (an LBA, for a medium or PI error) where the
+        sense data marks it valid: fixed format's VALID bit, descriptor
+        format's Information descriptor (type 0) with its VALID bit."""
+        s = self.sense
+        if self._fixed:
+            return int(struct.unpack_from(">I", s, 3)[0]) if len(s) >= 7 and s[0] & 0x80 else None
+        at = 8
+        while at + 1 < len(s):
+            if s[at] == 0 and at + 12 <= len(s) and s[at + 2] & 0x80:
+                return int(struct.unpack_from(">Q", s, at + 4)[0])
+            at += 2 + s[at + 1]
+        return None
 
 
 @dataclass

@@ -28,7 +28,7 @@ from iscsi_initiator.pdu import (
     pad_len,
     scsi_command,
 )
-from iscsi_initiator.session import Connection, Params, ProtocolError
+from iscsi_initiator.session import Connection, Params, ProtocolError, ScsiError
 
 # RFC 3720 B.4: an iSCSI READ command PDU and its CRC32C
 RFC_READ = bytes.fromhex(
@@ -456,3 +456,18 @@ def test_a_recovering_session_gets_snacks_as_requests() -> None:
     # Data/R2T runs begin near the task's start, unless a mutation moved them
     assert all(f.pdu.u32(40) <= 64 for f in plain if f.pdu.flags & 0x0F == 0)
     assert len([f for f in plain if f.pdu.flags & 0x0F == 0]) > 50
+
+
+def test_scsi_error_reads_both_sense_formats() -> None:
+    """Sense key, ASC/ASCQ and INFORMATION from fixed and descriptor sense
+    data, as LIO sends a PI failure (ABORTED COMMAND, 10h/01h, the LBA)."""
+    fixed = bytes([0xF0, 0, 0x0B, 0, 0, 0x01, 0x40, 10, 0, 0, 0, 0, 0x10, 0x01]) + bytes(4)
+    e = ScsiError(2, 0, fixed)
+    assert (e.sense_key, e.asc_ascq, e.information) == (0x0B, (0x10, 0x01), 320)
+    assert ScsiError(2, 0, bytes([0x70]) + fixed[1:]).information is None  # VALID clear
+    info = bytes([0, 0x0A, 0x80, 0]) + (320).to_bytes(8, "big")
+    desc = bytes([0x72, 0x0B, 0x10, 0x03, 0, 0, 0, len(info)]) + info
+    e = ScsiError(2, 0, desc)
+    assert (e.sense_key, e.asc_ascq, e.information) == (0x0B, (0x10, 0x03), 320)
+    assert ScsiError(2, 0, desc[:8]).information is None
+    assert (ScsiError(2, 0, b"").sense_key, ScsiError(2, 0, b"").asc_ascq) == (-1, (-1, -1))

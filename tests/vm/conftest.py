@@ -344,10 +344,10 @@ def record(line: str, name: str = "pdu_outcomes.txt") -> None:
             f.write(line + "\n")
 
 
-def clear_unit_attention(c: Connection) -> None:
-    """Take the UNIT ATTENTION a new session may meet, with a one-block read."""
+def clear_unit_attention(c: Connection, lun: int = 0) -> None:
+    """Take the UNIT ATTENTION a new session may meet on ``lun``, with a one-block read."""
     try:
-        c.scsi_read(0, 1)
+        c.scsi_read(0, 1, lun=lun)
     except ScsiError as e:
         assert e.sense_key == 6, e
 
@@ -501,6 +501,24 @@ def target_tpg_params(iqn: str, **values: str) -> Iterator[None]:
     finally:
         for k, v in old.items():
             tpg.set_parameter(k, v)
+
+
+@contextmanager
+def target_at_erl(iqn: str, erl: int, **params: str) -> Iterator[None]:
+    """Target ``iqn`` offering ErrorRecoveryLevel ``erl`` (and TPG
+    ``params``) to the logins made inside (restored after). LIO offers the
+    ACL's default_erl, and a dynamic ACL takes the TPG's when it is made:
+    the TPG's is set too."""
+    from rtslib_fb import RTSRoot
+
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == iqn]
+    saved = tpg.get_attribute("default_erl")
+    tpg.set_attribute("default_erl", str(erl))
+    try:
+        with target_tpg_params(iqn, ErrorRecoveryLevel=str(erl), **params):
+            yield
+    finally:
+        tpg.set_attribute("default_erl", saved)
 
 
 # IPv6 next to each link's IPv4 addresses, from the benchmarking range

@@ -46,7 +46,7 @@ from iscsi_initiator.pdu import Op, Pdu, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params, ScsiError
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, clear_unit_attention, dmesg, target_tpg_params
+from .conftest import PDU_INITIATOR, clear_unit_attention, dmesg_since, kmsg_mark, target_tpg_params
 from .test_mcs import (
     ADAPTERS,
     IQN,
@@ -284,7 +284,7 @@ def test_a_session_is_freed_when_its_time2retain_expires(
         pytest.skip("reproducer of a LIO core sleep in a timer (upstream/0011-*; reported at every expiry "
                     "on a debug kernel): runs with --patched-lio, or with -k expires")  # fmt: skip
     link, _ = LAYOUTS[layout]
-    before = len(dmesg())
+    mark = kmsg_mark(f"time2retain expiry, {layout}")
     with erl2_offered():
         c = Connection(link.tgt_ip)
         keys = c.login(PDU_INITIATOR, IQN, Params(erl=2, time2retain=1))
@@ -297,7 +297,7 @@ def test_a_session_is_freed_when_its_time2retain_expires(
         while "No active iSCSI Session" not in info.read_text():
             assert time.monotonic() < deadline, f"{layout}: the session outlives its Time2Retain by 30 s:\n{listed}"
             time.sleep(0.1)
-        expired = [line for line in dmesg()[before:] if "Time2Retain timer expired" in line]
+        expired = [line for line in dmesg_since(mark) if "Time2Retain timer expired" in line]
         assert expired, f"{layout}: the session was closed, but not by its Time2Retain timer"
         again = Connection(link.tgt_ip)
         again.login(PDU_INITIATOR, IQN, Params(erl=2, time2retain=1))

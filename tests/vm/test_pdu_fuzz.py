@@ -61,7 +61,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 
 from . import c4sim, shares
 from . import test_pdu_suite as suite
-from .conftest import PDU_INITIATOR, PDU_IQN, clear_unit_attention, soft0_counters
+from .conftest import PDU_INITIATOR, PDU_IQN, clear_unit_attention, soft0_counters, target_at_erl
 
 background_fio = suite.background_fio
 
@@ -354,7 +354,7 @@ def test_seeded_malformed_pdus_in_recovering_sessions(
     if not erl:
         pytest.skip("the recovery-level fuzz runs with --fuzz-erl N (make fuzz-vm: 2, on LIO's patched core; "
                     "the kernels' own oopses in ERL 2 sessions, upstream/0007-*)")  # fmt: skip
-    with suite.target_at_erl(erl, MaxConnections="2"):
+    with target_at_erl(PDU_IQN, erl, MaxConnections="2"):
         seeded_malformed_pdus(path, request, background_fio, lio_core, erl=erl)
 
 

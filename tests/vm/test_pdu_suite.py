@@ -71,6 +71,7 @@ from .conftest import (
     offloaded_target,
     record,
     soft0_counters,
+    target_at_erl,
     target_tpg_params,
 )
 
@@ -833,27 +834,10 @@ def test_bidirectional_command_is_refused(path: str) -> None:
     healthy(path)
 
 
-@contextmanager
-def target_at_erl(erl: int, **params: str) -> Iterator[None]:
-    """The suite's target offering ErrorRecoveryLevel ``erl`` (and TPG
-    ``params``) to the logins made inside. LIO offers the ACL's
-    default_erl, and a dynamic ACL takes the TPG's when it is made: the
-    TPG's is set too."""
-    from rtslib_fb import RTSRoot
-
-    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
-    tpg.set_attribute("default_erl", str(erl))
-    try:
-        with target_tpg_params(PDU_IQN, ErrorRecoveryLevel=str(erl), **params):
-            yield
-    finally:
-        tpg.set_attribute("default_erl", "0")
-
-
 def connect_at_erl(path: str, erl: int, name: str, params: Params | None = None) -> Connection:
     """A session at ErrorRecoveryLevel ``erl`` on path, its initiator name
     PDU_INITIATOR-``name``."""
-    with target_at_erl(erl):
+    with target_at_erl(PDU_IQN, erl):
         c = connect(path, dataclasses.replace(params or Params(), erl=erl), initiator=f"{PDU_INITIATOR}-{name}")
     assert c.target_keys.get("ErrorRecoveryLevel", str(erl)) == str(erl), c.target_keys
     return c

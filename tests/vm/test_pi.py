@@ -95,10 +95,7 @@ def connect(path: str) -> Connection:
     host, port = c.sock.getsockname()[:2]
     assert (adapter_of(f"{host}:{port}") == "soft0") == (path == "offloaded"), f"{path}: adapter"
     clear_unit_attention(c)
-    try:  # and the PI LUN's, made after the target
-        c.scsi_read(0, 1, lun=PI_LUN)
-    except ScsiError as e:
-        assert e.sense_key == 6, e
+    clear_unit_attention(c, PI_LUN)  # made after the target
     return c
 
 
@@ -116,11 +113,7 @@ def answer(c: Connection, lba: int) -> tuple[object, ...]:
     try:
         return ("GOOD", c.scsi_read(lba, 1, lun=PI_LUN))
     except ScsiError as e:
-        s = e.sense
-        if s and s[0] & 0x7F in (0x70, 0x71):  # fixed format
-            info = struct.unpack_from(">I", s, 3)[0] if s[0] & 0x80 else None
-            return ("CHECK CONDITION", s[2] & 0x0F, s[12], s[13], info)
-        return ("CHECK CONDITION", e.sense_key, s[2] if len(s) > 3 else -1, s[3] if len(s) > 3 else -1, None)
+        return ("CHECK CONDITION", e.sense_key, *e.asc_ascq, e.information)
 
 
 def note(kind: int, line: str) -> None:

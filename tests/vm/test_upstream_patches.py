@@ -7,7 +7,6 @@ patched one; make test skips it and says why."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from rtslib_fb import TPG, FabricModule, NetworkPortal, Target
 from cxgbit_ext import topology
 from testbed import topo
 
-from .conftest import TOP, dmesg_since, insmod, kmsg_mark, target_tpg_params
+from .conftest import TOP, dmesg_since, insmod, kmsg_mark, target_at_erl
 
 IQN = "iqn.2026-11.org.cxgbit-ext:upstream"
 LINK = topo.LINKS[0]
@@ -114,29 +113,15 @@ def test_an_abort_for_a_lun_not_there_is_answered_lun_does_not_exist(
     assert "response 2 (LUN does not exist)" in out, out
 
 
-@contextlib.contextmanager
-def offering_erl2() -> Iterator[None]:
-    """The target offering ErrorRecoveryLevel 2 to initiators logging in
-    inside. A dynamic ACL takes the TPG's default_erl when it is made, so
-    each caller logs in with an initiator name of its own."""
-    with topo.in_netns():
-        tpg = TPG(Target(FabricModule("iscsi"), IQN, mode="lookup"), 1)
-        tpg.set_attribute("default_erl", "2")
-    try:
-        with target_tpg_params(IQN, ErrorRecoveryLevel="2"):
-            yield
-    finally:
-        with topo.in_netns():
-            tpg.set_attribute("default_erl", "1")
-
-
 def test_a_reassigned_write_completes_and_is_released(patched_target: None, capsys: pytest.CaptureFixture[str]) -> None:
     """Patches 0007 and 0008 at ErrorRecoveryLevel 2: a lost connection's
     WRITE reassigned to the other connection is answered "Function
     complete", completes there, and is released when the initiator
     acknowledges its status (unpatched: an oops in
     target_release_cmd_kref(), the log check's to see)."""
-    with offering_erl2():
+    # a dynamic ACL takes the TPG's default_erl when it is made: an
+    # initiator name of its own gets one made now
+    with target_at_erl(IQN, 2):
         rc = reproducer("erl2_task_reassign").main(
             [LINK.tgt_ip, IQN, "--initiator", "iqn.2026-11.org.cxgbit-ext:reproducer-erl2"]
         )
@@ -157,7 +142,7 @@ def test_sessions_left_to_expire_are_closed_in_process_context(
     lock inversion, the log check's to see)."""
     initiator = "iqn.2026-11.org.cxgbit-ext:reproducer-t2r"
     mark = kmsg_mark("erl2_time2retain_expiry --sessions 4")
-    with offering_erl2():
+    with target_at_erl(IQN, 2):
         rc = reproducer("erl2_time2retain_expiry").main([LINK.tgt_ip, IQN, "--initiator", initiator, "--sessions", "4"])
     out = capsys.readouterr().out
     print(out)
