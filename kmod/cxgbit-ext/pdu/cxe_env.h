@@ -5,9 +5,10 @@
  * The files in pdu/ hold iSCSI protocol logic with no kernel dependency so
  * that the same source builds into cxgbit_ext.ko and into user-space unit
  * tests and fuzzers. This header is the only place that differs: the
- * kernel build uses the kernel's crc32c(); user space links a CRC32C the
- * test harness provides. CXE_EXPORT() exports what backend modules call
- * (EXPORT_SYMBOL_GPL), and is nothing in user space.
+ * kernel build uses the kernel's crc32c() and crc_t10dif_update(); user
+ * space links a CRC32C and a CRC-16 T10-DIF the test harness provides.
+ * CXE_EXPORT() exports what backend modules call (EXPORT_SYMBOL_GPL), and
+ * is nothing in user space.
  */
 #ifndef CXE_ENV_H
 #define CXE_ENV_H
@@ -18,6 +19,7 @@
 #include <linux/string.h>
 #include <linux/errno.h>
 #include <linux/crc32c.h>
+#include <linux/crc-t10dif.h>
 #include <linux/export.h>
 
 /* a module that builds its own copy (the cxgb4 stand-in) exports none */
@@ -29,6 +31,12 @@
 static inline u32 cxe_crc32c(u32 crc, const void *buf, size_t len)
 {
 	return crc32c(crc, buf, len);
+}
+
+/* CRC-16 T10-DIF update (initial 0), like the kernel's crc_t10dif_update() */
+static inline u16 cxe_crc_t10dif(u16 crc, const void *buf, size_t len)
+{
+	return crc_t10dif_update(crc, buf, len);
 }
 #else
 #include <stdbool.h>
@@ -47,6 +55,7 @@ typedef __UINT64_TYPE__ u64;
 
 /* Provided by the user-space harness; same contract as the kernel's. */
 u32 cxe_crc32c(u32 crc, const void *buf, size_t len);
+u16 cxe_crc_t10dif(u16 crc, const void *buf, size_t len);
 #endif
 
 #endif /* CXE_ENV_H */

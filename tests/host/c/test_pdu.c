@@ -2,14 +2,15 @@
 /*
  * Unit tests of kmod/cxgbit-ext/pdu/ in user space: CRC32C digests against
  * RFC 3720 B.4, the RX stream parser fed whole, byte by byte and in random
- * splits, digest errors, malformed streams, the burst segmentation planner
- * and the DDP tag maths.
+ * splits, digest errors, malformed streams, the burst segmentation planner,
+ * the DDP tag maths and the T10-PI generator.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include "pdugen.h"
 #include "cxe_seg.h"
 #include "cxe_ddp.h"
+#include "cxe_pi.h"
 #include "check.h"
 
 static void check_vector(const u8 *buf, size_t len, const u8 want[4])
@@ -700,6 +701,126 @@ static void test_ddp(void)
 	CHECK(!cxe_ddp_in_window(0, 4096, 0, 0));		/* empty */
 }
 
+/* ---- T10 protection information -------------------------------------------- */
+
+/* CRC-16 T10-DIF bit by bit: an oracle apart from the harness's table */
+static u16 crc_t10dif_bitwise(const u8 *p, size_t len)
+{
+	u16 crc = 0;
+
+	while (len--) {
+		crc ^= (u16)(*p++ << 8);
+		for (int k = 0; k < 8; k++)
+			crc = crc & 0x8000 ? (u16)(crc << 1) ^ 0x8bb7 : (u16)(crc << 1);
+	}
+	return crc;
+}
+
+struct pi_buf {
+	u8	prot[64 * CXE_PI_TUPLE_LEN];
+	u32	puts;
+};
+
+static void pi_put(void *ctx, u32 idx, const u8 *tuple, u32 len)
+{
+	struct pi_buf *b = ctx;
+
+	CHECK((idx + 1) * CXE_PI_TUPLE_LEN <= sizeof(b->prot));
+	CHECK(len == 4 || len == CXE_PI_TUPLE_LEN);
+	memcpy(b->prot + idx * CXE_PI_TUPLE_LEN, tuple, len);
+	b->puts++;
+}
+
+static u32 be32_at(const u8 *p)
+{
+	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
+}
+
+/* The tuples as SBC-4 says, block by block, with what type 3 leaves alone */
+static bool pi_tuples_ok(const struct pi_buf *b, const u8 *data, u32 blocks,
+			 u32 block, u64 lba, bool type1)
+{
+	for (u32 i = 0; i < blocks; i++) {
+		const u8 *t = b->prot + i * CXE_PI_TUPLE_LEN;
+		u16 guard = crc_t10dif_bitwise(data + (size_t)i * block, block);
+
+		if (t[0] != guard >> 8 || t[1] != (guard & 0xff) || t[2] || t[3])
+			return false;
+		if (type1 ? be32_at(t + 4) != (u32)(lba + i) : be32_at(t + 4) != 0xa5a5a5a5u)
+			return false;
+	}
+	return true;
+}
+
+static void test_pi(void)
+{
+	static const u8 check[] = "123456789";
+	u32 block, blocks, pos, n, got;
+	struct cxe_pi_gen g;
+	struct pi_buf b;
+	u8 *data;
+
+	/* the CRC's check value (CRC-16/T10-DIF), and the table against bits */
+	CHECK(cxe_crc_t10dif(0, check, 9) == 0xd0db);
+	CHECK(crc_t10dif_bitwise(check, 9) == 0xd0db);
+	data = malloc(64 * 4096);
+	for (u32 i = 0; i < 64 * 4096; i++)
+		data[i] = random();
+	CHECK(cxe_crc_t10dif(cxe_crc_t10dif(0, data, 100), data + 100, 412) ==
+	      crc_t10dif_bitwise(data, 512));
+
+	/* pieces of every size, across block boundaries, both types */
+	for (int round = 0; round < 200; round++) {
+		bool type1 = round & 1;
+		u64 lba = round == 7 ? 0xfffffffeull : (u64)random() << 8;
+
+		block = round % 3 == 2 ? 4096 : 512;
+		blocks = 1 + random() % (round % 3 == 2 ? 16 : 64);
+		memset(b.prot, 0xa5, sizeof(b.prot));
+		b.puts = 0;
+		CHECK(cxe_pi_gen_init(&g, block, blocks * block, blocks, lba, type1));
+		for (pos = 0, got = 0; pos < blocks * block; pos += n) {
+			n = 1 + random() % (round % 2 ? 3 * block : 700);
+			if (n > blocks * block - pos)
+				n = blocks * block - pos;
+			got += cxe_pi_gen_feed(&g, pos, data + pos, n, pi_put, &b);
+		}
+		CHECK(got == blocks && b.puts == blocks && cxe_pi_gen_done(&g));
+		CHECK(pi_tuples_ok(&b, data, blocks, block, lba, type1));
+	}
+
+	/* a piece out of order stops it for good, a piece sent again too */
+	CHECK(cxe_pi_gen_init(&g, 512, 8 * 512, 8, 0, true));
+	b.puts = 0;
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 1000, pi_put, &b) == 1);
+	CHECK(cxe_pi_gen_feed(&g, 2000, data + 2000, 500, pi_put, &b) == 0);
+	CHECK(cxe_pi_gen_feed(&g, 1000, data + 1000, 3096, pi_put, &b) == 0);
+	CHECK(!cxe_pi_gen_done(&g) && b.puts == 1);
+	CHECK(cxe_pi_gen_init(&g, 512, 8 * 512, 8, 0, true));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 1024, pi_put, &b) == 2);
+	CHECK(cxe_pi_gen_feed(&g, 512, data + 512, 512, pi_put, &b) == 0);
+	CHECK(!cxe_pi_gen_done(&g));
+
+	/* fewer tuples than blocks (COMPARE AND WRITE): the first ones only */
+	memset(b.prot, 0xa5, sizeof(b.prot));
+	b.puts = 0;
+	CHECK(cxe_pi_gen_init(&g, 512, 16 * 512, 8, 40, true));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 16 * 512, pi_put, &b) == 8);
+	CHECK(b.puts == 8 && cxe_pi_gen_done(&g));
+	CHECK(pi_tuples_ok(&b, data, 8, 512, 40, true));
+	CHECK(be32_at(b.prot + 8 * CXE_PI_TUPLE_LEN) == 0xa5a5a5a5u);
+
+	/* a partial last block gets no tuple, and the data is whole without it */
+	CHECK(cxe_pi_gen_init(&g, 512, 1000, 2, 0, false));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 1000, pi_put, &b) == 1 && cxe_pi_gen_done(&g));
+
+	/* block sizes with no generator */
+	CHECK(!cxe_pi_gen_init(&g, 520, 520, 1, 0, true));
+	CHECK(!cxe_pi_gen_init(&g, 256, 512, 2, 0, true));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 256, pi_put, &b) == 0 && !cxe_pi_gen_done(&g));
+	free(data);
+}
+
 int main(void)
 {
 	srandom(1);
@@ -719,6 +840,7 @@ int main(void)
 	test_seg();
 	test_datain_hdr();
 	test_ddp();
+	test_pi();
 	printf("test_pdu: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
