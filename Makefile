@@ -126,13 +126,14 @@ cxgb4-test: modules
 # covers: module load and unload, backend modules (the example's adopted
 # connections), steering and hand-back, adapters and netdev events, the
 # PDU suite (every PDU path and digest, through soft0 and through the
-# cxgb4 glue on the stand-in) and the fuzz, the glue's connections,
+# cxgb4 glue on the stand-in) and the fuzz, T10-PI made as write data is
+# placed and in the PDU layer's own pass, the glue's connections,
 # recovery and detach, rmmod and resets under load. Left out, and why:
 # tests/README.md ("The debug kernels").
 DEBUG_TESTS ?= tests/vm/test_module.py tests/vm/test_example_backend.py tests/vm/test_steering.py \
 	tests/vm/test_adapters.py tests/vm/test_netdev_identity.py tests/vm/test_robustness.py \
 	tests/vm/test_cxgb4_conns.py tests/vm/test_cxgb4sim.py tests/vm/test_pdu_suite.py \
-	tests/vm/test_pdu_fuzz.py tests/vm/test_per_target.py tests/vm/test_fault_injection.py
+	tests/vm/test_pdu_fuzz.py tests/vm/test_per_target.py tests/vm/test_pi.py tests/vm/test_fault_injection.py
 DEBUG_KVERS = $(addsuffix -dbg,$(KVERS))
 DEBUG_TIMEOUT ?= 10800
 debug-test:

@@ -23,6 +23,7 @@
 #include <linux/limits.h>
 
 #include "pdu/cxe_seg.h"
+#include "pdu/cxe_pi.h"
 
 struct cxe_np;
 struct cxe_conn;
@@ -48,6 +49,21 @@ struct cxe_sg_pos {
 };
 
 /*
+ * The T10 protection information a task's write data gets as it is placed
+ * (pdu/cxe_pi.h), into the command's protection buffer sgl: the PDU
+ * layer's, in struct cxe_task. An adapter that can make it (CXE_CAP_T10PI)
+ * is given one with the data's destination and hands it every byte it
+ * places there, while the bytes are still in the cache: cxe_pi_placed().
+ */
+struct cxe_pi_dout {
+	struct cxe_pi_gen	gen;
+	struct scatterlist	*sgl;
+	u32			nents;
+	struct cxe_sg_pos	walk;	/* in sgl */
+	bool			on;	/* gen set up for the task's data */
+};
+
+/*
  * A data segment's destination (receive) or source (send): the command's
  * pages from byte offset on, or a kernel buffer.
  */
@@ -58,6 +74,7 @@ struct cxe_data {
 	void			*buf;
 	u32			len;	/* bytes that belong in sgl/buf */
 	struct cxe_sg_pos	*walk;	/* the task's, with sgl; or NULL */
+	struct cxe_pi_dout	*pi;	/* receive, with sgl: see above; or NULL */
 };
 
 /* One Data-In burst for the adapter to segment into PDUs. */
@@ -95,6 +112,8 @@ struct cxe_task {
 	struct cxe_sg_pos walk;		/* the adapter's, in the task's pages */
 	/* the PDU layer's own: the data buffer lent from its cache (dcache.c) */
 	struct cxe_dbuf	*dbuf;
+	/* and the protection information the adapter makes (pi.c) */
+	struct cxe_pi_dout pi;
 };
 
 struct cxe_adapter_ops {
@@ -158,6 +177,8 @@ struct cxe_adapter_ops {
 	 * into pages when dst->sgl; bytes past dst->len are dropped), then pad
 	 * and data digest; *bad on a data digest error. Data the adapter
 	 * placed before the header came (hardware DDP) is not copied again.
+	 * With dst->pi, every byte placed in the pages also goes to
+	 * cxe_pi_placed(), in the order placed.
 	 */
 	int (*recv_hdr)(struct cxe_conn *c, u8 *hdr, u32 *flags);
 	int (*recv_data)(struct cxe_conn *c, const struct cxe_data *dst,
@@ -237,7 +258,8 @@ struct cxe_adapter_ops {
  * digests, direct data placement of write data, Data-In segmentation (a
  * burst handed down once), receive aggregation (hardware that coalesces
  * the receive completions of several PDUs into one; the software adapter
- * has none: it hands up one PDU per recv_hdr as it parses the stream).
+ * has none: it hands up one PDU per recv_hdr as it parses the stream),
+ * T10 protection information inserted as write data is placed.
  */
 enum cxe_cap {
 	CXE_CAP_HCRC,
@@ -245,6 +267,7 @@ enum cxe_cap {
 	CXE_CAP_DDP,
 	CXE_CAP_ISO,
 	CXE_CAP_RXAGG,
+	CXE_CAP_T10PI,	/* T10-PI made as write data is placed (cxe_pi_dout) */
 	CXE_CAP_MAX,
 };
 
@@ -293,7 +316,7 @@ struct cxe_limits {
  * cxe_np and cxe_adapter, enum cxe_stat, and what cxgbit_ext.h declares
  * or inlines for backends.
  */
-#define CXE_BACKEND_CONTRACT	3
+#define CXE_BACKEND_CONTRACT	4
 
 struct cxe_backend {
 	/* these two first, in every version: a mismatch can still be named */

@@ -55,6 +55,8 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_DCACHE_MISSES] = "data_cache_misses",
 	[CXE_STAT_WALK_STARTS]	= "sg_walk_starts",
 	[CXE_STAT_LOGINS_STALLED] = "logins_stalled",
+	[CXE_STAT_PI_BLOCKS]	= "pi_blocks",
+	[CXE_STAT_PI_PASSES]	= "pi_passes",
 };
 
 static LIST_HEAD(cxe_adapters);

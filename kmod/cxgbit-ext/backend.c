@@ -344,6 +344,7 @@ static const char *const cxe_cap_names[CXE_CAP_MAX] = {
 	[CXE_CAP_DDP]	= "ddp",
 	[CXE_CAP_ISO]	= "iso",
 	[CXE_CAP_RXAGG]	= "rxagg",
+	[CXE_CAP_T10PI]	= "t10pi",
 };
 
 /*

@@ -5,11 +5,14 @@
  * each serves), backend.c (the backend registry, what listens for each
  * portal, the hardware's limits), holds.c (login holds), portal.c
  * (portals, connections, login), transport.c (the PDU path LIO talks
- * to), adapters/soft/ (the software adapter), configfs.c (the control
- * interface) and main.c (entry). Backend modules never include it.
+ * to), pi.c (T10 protection information), adapters/soft/ (the software
+ * adapter), configfs.c (the control interface) and main.c (entry).
+ * Backend modules never include it.
  */
 #ifndef CXE_CORE_H
 #define CXE_CORE_H
+
+#include <target/target_core_base.h>
 
 #include "cxgbit_ext.h"
 
@@ -103,6 +106,12 @@ void cxe_soft_exit(void);
 
 /* transport.c */
 extern struct iscsit_transport cxe_transport;
+
+/* pi.c: T10 protection information */
+enum target_prot_op cxe_pi_sup_prot_ops(struct iscsit_conn *conn);
+void cxe_pi_session_check(struct iscsit_conn *conn);
+struct cxe_pi_dout *cxe_pi_dout(struct cxe_conn *c, struct iscsit_cmd *cmd);
+void cxe_pi_dout_finish(struct cxe_conn *c, struct iscsit_cmd *cmd);
 
 /* dcache.c */
 struct iscsit_cmd;

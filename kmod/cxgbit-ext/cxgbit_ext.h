@@ -22,6 +22,7 @@
 #include <linux/atomic.h>
 #include <linux/sizes.h>
 #include <linux/netdevice.h>
+#include <linux/scatterlist.h>
 #include <net/net_namespace.h>
 
 #include "adapter.h"
@@ -61,6 +62,8 @@ enum cxe_stat {
 	CXE_STAT_DCACHE_MISSES,	/* data buffers the cache had to allocate */
 	CXE_STAT_WALK_STARTS,	/* walks of a command's pages begun at its start */
 	CXE_STAT_LOGINS_STALLED, /* connections closed before a whole first Login request */
+	CXE_STAT_PI_BLOCKS,	/* blocks whose T10-PI the adapter made, not LIO */
+	CXE_STAT_PI_PASSES,	/* writes whose T10-PI took a pass of its own (pi.c) */
 	CXE_STAT_MAX,
 };
 
@@ -99,6 +102,68 @@ struct cxe_stats {
 static inline void cxe_stat_add(struct cxe_adapter *a, enum cxe_stat s, u64 v)
 {
 	this_cpu_add(a->stats->v[s], v);
+}
+
+/* ---- walks of a scatterlist (struct cxe_sg_pos, adapter.h) ---- */
+
+/* sgl from its first byte on (struct cxe_sg_pos) */
+static inline void cxe_sg_pos_init(struct cxe_sg_pos *p,
+				   struct scatterlist *sgl, u32 nents)
+{
+	p->sgl = sgl;
+	p->sg = sgl;
+	p->start = 0;
+	p->left = nents;
+}
+
+/*
+ * p, ready to seek byte pos of sgl: from where it is, or from sgl's start
+ * (true). A command's walk starts once per direction unless its data is
+ * sent again, so the starts per command say that placing and sending stay
+ * linear in the data (sg_walk_starts).
+ */
+static inline bool cxe_sg_pos_at(struct cxe_sg_pos *p,
+				 struct scatterlist *sgl, u32 nents, u32 pos)
+{
+	if (p->sgl == sgl && pos >= p->start)
+		return false;
+	cxe_sg_pos_init(p, sgl, nents);
+	return true;
+}
+
+/*
+ * The entry after sg, which is not the list's last (the walk counts its
+ * entries): sg_next() less its last-entry test, inline, as a walk takes
+ * this step once per page it places or sends.
+ */
+static inline struct scatterlist *cxe_sg_step(struct scatterlist *sg)
+{
+	sg++;
+	return sg_is_chain(sg) ? sg_chain_ptr(sg) : sg;
+}
+
+/* to the entry holding byte pos, at or after the current one; false: past the end */
+static inline bool cxe_sg_seek(struct cxe_sg_pos *p, u32 pos)
+{
+	while (p->left && pos >= p->start + p->sg->length) {
+		p->start += p->sg->length;
+		p->sg = --p->left ? cxe_sg_step(p->sg) : NULL;
+	}
+	return p->left;
+}
+
+/*
+ * After a seek to pos: the page holding byte pos, its offset there, and
+ * how many bytes from pos on are in that page and entry.
+ */
+static inline struct page *cxe_sg_page(const struct cxe_sg_pos *p, u32 pos,
+				       u32 *off, u32 *avail)
+{
+	u32 in = p->sg->offset + pos - p->start;
+
+	*off = offset_in_page(in);
+	*avail = min_t(u32, p->start + p->sg->length - pos, PAGE_SIZE - *off);
+	return nth_page(sg_page(p->sg), in >> PAGE_SHIFT);
 }
 
 /* A connection's data buffer cache (dcache.c). */
@@ -266,6 +331,11 @@ struct cxe_adapter *cxe_adapter_publish(const char *name,
 					const struct cxe_backend *b,
 					const char *netdev);
 void cxe_adapter_unpublish(struct cxe_adapter *a);
+/*
+ * pi.c: bytes [pos, pos + len) of a task's data, at va, just placed
+ * (struct cxe_pi_dout); any context
+ */
+void cxe_pi_placed(struct cxe_pi_dout *pi, u32 pos, const void *va, u32 len);
 /*
  * adapters/soft/cm.c: the software path's per-connection ops, for a
  * CXE_BACKEND_SOCKETS backend to start its own from (listen, unlisten,

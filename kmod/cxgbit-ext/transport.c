@@ -51,6 +51,7 @@ static int cxe_recv_place(struct cxe_conn *c, struct iscsit_cmd *cmd, u32 off,
 		.offset = off,
 		.len = len,
 		.walk = cxe_task_walk(cmd),
+		.pi = cxe_pi_dout(c, cmd),
 	};
 
 	return cxe_ops(c)->recv_data(c, &dst, dlen, bad);
@@ -369,6 +370,7 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 		}
 		cmd->write_data_done += min(room, dlen);
 		if (cmd->write_data_done == cmd->se_cmd.data_length) {
+			cxe_pi_dout_finish(c, cmd);
 			spin_lock_bh(&cmd->istate_lock);
 			cmd->cmd_flags |= ICF_GOT_LAST_DATAOUT;
 			cmd->i_state = ISTATE_RECEIVED_LAST_DATAOUT;
@@ -483,8 +485,12 @@ static int cxe_handle_data_out(struct cxe_conn *c, u8 *hdr)
 			    dlen, &bad);
 	if (rc)
 		return rc;
-	if (!bad)
+	if (!bad) {
+		/* LIO's own test (iscsit_dataout_post_crc_passed()): it executes next */
+		if (cmd->write_data_done + dlen == cmd->se_cmd.data_length)
+			cxe_pi_dout_finish(c, cmd);
 		return iscsit_check_dataout_payload(cmd, d, false);
+	}
 	/*
 	 * A data digest error ends the connection at ERL 0, where LIO would
 	 * answer it with iscsit_reject_cmd() (see cxe_refuse_task_pdu()).
@@ -812,16 +818,12 @@ static void cxe_get_rx_pdu(struct iscsit_conn *conn)
 {
 	struct cxe_conn *c = conn->context;
 
+	cxe_pi_session_check(conn);
 	cxe_rx_loop(conn);
 	WRITE_ONCE(c->no_inline, true);
 	cxe_dcache_close(&c->dcache);
 	if (cxe_ops(c)->tx_room && conn->sock)
 		kernel_sock_shutdown(conn->sock, SHUT_RDWR);
-}
-
-static enum target_prot_op cxe_get_sup_prot_ops(struct iscsit_conn *conn)
-{
-	return TARGET_PROT_NORMAL;
 }
 
 struct iscsit_transport cxe_transport = {
@@ -847,5 +849,5 @@ struct iscsit_transport cxe_transport = {
 	.iscsit_validate_params	= cxe_validate_params,
 	.iscsit_unmap_cmd	= cxe_unmap_cmd,
 	.iscsit_aborted_task	= iscsit_aborted_task,
-	.iscsit_get_sup_prot_ops = cxe_get_sup_prot_ops,
+	.iscsit_get_sup_prot_ops = cxe_pi_sup_prot_ops,
 };

@@ -12,16 +12,16 @@ import pytest
 
 from cxgbit_ext.control import BUILTIN, NAME_MAX, valid_adapter_name
 
-CAPS = "hcrc dcrc ddp iso"
+CAPS = "hcrc dcrc ddp iso t10pi"
 # The backends file of a module built with the cxgb4 backend, on a host
 # with no Chelsio adapter
-BACKENDS = "soft on caps=hcrc,dcrc,ddp,iso\ncxgb4 off no_ports caps=hcrc,dcrc,ddp,iso,rxagg\n"
+BACKENDS = "soft on caps=hcrc,dcrc,ddp,iso,t10pi\ncxgb4 off no_ports caps=hcrc,dcrc,ddp,iso,rxagg\n"
 # An adapter's counters file: every counter, in the module's order
 # (cxe_stat_names), whether it has moved or not.
 COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "hdigest_errors",
             "ddigest_errors", "ddp_tag_errors", "drops", "bursts", "burst_pdus", "rx_waits", "handed_back",
             "logins_held", "model_cpls", "model_wrs", "range_bytes", "tx_inline", "data_cache_hits",
-            "data_cache_misses", "sg_walk_starts", "logins_stalled")  # fmt: skip
+            "data_cache_misses", "sg_walk_starts", "logins_stalled", "pi_blocks", "pi_passes")  # fmt: skip
 
 
 def counters_file(counts: dict[str, int]) -> str:

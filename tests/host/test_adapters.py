@@ -17,7 +17,7 @@ from cxgbit_ext.control import Control, CxgbitExtError
 
 from .conftest import FakeKernel, make_tree, snapshot
 
-ALL = ["hcrc", "dcrc", "ddp", "iso"]
+ALL = ["hcrc", "dcrc", "ddp", "iso", "t10pi"]
 
 
 @pytest.fixture
@@ -48,9 +48,9 @@ def test_create_lists_the_new_adapter_serving_its_netdev(tree: Path, capsys: pyt
     assert run(tree, "adapters", "create", "spare") == 0
     assert capsys.readouterr().out.splitlines() == [
         "adapter   type  serves          offloads",
-        "soft0     soft  tgt0            hcrc+dcrc+ddp+iso",
-        "soft1     soft  tgt1            hcrc+dcrc+ddp+iso",
-        "spare     soft  no netdev       hcrc+dcrc+ddp+iso",
+        "soft0     soft  tgt0            hcrc+dcrc+ddp+iso+t10pi",
+        "soft1     soft  tgt1            hcrc+dcrc+ddp+iso+t10pi",
+        "spare     soft  no netdev       hcrc+dcrc+ddp+iso+t10pi",
     ]
 
 
@@ -193,11 +193,11 @@ def test_set_switches_offloads(tree: Path, settings: list[str], ddp: str, iso: s
 
 def test_set_shows_what_is_off(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(tree, "set", "soft0", "ddp=0") == 0
-    assert capsys.readouterr().out.splitlines()[1] == "soft0     soft  tgt0            hcrc+dcrc+iso (ddp off)"
+    assert capsys.readouterr().out.splitlines()[1] == "soft0     soft  tgt0            hcrc+dcrc+iso+t10pi (ddp off)"
     assert run(tree, "--json", "set", "soft0", "iso=off") == 0
     (a,) = json.loads(capsys.readouterr().out)
-    assert (a["ddp"], a["iso"], a["caps"], a["offloads"]) == (False, False, ALL, ["hcrc", "dcrc"])
-    assert Control(tree).adapter("soft0").offload_text() == "hcrc+dcrc (ddp off, iso off)"
+    assert (a["ddp"], a["iso"], a["caps"], a["offloads"]) == (False, False, ALL, ["hcrc", "dcrc", "t10pi"])
+    assert Control(tree).adapter("soft0").offload_text() == "hcrc+dcrc+t10pi (ddp off, iso off)"
 
 
 @pytest.mark.parametrize(
@@ -254,7 +254,7 @@ def test_adapter_objects_read_and_write_the_tree_live(kernel: FakeKernel, tree: 
     assert soft1 == same and soft1 in set(ctl.adapters())
     soft1.ddp = "off"
     assert (tree / "adapters/soft1/ddp").read_text() == "0\n"
-    assert (same.ddp, same.iso, same.active) == (False, True, ("hcrc", "dcrc", "iso"))
+    assert (same.ddp, same.iso, same.active) == (False, True, ("hcrc", "dcrc", "iso", "t10pi"))
     same.netdev = "*"
     assert soft1.serving == "every netdev"
     with pytest.raises(CxgbitExtError, match="adapter soft1 iso: 'maybe' is not a boolean"):

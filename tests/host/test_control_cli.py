@@ -53,17 +53,18 @@ def test_status_reads_the_tree(tree: Path) -> None:
 def test_status_lists_the_backends_and_why_one_is_off(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--json", "--configfs", str(tree), "status"]) == 0
     got = {b["name"]: b for b in json.loads(capsys.readouterr().out)["backends"]}
-    assert got["soft"] == {"name": "soft", "on": True, "caps": ["hcrc", "dcrc", "ddp", "iso"], "why": "", "detail": []}
+    caps = ["hcrc", "dcrc", "ddp", "iso", "t10pi"]
+    assert got["soft"] == {"name": "soft", "on": True, "caps": caps, "why": "", "detail": []}
     assert (got["cxgb4"]["on"], got["cxgb4"]["why"]) == (False, "no_ports")
     assert got["cxgb4"]["caps"] == ["hcrc", "dcrc", "ddp", "iso", "rxagg"]
     assert cli.main(["--configfs", str(tree), "status"]) == 0
     text = capsys.readouterr().out
-    assert "backend soft: on (offloads hcrc dcrc ddp iso)" in text
+    assert "backend soft: on (offloads hcrc dcrc ddp iso t10pi)" in text
     assert "backend cxgb4: off: no Chelsio T5/T6 adapter attached (cxgb4 has none)" in text
 
     # an attached adapter: the module lists it after why the backend is off
     (tree / "backends").write_text(
-        "soft on caps=hcrc,dcrc,ddp,iso\n"
+        "soft on caps=hcrc,dcrc,ddp,iso,t10pi\n"
         "cxgb4 off hw_off 0000:03:00.4=T6/2ports/up/dropped:0 caps=hcrc,dcrc,ddp,iso,rxagg\n"
     )
     (_, b) = Control(tree).backends()
@@ -93,8 +94,8 @@ def test_bind_to_a_missing_netdev_says_so_and_changes_nothing(tree: Path, capsys
 def test_unbind_and_capabilities(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--json", "--configfs", str(tree), "unbind", "soft0"]) == 0
     (a,) = json.loads(capsys.readouterr().out)
-    assert (a["netdev"], a["caps"]) == ("", ["hcrc", "dcrc", "ddp", "iso"])
-    assert (a["ddp"], a["iso"], a["offloads"]) == (True, True, ["hcrc", "dcrc", "ddp", "iso"])
+    assert (a["netdev"], a["caps"]) == ("", ["hcrc", "dcrc", "ddp", "iso", "t10pi"])
+    assert (a["ddp"], a["iso"], a["offloads"]) == (True, True, ["hcrc", "dcrc", "ddp", "iso", "t10pi"])
     assert (tree / "adapters/soft0/netdev").read_text() == "\n"
     assert Control(tree).adapter("soft0").serving == "no netdev"
 
@@ -103,7 +104,7 @@ def test_connections_say_which_offloads_are_off_and_why(tree: Path, capsys: pyte
     assert cli.main(["--json", "--configfs", str(tree), "connections"]) == 0
     (c,) = json.loads(capsys.readouterr().out)
     assert c["offloads"] == {
-        "hcrc": "on", "dcrc": "off: DataDigest=None was negotiated", "ddp": "on", "iso": "on",
+        "hcrc": "on", "dcrc": "off: DataDigest=None was negotiated", "ddp": "on", "iso": "on", "t10pi": "on",
     }  # fmt: skip
     assert cli.main(["--configfs", str(tree), "connections"]) == 0
     assert "dcrc off: DataDigest=None was negotiated" in capsys.readouterr().out

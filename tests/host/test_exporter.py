@@ -311,7 +311,7 @@ def test_cxgb4_adapters(kernel: FakeKernel, scrape: Scraper) -> None:
     """The cxgb4 backend's adapters are not under adapters/: their state is
     in the backends line, their counters in device_counters."""
     (kernel.root / "backends").write_text(
-        "soft on caps=hcrc,dcrc,ddp,iso\n"
+        "soft on caps=hcrc,dcrc,ddp,iso,t10pi\n"
         "cxgb4 on m5=T5/2ports/up/dropped:0/servers:1 m6=T6/2ports/down/dropped:3 caps=hcrc,dcrc,ddp,iso,rxagg\n"
     )
     (kernel.root / "device_counters").write_text("cxgb4 m5 pdus_rx 40\ncxgb4 m5 model_cpls 7\ncxgb4 m6 pdus_rx 0\n")

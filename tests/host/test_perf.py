@@ -52,6 +52,7 @@ def test_sessions_interleave_transports_within_each_repeat() -> None:
         (lambda s: s.replace("[link]", "[links]"), "section [link] is missing"),
         (lambda s: s.replace('"4k", "8k"', '"4k", "4k"'), "duplicates"),
         (lambda s: s + "\n[[broken", "Expected"),
+        (lambda s: s.replace('memory = "2G"', 'memory = "2G"\npi_prot_type = 2'), "pi_prot_type = 2"),
     ],
 )
 def test_bad_plans_are_refused_with_the_reason(tmp_path: Path, edit: object, message: str) -> None:
@@ -59,6 +60,12 @@ def test_bad_plans_are_refused_with_the_reason(tmp_path: Path, edit: object, mes
     bad.write_text(edit(MATRIX.read_text()))  # type: ignore[operator]
     with pytest.raises(PlanError, match=message.replace("[", r"\[").replace("]", r"\]")):
         perflib.load_plan(bad)
+
+
+def test_the_pi_matrix_puts_type_1_pi_on_the_lun() -> None:
+    assert perflib.load_plan(MATRIX).pi_prot_type == 0
+    plan = perflib.load_plan(TOP / "perf/pi.toml")
+    assert (plan.pi_prot_type, plan.rw, set(plan.transport)) == (1, ("randwrite",), {"stock", "offload"})
 
 
 def test_each_login_warms_up_unmeasured_on_its_first_point() -> None:

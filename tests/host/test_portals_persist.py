@@ -45,16 +45,16 @@ def tree(kernel: FakeKernel) -> Path:
 @pytest.mark.parametrize(
     ("ip", "port", "requested", "summary"),
     [
-        ("198.18.0.1", 3260, True, "offload: soft0 hcrc+dcrc+ddp+iso"),
-        ("0.0.0.0", 3261, True, "offload: soft0 hcrc+dcrc+ddp+iso on tgt0"),
+        ("198.18.0.1", 3260, True, "offload: soft0 hcrc+dcrc+ddp+iso+t10pi"),
+        ("0.0.0.0", 3261, True, "offload: soft0 hcrc+dcrc+ddp+iso+t10pi on tgt0"),
         ("198.18.0.1", 3260, False, "offload: off — not enabled on this portal (enable_offload true)"),
         ("198.18.1.1", 3260, True, "offload: off — 198.18.1.1 is on tgt1, which no adapter serves (soft0 serves tgt0)"),
         ("198.18.0.1", 3999, True, "offload: off — cxgbit_ext holds no listener for it (see dmesg)"),
         ("10.9.9.9", 3260, True, "offload: off — 10.9.9.9 is on no netdev of its network namespace"),
         # rtslib names IPv6 portals with brackets, as LIO's np directories
-        ("[2001:2::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso"),
-        ("[2001:2:0::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso"),
-        ("[::]", 3262, True, "offload: soft0 hcrc+dcrc+ddp+iso on tgt0"),
+        ("[2001:2::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso+t10pi"),
+        ("[2001:2:0::1]", 3263, True, "offload: soft0 hcrc+dcrc+ddp+iso+t10pi"),
+        ("[::]", 3262, True, "offload: soft0 hcrc+dcrc+ddp+iso+t10pi on tgt0"),
         ("[2001:2:0:1::1]", 3263, True, "offload: off — cxgbit_ext holds no listener for it (see dmesg)"),
     ],
 )
@@ -97,12 +97,12 @@ def test_portal_caps_leave_out_what_every_serving_adapter_has_switched_off(
     ctl.create_adapter("soft1", "tgt1")
     ctl.adapter("soft0").ddp = False
     kernel.report("198.18.0.1:3260 on tgt0=soft0\n0.0.0.0:3261 on tgt0=soft0 tgt1=soft1 *=-\n")
-    assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+iso"
+    assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+iso+t10pi"
     # a wildcard portal is served by both: ddp is still on for logins over tgt1
     s = portals.state(ctl, "0.0.0.0", 3261, True)
-    assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso on tgt0, tgt1"
+    assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso+t10pi on tgt0, tgt1"
     ctl.adapter("soft1").ddp = False
-    assert portals.state(ctl, "0.0.0.0", 3261, True).caps == ("hcrc", "dcrc", "iso")
+    assert portals.state(ctl, "0.0.0.0", 3261, True).caps == ("hcrc", "dcrc", "iso", "t10pi")
 
 
 def test_adapters_named_by_the_module_are_the_ones_shown(kernel: FakeKernel, tree: Path, netns) -> None:
@@ -113,10 +113,10 @@ def test_adapters_named_by_the_module_are_the_ones_shown(kernel: FakeKernel, tre
     ctl.create_adapter("soft1", "tgt1")
     ctl.adapter("soft1").iso = "0"
     kernel.report("198.18.1.1:3260 on tgt1=soft1\n198.18.0.1:3260 on tgt0=soft0\n0.0.0.0:3261 on tgt1=soft1 *=soft0\n")
-    assert portals.state(ctl, "198.18.1.1", 3260, True).summary() == "offload: soft1 hcrc+dcrc+ddp"
-    assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+ddp+iso"
+    assert portals.state(ctl, "198.18.1.1", 3260, True).summary() == "offload: soft1 hcrc+dcrc+ddp+t10pi"
+    assert portals.state(ctl, "198.18.0.1", 3260, True).summary() == "offload: soft0 hcrc+dcrc+ddp+iso+t10pi"
     s = portals.state(ctl, "0.0.0.0", 3261, True)
-    assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso on every netdev"
+    assert s.summary() == "offload: soft0+soft1 hcrc+dcrc+ddp+iso+t10pi on every netdev"
 
 
 def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, netns, capsys: pytest.CaptureFixture[str]) -> None:

@@ -60,8 +60,8 @@ def test_create_set_get_delete(kernel: FakeKernel, sh: Shell) -> None:
     assert (tree / "adapters/soft1/ddp").read_text() == "0\n"
     assert sh.run("/adapters/soft1 get offload ddp iso").split() == ["ddp=false", "iso=true"]
     ls = sh.run("/adapters ls")
-    assert "[soft on tgt1: hcrc+dcrc+iso (ddp off), 0 conns]" in ls, ls
-    assert "[soft on tgt0: hcrc+dcrc+ddp+iso, 0 conns]" in ls, ls
+    assert "[soft on tgt1: hcrc+dcrc+iso+t10pi (ddp off), 0 conns]" in ls, ls
+    assert "[soft on tgt0: hcrc+dcrc+ddp+iso+t10pi, 0 conns]" in ls, ls
     assert "offload: ddp (direct data placement), switched off (set offload ddp=true)" in sh.run("/adapters/soft1 info")
     assert "Deleted adapter soft1." in sh.run("/adapters delete name=soft1")
     assert not (tree / "adapters/soft1").exists()

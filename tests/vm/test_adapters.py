@@ -107,7 +107,7 @@ def test_bad_adapter_input_is_refused_and_changes_nothing(soft1: Path) -> None:
     assert (soft1 / "netdev").read_text() == "\n"
     assert (soft1 / "type").read_text() == "soft\n"
     assert (soft1 / "ddp").read_text() == "1\n" and (soft1 / "iso").read_text() == "1\n"
-    assert (soft1 / "caps").read_text().split() == ["hcrc", "dcrc", "ddp", "iso"]
+    assert (soft1 / "caps").read_text().split() == ["hcrc", "dcrc", "ddp", "iso", "t10pi"]
     # soft0 serves tgt0: no second adapter may name it
     assert refused(soft1 / "netdev", OFF.tgt_dev) == errno.EBUSY
     assert refused(soft1 / "netdev", "not/a/netdev") == errno.EINVAL

@@ -97,16 +97,16 @@ def test_targetcli_offload_tree_portal_state_and_why_not(admin: None, tmp_path: 
         portals = f"/iscsi/{IQN}/tpg1/portals"
         sh.root.refresh()
         out = sh.run(f"{portals}/{NP0} enable_offload true")
-        assert "offload enable now: True (offload: soft0 hcrc+dcrc+ddp+iso)" in out
+        assert "offload enable now: True (offload: soft0 hcrc+dcrc+ddp+iso+t10pi)" in out
         with pytest.raises(ExecutionError, match=f"{T1.tgt_ip} is on tgt1, which no adapter serves"):
             sh.root.get_node(f"{portals}/{NP1}").ui_command_enable_offload("true")
         np1 = f"/sys/kernel/config/target/iscsi/{IQN}/tpgt_1/np/{NP1}/cxgbit"
         assert Path(np1).read_text().strip() == "0", "a refused enable_offload must leave the switch off"
         ls = sh.run(f"{portals} ls")
-        assert f"{NP0} " in ls and "[offload: soft0 hcrc+dcrc+ddp+iso]" in ls
+        assert f"{NP0} " in ls and "[offload: soft0 hcrc+dcrc+ddp+iso+t10pi]" in ls
         assert f"{NP1} " in ls and "[offload: off — not enabled on this portal (enable_offload true)]" in ls
         ls = sh.run("/offload ls")
-        assert "adapters" in ls and "soft0" in ls and "[soft on tgt0: hcrc+dcrc+ddp+iso, 0 conns]" in ls
+        assert "adapters" in ls and "soft0" in ls and "[soft on tgt0: hcrc+dcrc+ddp+iso+t10pi, 0 conns]" in ls
         # the CLI agrees, as JSON
         capfd.readouterr()
         assert cli.main(["--json", "portals"]) == 0
@@ -149,8 +149,8 @@ def test_targetcli_adapter_create_switch_delete(admin: None, tmp_path: Path, cap
         assert sh.run("/offload/adapters/soft1 get offload ddp iso").split() == ["ddp=false", "iso=true"]
         ls = sh.run("/offload ls")
         assert "[2 adapters, 2 serving]" in ls, ls
-        assert f"[soft on {T0.tgt_dev}: hcrc+dcrc+ddp+iso, 0 conns]" in ls, ls
-        assert f"[soft on {T1.tgt_dev}: hcrc+dcrc+iso (ddp off), 0 conns]" in ls, ls
+        assert f"[soft on {T0.tgt_dev}: hcrc+dcrc+ddp+iso+t10pi, 0 conns]" in ls, ls
+        assert f"[soft on {T1.tgt_dev}: hcrc+dcrc+iso+t10pi (ddp off), 0 conns]" in ls, ls
 
         # refused with the reason, and nothing changed
         before = adapters_state()
@@ -326,7 +326,8 @@ def test_portal_state_is_the_rule_logins_follow(admin: None) -> None:
                                     f"0.0.0.0:3263 on {T0.tgt_dev}=soft0 *=-"]), lines  # fmt: skip
     s = portals.state(Control(), *NP1_STATE, True)
     assert s.reason == f"{T1.tgt_ip} is on {T1.tgt_dev}, which no adapter serves (soft0 serves {T0.tgt_dev})"
-    assert portals.state(Control(), *ANY_STATE, True).summary() == f"offload: soft0 hcrc+dcrc+ddp+iso on {T0.tgt_dev}"
+    summary = portals.state(Control(), *ANY_STATE, True).summary()
+    assert summary == f"offload: soft0 hcrc+dcrc+ddp+iso+t10pi on {T0.tgt_dev}"
     soft0 = adapter_counters("soft0")["connections"]
     assert login_goes_to(*NP1_STATE) is None, "a login the module reports unserved was offloaded"
     assert login_goes_to(T1.tgt_ip, 3263) is None, "a login over tgt1, reported unserved, was offloaded"
@@ -340,7 +341,7 @@ def test_portal_state_is_the_rule_logins_follow(admin: None) -> None:
     assert reported(*ANY_STATE) == PortalReport(
         "0.0.0.0", 3263, on=True, netdevs={T0.tgt_dev: "soft0", T1.tgt_dev: "soft1"}, rest=""
     )
-    assert portals.state(Control(), *NP1_STATE, True).summary() == "offload: soft1 hcrc+dcrc+ddp+iso"
+    assert portals.state(Control(), *NP1_STATE, True).summary() == "offload: soft1 hcrc+dcrc+ddp+iso+t10pi"
     assert login_goes_to(*NP1_STATE) == "soft1"
     assert login_goes_to(T1.tgt_ip, 3263) == "soft1"
     assert adapter_counters("soft1")["connections"] == 2 and adapter_counters("soft0")["connections"] == soft0 + 1

@@ -235,7 +235,7 @@ def test_cxgb4_backend_is_a_module_of_its_own(lio: None, module_ko: Path) -> Non
         rmmod(dep)
     assert insmod(module_ko).returncode == 0
     try:
-        soft = {"soft": "on caps=hcrc,dcrc,ddp,iso"}
+        soft = {"soft": "on caps=hcrc,dcrc,ddp,iso,t10pi"}
         assert backends() == soft
         assert not loaded("cxgb4") and not loaded("libcxgb")
         p = insmod(backend, provided=("cxgbit_ext",))

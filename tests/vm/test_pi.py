@@ -1,13 +1,18 @@
 """T10-PI behind iSCSI (SBC-4 4.22): a fileio backstore formatted with
 protection information, type 1 or type 3, behind an offloaded and a stock
-portal in the same boot. Neither transport carries PI on the wire (both
-advertise TARGET_PROT_NORMAL, as iSCSI/TCP has no place for it), so LIO's
-core inserts it on writes and checks and strips it on reads, and the
-initiator sees plain 512-byte blocks either way:
+portal in the same boot. Neither transport carries PI on the wire
+(iSCSI/TCP has no place for it): on the stock path LIO's core inserts it
+on writes and checks and strips it on reads; on the offloaded one soft0
+makes a write's PI as it places the data (TARGET_PROT_DOUT_INSERT), and
+the core checks reads. The initiator sees plain 512-byte blocks either way:
 
 - data written through one path reads back through the other, and the
   PI on disk (the backstore's .protection file, read here) carries each
   block's guard (CRC-16 T10-DIF) and, in type 1, its LBA as reference tag;
+- an offloaded write's PI is soft0's (pi_blocks counts its blocks), with
+  data digests and with DDP off too; where the data came again (ERL 1
+  recovery) and soft0 could not follow it in order, the PDU layer makes
+  it in a pass of its own (pi_passes);
 - a block whose guard, application tag or reference tag is corrupted on
   disk reads the same through both paths: ABORTED COMMAND with the LBA in
   the sense data where LIO checks the field (guard: 10h/01h; reference
@@ -29,10 +34,21 @@ import pytest
 from rtslib_fb import LUN, TPG, FabricModule, FileIOStorageObject, Target
 
 from cxgbit_ext import topology
+from cxgbit_ext.control import Control
+from iscsi_initiator.pdu import Op, data_out, scsi_command
 from iscsi_initiator.session import Connection, Params, ScsiError
 from testbed import topo
 
-from .conftest import PDU_INITIATOR, adapter_of, clear_unit_attention, offloaded_target, record
+from .conftest import (
+    CFS,
+    PDU_INITIATOR,
+    adapter_of,
+    clear_unit_attention,
+    offloaded_target,
+    record,
+    soft0_counters,
+    target_at_erl,
+)
 
 IQN = "iqn.2026-11.org.cxgbit-ext:pi"
 OFF, STOCK = topo.LINKS
@@ -88,10 +104,10 @@ def pi_lun(request: pytest.FixtureRequest, pi_target: None) -> Iterator[tuple[in
             f.unlink(missing_ok=True)
 
 
-def connect(path: str) -> Connection:
+def connect(path: str, params: Params | None = None, initiator: str = PDU_INITIATOR) -> Connection:
     """A session through ``path``, offloaded on soft0 or stock as named."""
     c = Connection(PATHS[path].tgt_ip, timeout=20)
-    c.login(PDU_INITIATOR, IQN, Params())
+    c.login(initiator, IQN, params or Params())
     host, port = c.sock.getsockname()[:2]
     assert (adapter_of(f"{host}:{port}") == "soft0") == (path == "offloaded"), f"{path}: adapter"
     clear_unit_attention(c)
@@ -105,6 +121,22 @@ def pi_tuples(prot: Path, lba: int, blocks: int) -> list[tuple[int, int, int]]:
         f.seek(lba * TUPLE)
         raw = f.read(blocks * TUPLE)
     return [struct.unpack_from(">HHI", raw, i * TUPLE) for i in range(blocks)]
+
+
+def assert_pi_on_disk(kind: int, prot: Path, lba: int, data: bytes) -> None:
+    """The tuples of data's blocks from lba as SBC-4 says: guard, 0, LBA (type 1)."""
+    for i, (guard, app, ref) in enumerate(pi_tuples(prot, lba, len(data) // BLOCK)):
+        block = data[i * BLOCK : (i + 1) * BLOCK]
+        assert guard == crc_t10dif(block), f"type {kind}, LBA {lba + i}: guard {guard:#06x} on disk"
+        assert app == 0, f"type {kind}, LBA {lba + i}: application tag {app:#06x}"
+        if kind == 1:
+            assert ref == lba + i, f"type 1, LBA {lba + i}: reference tag {ref}"
+
+
+def pi_moved(before: dict[str, int]) -> tuple[int, int]:
+    """soft0's pi_blocks and pi_passes since before."""
+    after = soft0_counters()
+    return after["pi_blocks"] - before["pi_blocks"], after["pi_passes"] - before["pi_passes"]
 
 
 def answer(c: Connection, lba: int) -> tuple[object, ...]:
@@ -128,6 +160,7 @@ def test_data_written_through_one_path_reads_back_through_the_other(
     lba = 64 if writer == "offloaded" else 192
     data = os.urandom(64 * BLOCK)
     w, r = connect(writer), connect(reader)
+    before = soft0_counters()
     try:
         w.scsi_write(lba, data, lun=PI_LUN)
         assert r.scsi_read(lba, 64, lun=PI_LUN) == data, f"type {kind}: {writer} wrote, {reader} read other data"
@@ -135,13 +168,9 @@ def test_data_written_through_one_path_reads_back_through_the_other(
     finally:
         w.close()
         r.close()
-    tuples = pi_tuples(prot, lba, 64)
-    for i, (guard, app, ref) in enumerate(tuples):
-        block = data[i * BLOCK : (i + 1) * BLOCK]
-        assert guard == crc_t10dif(block), f"type {kind}, LBA {lba + i}: guard {guard:#06x} on disk"
-        assert app == 0, f"type {kind}, LBA {lba + i}: application tag {app:#06x}"
-        if kind == 1:
-            assert ref == lba + i, f"type 1, LBA {lba + i}: reference tag {ref}"
+    # the offloaded write's PI is soft0's, made as it placed the data
+    assert pi_moved(before) == ((64, 0) if writer == "offloaded" else (0, 0)), f"type {kind}: {writer} write"
+    assert_pi_on_disk(kind, prot, lba, data)
     note(kind, f"{writer} write, {reader} read: 64 blocks read back; guard, application tag"
                f"{' and reference tag' if kind == 1 else ''} on disk as SBC-4 says")  # fmt: skip
 
@@ -188,3 +217,95 @@ def test_corrupted_pi_is_answered_alike_on_both_paths(pi_lun: tuple[int, Path], 
         assert got["stock"] == ("CHECK CONDITION", *REFUSED[field], lba), f"type {kind}, {field}: {got['stock']}"
     else:
         assert got["stock"] == ("GOOD", block), f"type {kind}, {field}: {got['stock'][:1]}"
+
+
+# How an offloaded write reaches soft0's placement: immediate data and
+# Data-Outs straight from the socket's buffers (placed), the same with
+# CRC32C data digests (PI made in the digest's pass), and through the
+# bounce page with DDP off.
+PLACEMENT = {"placed": (Params(), True), "digests": (Params(data_digest="CRC32C"), True),
+             "ddp_off": (Params(), False)}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", PLACEMENT)
+def test_soft0_makes_the_pi_of_every_write_it_places(pi_lun: tuple[int, Path], how: str) -> None:
+    kind, prot = pi_lun
+    params, ddp = PLACEMENT[how]
+    lba = 448 + 128 * list(PLACEMENT).index(how)
+    # immediate data, then R2T-solicited Data-Outs, the last one short
+    data = os.urandom(100 * BLOCK)
+    soft0 = Control(CFS).adapter("soft0")
+    soft0.ddp = "on" if ddp else "off"
+    try:
+        w = connect("offloaded", params)
+    finally:
+        soft0.ddp = "on"
+    before = soft0_counters()
+    try:
+        w.scsi_write(lba, data, lun=PI_LUN)
+        w.logout()
+    finally:
+        w.close()
+    way = "bytes_placed" if ddp else "bytes_copied"
+    assert soft0_counters()[way] - before[way] == len(data), f"type {kind}, {how}: not all {way}"
+    assert pi_moved(before) == (100, 0), f"type {kind}, {how}"
+    assert_pi_on_disk(kind, prot, lba, data)
+    r = connect("stock")
+    try:
+        assert r.scsi_read(lba, 100, lun=PI_LUN) == data, f"type {kind}, {how}: stock read other data"
+        r.logout()
+    finally:
+        r.close()
+    note(kind, f"offloaded write, {how}: 100 blocks' PI made by soft0 as it placed them, as SBC-4 says")
+
+
+def test_pi_of_data_sent_again_at_erl1_takes_a_pass(pi_lun: tuple[int, Path]) -> None:
+    """ERL 1: a Data-Out with a bad data digest is placed, rejected and
+    asked for again (a recovery R2T); soft0 made tuples for the bad bytes
+    and cannot follow data that comes again, so the PDU layer makes the
+    PI from the pages in a pass of its own: the PI on disk is the good
+    data's. Offloaded only: stock LIO frees such a task twice
+    (test_pdu_suite.py, test_bad_data_digest_with_writes_outstanding)."""
+    kind, prot = pi_lun
+    lba, n = 896, 16
+    # an initiator of its own: LIO keeps the ERL a dynamic ACL was made with
+    with target_at_erl(IQN, 1):
+        c = connect("offloaded", Params(erl=1, data_digest="CRC32C", immediate_data=False),
+                    initiator=f"{PDU_INITIATOR}-erl1-type{kind}")  # fmt: skip
+    try:
+        assert c.target_keys.get("ErrorRecoveryLevel") == "1", c.target_keys
+        itt = c.next_itt()
+        cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, n, 0)
+        before = soft0_counters()
+        c.send(scsi_command(cdb, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, lun=PI_LUN, write_len=n * BLOCK))
+        c.cmdsn += 1
+        r2t = c.recv()
+        assert r2t.opcode == Op.R2T and r2t.itt == itt, r2t
+        bad = bytearray(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, lun=PI_LUN,
+                                 data=os.urandom(n * BLOCK), final=True).encode(False, True))  # fmt: skip
+        bad[-2] ^= 0x01
+        c.send_raw(bytes(bad))
+        c.sock.settimeout(10)
+        while (p := c.recv()).opcode == Op.REJECT:
+            pass
+        assert p.opcode == Op.R2T and p.itt == itt, f"after a bad data digest at ERL 1: {p!r}"
+        assert (p.buffer_offset, p.desired_length) == (0, n * BLOCK), p
+        data = os.urandom(n * BLOCK)
+        c.send_raw(data_out(itt=itt, ttt=p.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, lun=PI_LUN, data=data,
+                            final=True).encode(False, True))  # fmt: skip
+        while (p := c.recv()).opcode == Op.REJECT:
+            pass
+        assert p.opcode == Op.SCSI_RSP and p.itt == itt and p.u8(3) == 0, f"the WRITE after recovery: {p!r}"
+        # the first pass's n tuples never reached a finished write; the pass's did
+        assert pi_moved(before) == (0, 1), f"type {kind}"
+        c.logout()
+    finally:
+        c.close()
+    assert_pi_on_disk(kind, prot, lba, data)
+    r = connect("stock")
+    try:
+        assert r.scsi_read(lba, n, lun=PI_LUN) == data, f"type {kind}: stock read other data"
+        r.logout()
+    finally:
+        r.close()
+    note(kind, "offloaded write at ERL 1, its data sent again after a bad digest: PI made in a pass, as SBC-4 says")

@@ -105,7 +105,7 @@ def one_round(n: int, tmp: Path, work: ConfigfsWork) -> tuple[dict[str, float], 
         sh = TargetcliShell(tmp / f"tcli{n}")
         out = sh.run("ls")
         times["ls"], ops["ls"] = time.monotonic() - t0, work.take()
-        assert out.count("[offload: soft0 hcrc+dcrc+ddp+iso on every netdev]") == n
+        assert out.count("[offload: soft0 hcrc+dcrc+ddp+iso+t10pi on every netdev]") == n
         assert len(re.findall(r"o- s\d{3}_nullio\d+ ", out)) == n * LUNS
 
         save = tmp / f"save{n}.json"

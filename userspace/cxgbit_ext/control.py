@@ -54,7 +54,8 @@ class ModuleNotLoaded(CxgbitExtError):
 
 # What the tools call each offload, and the caps word the module uses for it.
 OFFLOADS = {"hcrc": "header CRC32C", "dcrc": "data CRC32C", "ddp": "direct data placement",
-            "iso": "Data-In segmentation", "rxagg": "receive aggregation"}  # fmt: skip
+            "iso": "Data-In segmentation", "rxagg": "receive aggregation",
+            "t10pi": "T10-PI inserted as writes are placed"}  # fmt: skip
 # Offloads an admin switches per adapter (adapters/<name>/<toggle>, "0" or "1"),
 # for connections accepted afterwards.
 TOGGLES = ("ddp", "iso")

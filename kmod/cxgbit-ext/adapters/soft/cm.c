@@ -913,7 +913,7 @@ const struct cxe_backend cxe_soft_backend = {
 	.name	= "soft",
 	.owner	= THIS_MODULE,
 	.caps	= BIT(CXE_CAP_HCRC) | BIT(CXE_CAP_DCRC) | BIT(CXE_CAP_DDP) |
-		  BIT(CXE_CAP_ISO),
+		  BIT(CXE_CAP_ISO) | BIT(CXE_CAP_T10PI),
 	.flags	= CXE_BACKEND_MKDIR | CXE_BACKEND_PORTALS,
 	.conn_size = CXE_CONN_SIZE(struct cxe_soft_conn, c),
 	/* the kernel's TCP carries whatever iSCSI negotiates */

@@ -67,7 +67,7 @@ static u32 cxe_place_bvecs(struct cxe_sg_pos *w, u32 pos, u32 len,
 	return chunk;
 }
 
-/* Copy len bytes of buf to byte pos of dst's scatterlist. */
+/* Copy len bytes of buf to byte pos of dst's scatterlist (and dst->pi). */
 int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		   u32 pos, const u8 *buf, u32 len)
 {
@@ -83,6 +83,8 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);
 		if (copy_to_iter(buf, chunk, &iter) != chunk)
 			return -EFAULT;
+		if (dst->pi)
+			cxe_pi_placed(dst->pi, pos, buf, chunk);
 	}
 	return 0;
 }
@@ -96,6 +98,7 @@ int cxe_soft_place(struct cxe_soft_conn *sc, const struct cxe_data *dst,
  * received because nothing else writes a command's pages while its data
  * is received (LIO discards the data of a command it refused through
  * data_taken, never into the pages) and a task's pages do not overlap.
+ * dst->pi gets the bytes in the same pass (adapter.h).
  */
 int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		       u32 pos, const struct sk_buff *skb, u32 off, u32 len,
@@ -104,7 +107,7 @@ int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 	struct bio_vec bv[CXE_PLACE_BVECS] __uninitialized;	/* [0, nbv) set */
 	struct cxe_sg_pos *w = cxe_place_start(sc, dst, pos);
 	struct iov_iter iter;
-	u32 nbv, chunk, i;
+	u32 nbv, chunk, i, at;
 
 	for (; len; pos += chunk, off += chunk, len -= chunk) {
 		chunk = cxe_place_bvecs(w, pos, len, bv, &nbv);
@@ -113,11 +116,16 @@ int cxe_soft_place_skb(struct cxe_soft_conn *sc, const struct cxe_data *dst,
 		iov_iter_bvec(&iter, ITER_DEST, bv, nbv, chunk);
 		if (skb_copy_datagram_iter(skb, off, &iter, chunk))
 			return -EFAULT;
-		for (i = 0; crc && i < nbv; i++) {
+		for (i = 0, at = pos; (crc || dst->pi) && i < nbv; i++) {
 			u8 *va = kmap_local_page(bv[i].bv_page);
 
-			*crc = cxe_crc32c(*crc, va + bv[i].bv_offset,
-					  bv[i].bv_len);
+			if (crc)
+				*crc = cxe_crc32c(*crc, va + bv[i].bv_offset,
+						  bv[i].bv_len);
+			if (dst->pi)
+				cxe_pi_placed(dst->pi, at, va + bv[i].bv_offset,
+					      bv[i].bv_len);
+			at += bv[i].bv_len;
 			kunmap_local(va);
 		}
 	}

@@ -59,66 +59,6 @@ struct cxe_ddp_slot {
 	u32		len;
 };
 
-/* sgl from its first byte on (struct cxe_sg_pos) */
-static inline void cxe_sg_pos_init(struct cxe_sg_pos *p,
-				   struct scatterlist *sgl, u32 nents)
-{
-	p->sgl = sgl;
-	p->sg = sgl;
-	p->start = 0;
-	p->left = nents;
-}
-
-/*
- * p, ready to seek byte pos of sgl: from where it is, or from sgl's start
- * (true). A command's walk starts once per direction unless its data is
- * sent again, so the starts per command say that placing and sending stay
- * linear in the data (sg_walk_starts).
- */
-static inline bool cxe_sg_pos_at(struct cxe_sg_pos *p,
-				 struct scatterlist *sgl, u32 nents, u32 pos)
-{
-	if (p->sgl == sgl && pos >= p->start)
-		return false;
-	cxe_sg_pos_init(p, sgl, nents);
-	return true;
-}
-
-/*
- * The entry after sg, which is not the list's last (the walk counts its
- * entries): sg_next() less its last-entry test, inline, as a walk takes
- * this step once per page it places or sends.
- */
-static inline struct scatterlist *cxe_sg_step(struct scatterlist *sg)
-{
-	sg++;
-	return sg_is_chain(sg) ? sg_chain_ptr(sg) : sg;
-}
-
-/* to the entry holding byte pos, at or after the current one; false: past the end */
-static inline bool cxe_sg_seek(struct cxe_sg_pos *p, u32 pos)
-{
-	while (p->left && pos >= p->start + p->sg->length) {
-		p->start += p->sg->length;
-		p->sg = --p->left ? cxe_sg_step(p->sg) : NULL;
-	}
-	return p->left;
-}
-
-/*
- * After a seek to pos: the page holding byte pos, its offset there, and
- * how many bytes from pos on are in that page and entry.
- */
-static inline struct page *cxe_sg_page(const struct cxe_sg_pos *p, u32 pos,
-				       u32 *off, u32 *avail)
-{
-	u32 in = p->sg->offset + pos - p->start;
-
-	*off = offset_in_page(in);
-	*avail = min_t(u32, p->start + p->sg->length - pos, PAGE_SIZE - *off);
-	return nth_page(sg_page(p->sg), in >> PAGE_SHIFT);
-}
-
 /*
  * A connection as the software adapter keeps it: the shared part first
  * (the PDU layer allocates conn_size bytes, see struct cxe_backend), the

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cxgbit-ext: T10 protection information on offloaded connections.
+ *
+ * Behind a backstore formatted with PI, LIO's core inserts PI into a
+ * write's protection buffer before the backstore sees it, and checks and
+ * strips it on a read after, each in a pass of its own over the data
+ * (sbc_dif_generate(), sbc_dif_verify()), unless the session's transport
+ * says it does so itself (se_session->sup_prot_ops, which LIO asks the
+ * transport for at each login of the session). iSCSI/TCP carries no PI:
+ * only insert on writes and strip on reads can apply, never PASS.
+ *
+ * Writes: an adapter that can (CXE_CAP_T10PI) makes each block's tuple as
+ * it places the block's bytes in the command's pages (pdu/cxe_pi.c),
+ * while they are still in the cache; where it could not follow the data
+ * in order (data sent again in recovery), the PDU layer makes the tuples
+ * in a pass of its own before LIO executes the command. Reads stay the
+ * core's: the software adapter hands the pages to TCP without reading
+ * them, so it has no pass to check PI in.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
+#include <target/target_core_base.h>
+#include <target/iscsi/iscsi_target_core.h>
+#include <target/iscsi/iscsi_transport.h>
+
+#include "core.h"
+
+static bool cxe_pi_conn_inserts(const struct cxe_conn *c)
+{
+	return c->adapter->backend->caps & BIT(CXE_CAP_T10PI);
+}
+
+/*
+ * What the session's transport does for PI (iscsit_get_sup_prot_ops):
+ * TARGET_PROT_DOUT_INSERT when this connection's adapter makes the tuples
+ * of writes and so does every other connection of its session; else
+ * nothing, and the core makes them. LIO keeps one value per session, set
+ * at each login from the connection logging in: a session with a stock
+ * connection, or one on an adapter that cannot, must never say INSERT, as
+ * the writes that connection receives would go to disk without PI.
+ */
+enum target_prot_op cxe_pi_sup_prot_ops(struct iscsit_conn *conn)
+{
+	struct cxe_conn *c = conn->context;
+	struct iscsit_session *sess = conn->sess;
+	struct iscsit_conn *o;
+	bool all = c && cxe_pi_conn_inserts(c);
+
+	if (!all || !sess)
+		return TARGET_PROT_NORMAL;
+	spin_lock_bh(&sess->conn_lock);
+	list_for_each_entry(o, &sess->sess_conn_list, conn_list)
+		if (o != conn && !(o->conn_transport == &cxe_transport &&
+				   o->context && cxe_pi_conn_inserts(o->context)))
+			all = false;
+	spin_unlock_bh(&sess->conn_lock);
+	return all ? TARGET_PROT_DOUT_INSERT : TARGET_PROT_NORMAL;
+}
+
+/*
+ * Once the connection is in its session's list (its receive loop starts):
+ * another connection that logged in to the session at the same time,
+ * through another transport, was not in the list when this one's login
+ * said INSERT. Whatever LIO set since, NORMAL is always safe.
+ */
+void cxe_pi_session_check(struct iscsit_conn *conn)
+{
+	struct se_session *se_sess = conn->sess->se_sess;
+
+	if ((READ_ONCE(se_sess->sup_prot_ops) & TARGET_PROT_DOUT_INSERT) &&
+	    cxe_pi_sup_prot_ops(conn) == TARGET_PROT_NORMAL)
+		WRITE_ONCE(se_sess->sup_prot_ops, TARGET_PROT_NORMAL);
+}
+
+/* Bytes [0, len) of block idx's tuple into the protection buffer */
+static void cxe_pi_put(void *ctx, u32 idx, const u8 *tuple, u32 len)
+{
+	struct cxe_pi_dout *pi = ctx;
+	u32 pos = idx * CXE_PI_TUPLE_LEN, off, n;
+	struct page *pg;
+	u8 *va;
+
+	cxe_sg_pos_at(&pi->walk, pi->sgl, pi->nents, pos);
+	while (len) {
+		/* the generator makes no more tuples than the buffer holds */
+		if (WARN_ON_ONCE(!cxe_sg_seek(&pi->walk, pos)))
+			return;
+		pg = cxe_sg_page(&pi->walk, pos, &off, &n);
+		n = min(n, len);
+		va = kmap_local_page(pg);
+		memcpy(va + off, tuple, n);
+		kunmap_local(va);
+		tuple += n;
+		pos += n;
+		len -= n;
+	}
+}
+
+void cxe_pi_placed(struct cxe_pi_dout *pi, u32 pos, const void *va, u32 len)
+{
+	cxe_pi_gen_feed(&pi->gen, pos, va, len, cxe_pi_put, pi);
+}
+EXPORT_SYMBOL_GPL(cxe_pi_placed);
+
+/*
+ * The tuples LIO's sbc_dif_generate() makes: one per block of the data,
+ * as many as the protection buffer holds, the reference tag the LBA in
+ * type 1 only.
+ */
+static void cxe_pi_dout_init(struct iscsit_cmd *cmd, struct cxe_pi_dout *pi)
+{
+	struct se_cmd *se = &cmd->se_cmd;
+
+	pi->sgl = se->t_prot_sg;
+	pi->nents = se->t_prot_nents;
+	pi->walk = (struct cxe_sg_pos) {};
+	cxe_pi_gen_init(&pi->gen, se->se_dev->dev_attrib.block_size,
+			se->data_length, se->prot_length / CXE_PI_TUPLE_LEN,
+			se->t_task_lba, se->prot_type == TARGET_DIF_TYPE1_PROT);
+	pi->on = true;
+}
+
+/*
+ * A write whose PI is inserted and which LIO leaves to the transport: the
+ * session says so (read again for each command: a login may change it).
+ */
+static bool cxe_pi_inserted(const struct se_cmd *se)
+{
+	return se->prot_op == TARGET_PROT_DOUT_INSERT && se->t_prot_sg &&
+	       READ_ONCE(se->se_sess->sup_prot_ops) & TARGET_PROT_DOUT_INSERT;
+}
+
+/*
+ * The PI the adapter makes as it places a write's data into its pages
+ * (struct cxe_data's pi), or NULL: not such a write, or an adapter that
+ * cannot.
+ */
+struct cxe_pi_dout *cxe_pi_dout(struct cxe_conn *c, struct iscsit_cmd *cmd)
+{
+	struct cxe_task *task = iscsit_priv_cmd(cmd);
+
+	if (!cxe_pi_inserted(&cmd->se_cmd) || !cxe_pi_conn_inserts(c))
+		return NULL;
+	if (!task->pi.on)
+		cxe_pi_dout_init(cmd, &task->pi);
+	return &task->pi;
+}
+
+/*
+ * A write's data is all in (LIO executes it next): its PI is whole, made
+ * as the data was placed, or is made now in a pass over the data. Only
+ * where LIO's core will not make it: a session that said INSERT when the
+ * data began coming but not now gets it from the core (and a session that
+ * says it now but did not then, from the pass).
+ */
+void cxe_pi_dout_finish(struct cxe_conn *c, struct iscsit_cmd *cmd)
+{
+	struct se_cmd *se = &cmd->se_cmd;
+	struct cxe_pi_dout *pi = &((struct cxe_task *)iscsit_priv_cmd(cmd))->pi;
+	struct cxe_sg_pos walk = {};
+	u32 pos, off, n;
+	struct page *pg;
+	u8 *va;
+
+	if (!cxe_pi_inserted(se))
+		return;
+	if (pi->on && cxe_pi_gen_done(&pi->gen)) {
+		cxe_cstat(c, CXE_STAT_PI_BLOCKS, pi->gen.len / pi->gen.block);
+		return;
+	}
+	cxe_pi_dout_init(cmd, pi);
+	cxe_sg_pos_init(&walk, se->t_data_sg, se->t_data_nents);
+	for (pos = 0; pos < pi->gen.len; pos += n) {
+		if (!cxe_sg_seek(&walk, pos))
+			break;
+		pg = cxe_sg_page(&walk, pos, &off, &n);
+		n = min(n, pi->gen.len - pos);
+		va = kmap_local_page(pg);
+		cxe_pi_placed(pi, pos, va + off, n);
+		kunmap_local(va);
+	}
+	/* the data buffer holds data_length bytes: the pass reaches its end */
+	WARN_ON_ONCE(!cxe_pi_gen_done(&pi->gen));
+	cxe_cstat(c, CXE_STAT_PI_PASSES, 1);
+}
