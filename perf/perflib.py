@@ -65,6 +65,9 @@ class Plan:
     iperf_seconds: int
     iperf_repeats: int
     idle_seconds: int
+    # T10-PI on the LUN (rd_mcp pi_prot_type): 0 none, 1 or 3. LIO's core
+    # makes and checks it on stock; on offload soft0 makes a write's
+    pi_prot_type: int = 0
 
     @property
     def target_ip(self) -> str:
@@ -231,12 +234,15 @@ def load_plan(path: Path) -> Plan:
         iperf_seconds=_pick(link, "iperf_seconds", int, "link"),
         iperf_repeats=_pick(link, "iperf_repeats", int, "link"),
         idle_seconds=_pick(link, "idle_seconds", int, "link"),
+        pi_prot_type=_pick(tgt, "pi_prot_type", int, "target") if "pi_prot_type" in tgt else 0,
     )
     for name in ("repeats", "iodepth", "numjobs", "runtime", "lun_size_mib", "iperf_seconds", "iperf_repeats"):
         if getattr(plan, name) < 1:
             raise PlanError(f"{name} = {getattr(plan, name)}: must be at least 1")
     if plan.warmup < 0:
         raise PlanError(f"warmup = {plan.warmup}: must be 0 or more")
+    if plan.pi_prot_type not in (0, 1, 3):
+        raise PlanError(f"[target] pi_prot_type = {plan.pi_prot_type}: choose from 0, 1, 3")
     if plan.lun != "ramdisk":
         raise PlanError(f"[target] lun = {plan.lun!r}: only 'ramdisk' is supported")
     return plan

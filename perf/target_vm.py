@@ -124,12 +124,11 @@ def main() -> int:
     ctl = Control()
     ctl.adapter("soft0").netdev = nic
     size = plan.lun_size_mib << 20
-    topology.create(
-        topology.Topology(IQN_STOCK, ("ramdisk",), size, ((plan.target_ip, PORT_STOCK),), False, name_prefix="stock")
-    )
-    topology.create(
-        topology.Topology(IQN_OFFLOAD, ("ramdisk",), size, ((plan.target_ip, PORT_OFFLOAD),), True, name_prefix="off")
-    )
+    targets = ((IQN_STOCK, PORT_STOCK, False, "stock"), (IQN_OFFLOAD, PORT_OFFLOAD, True, "off"))
+    for iqn, port, off, prefix in targets:
+        portal = ((plan.target_ip, port),)
+        t = topology.Topology(iqn, ("ramdisk",), size, portal, off, name_prefix=prefix, pi_prot_type=plan.pi_prot_type)
+        topology.create(t)
     # the kernel's and the modules' symbols as loaded (KASLR), once the
     # targets have loaded every module they use: perf/profile.py
     (results / "kallsyms").write_text(Path("/proc/kallsyms").read_text())

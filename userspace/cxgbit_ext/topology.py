@@ -49,6 +49,7 @@ class Topology:
     name_prefix: str = field(default="cxe")
     acls: tuple[str, ...] = ()  # initiator IQNs; none = demo mode (any initiator)
     chap: tuple[str, str] | None = None  # (userid, password) the initiator must log in with
+    pi_prot_type: int = 0  # T10-PI type of every LUN (1 or 3; fileio ones formatted), 0 none
 
     def so_name(self, lun: int) -> str:
         return f"{self.name_prefix}_{self.backstores[lun]}{lun}"
@@ -56,14 +57,27 @@ class Topology:
 
 def _make_storage(topo: Topology, lun: int) -> RDMCPStorageObject | FileIOStorageObject:
     name = topo.so_name(lun)
+    so: RDMCPStorageObject | FileIOStorageObject
     if topo.backstores[lun] in ("ramdisk", "nullio"):
-        return RDMCPStorageObject(name, size=topo.lun_size, nullio=topo.backstores[lun] == "nullio")
-    topo.fileio_dir.mkdir(parents=True, exist_ok=True)
-    path = topo.fileio_dir / f"{name}.img"
-    # like targetcli: the image exists at its full (sparse) size before LIO opens it
-    with path.open("xb") as f:
-        f.truncate(topo.lun_size)
-    return FileIOStorageObject(name, dev=str(path), size=topo.lun_size, write_back=False)
+        so = RDMCPStorageObject(name, size=topo.lun_size, nullio=topo.backstores[lun] == "nullio")
+    else:
+        topo.fileio_dir.mkdir(parents=True, exist_ok=True)
+        path = topo.fileio_dir / f"{name}.img"
+        # like targetcli: the image exists at its full (sparse) size before LIO opens it
+        with path.open("xb") as f:
+            f.truncate(topo.lun_size)
+        so = FileIOStorageObject(name, dev=str(path), size=topo.lun_size, write_back=False)
+    return so
+
+
+def _set_pi(topo: Topology, so: RDMCPStorageObject | FileIOStorageObject) -> None:
+    """T10-PI of the topology's type on so, before a LUN exports it (LIO
+    refuses to change an exported device's PI); a fileio one formatted."""
+    if not topo.pi_prot_type:
+        return
+    so.set_attribute("pi_prot_type", str(topo.pi_prot_type))
+    if isinstance(so, FileIOStorageObject):
+        so.set_attribute("pi_prot_format", "1")
 
 
 def create(topo: Topology) -> Target:
@@ -86,6 +100,7 @@ def create(topo: Topology) -> Target:
         for i in range(len(topo.backstores)):
             so = _make_storage(topo, i)
             made_sos.append(so)
+            _set_pi(topo, so)
             luns.append(LUN(tpg, i, storage_object=so))
         if topo.chap and not topo.acls:
             tpg.chap_userid, tpg.chap_password = topo.chap
