@@ -140,9 +140,11 @@ def test_perf_report_plots_from_a_plain_shell(tmp_path: Path) -> None:
 
 
 def checkout_without_venv(script: str, tmp: Path) -> Path:
-    """A checkout of ``script`` and testbed/entry.py alone, without .venv."""
+    """A checkout of ``script`` and testbed/entry.py alone (and a
+    reproducer's common.py, which switches to .venv for it), without .venv."""
     tree = tmp / "checkout"
-    for rel in (script, "testbed/__init__.py", "testbed/entry.py"):
+    first = ["upstream/reproducers/common.py"] if script.startswith("upstream/reproducers/") else []
+    for rel in (script, *first, "testbed/__init__.py", "testbed/entry.py"):
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(TOP / rel, tree / rel)
     return tree
@@ -151,7 +153,8 @@ def checkout_without_venv(script: str, tmp: Path) -> Path:
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_without_the_venv_the_script_says_make_deps(script: str, tmp_path: Path) -> None:
     """Nothing but the script and testbed/entry.py is there, so the script
-    must call it before importing anything else."""
+    (a reproducer through its common.py) must call it before importing
+    anything else."""
     tree = checkout_without_venv(script, tmp_path)
     p, in_venv = plain([str(tree / script), "--help"], tmp_path, tmp_path)
     assert p.returncode != 0

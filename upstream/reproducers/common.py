@@ -11,12 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# first: a reproducer run as a script goes on under .venv, where its
+# dependencies (crc32c) are; under .venv this returns at once
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from testbed.entry import use_project_venv
+
+use_project_venv()
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "initiator"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "userspace"))
 
-from cxgbit_ext import portals
-from iscsi_initiator.pdu import F_DATAIN_STATUS, RSVD_TAG, Op, Pdu
-from iscsi_initiator.session import Connection, ConnectionClosed
+# after the switch to .venv, which they need
+from cxgbit_ext import portals  # noqa: E402
+from iscsi_initiator.pdu import F_DATAIN_STATUS, RSVD_TAG, Op, Pdu  # noqa: E402
+from iscsi_initiator.session import Connection, ConnectionClosed  # noqa: E402
 
 Note = Callable[[Pdu], str | None]
 

@@ -45,12 +45,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed/entry.py)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from testbed.entry import use_project_venv
-
-    use_project_venv()
-
 import common
 from common import Note, watch
 

@@ -31,12 +31,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if __name__ == "__main__":  # as a script: under .venv, where crc32c is (testbed/entry.py)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from testbed.entry import use_project_venv
-
-    use_project_venv()
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
