@@ -28,9 +28,15 @@
 
 #include "core.h"
 
+/*
+ * The connection's adapter makes PI as it places data. Not with highmem,
+ * where the generator's window into the protection buffer (cxe_pi_map())
+ * would need a mapping of its own: LIO's core makes it there.
+ */
 static bool cxe_pi_conn_inserts(const struct cxe_conn *c)
 {
-	return c->adapter->backend->caps & BIT(CXE_CAP_T10PI);
+	return !IS_ENABLED(CONFIG_HIGHMEM) &&
+	       c->adapter->backend->caps & BIT(CXE_CAP_T10PI);
 }
 
 /*
@@ -75,33 +81,37 @@ void cxe_pi_session_check(struct iscsit_conn *conn)
 		WRITE_ONCE(se_sess->sup_prot_ops, TARGET_PROT_NORMAL);
 }
 
-/* Bytes [0, len) of block idx's tuple into the protection buffer */
-static void cxe_pi_put(void *ctx, u32 idx, const u8 *tuple, u32 len)
+/*
+ * The protection buffer from block idx's tuple to the end of the page
+ * holding it, for the generator to write tuples into while the data's
+ * pieces come. It keeps the window across pieces, each a call of
+ * cxe_pi_placed(): without highmem (cxe_pi_conn_inserts()) a page's
+ * address is its mapping, valid in any context for as long as LIO holds
+ * the buffer.
+ */
+static bool cxe_pi_map(void *ctx, u32 idx, struct cxe_pi_win *w)
 {
 	struct cxe_pi_dout *pi = ctx;
 	u32 pos = idx * CXE_PI_TUPLE_LEN, off, n;
 	struct page *pg;
-	u8 *va;
 
 	cxe_sg_pos_at(&pi->walk, pi->sgl, pi->nents, pos);
-	while (len) {
-		/* the generator makes no more tuples than the buffer holds */
-		if (WARN_ON_ONCE(!cxe_sg_seek(&pi->walk, pos)))
-			return;
-		pg = cxe_sg_page(&pi->walk, pos, &off, &n);
-		n = min(n, len);
-		va = kmap_local_page(pg);
-		memcpy(va + off, tuple, n);
-		kunmap_local(va);
-		tuple += n;
-		pos += n;
-		len -= n;
-	}
+	/* the generator makes no more tuples than the buffer holds */
+	if (WARN_ON_ONCE(!cxe_sg_seek(&pi->walk, pos)))
+		return false;
+	pg = cxe_sg_page(&pi->walk, pos, &off, &n);
+	/* LIO's buffers are whole pages: a tuple never straddles two */
+	if (WARN_ON_ONCE(n < CXE_PI_TUPLE_LEN))
+		return false;
+	w->t = (u8 *)page_address(pg) + off;
+	w->first = idx;
+	w->end = idx + n / CXE_PI_TUPLE_LEN;
+	return true;
 }
 
 void cxe_pi_placed(struct cxe_pi_dout *pi, u32 pos, const void *va, u32 len)
 {
-	cxe_pi_gen_feed(&pi->gen, pos, va, len, cxe_pi_put, pi);
+	cxe_pi_gen_feed(&pi->gen, pos, va, len, cxe_pi_map, pi);
 }
 EXPORT_SYMBOL_GPL(cxe_pi_placed);
 

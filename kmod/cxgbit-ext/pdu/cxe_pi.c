@@ -24,21 +24,22 @@ bool cxe_pi_gen_init(struct cxe_pi_gen *g, u32 block, u32 data_len,
 	return true;
 }
 
-static void cxe_pi_put(const struct cxe_pi_gen *g, u32 idx, cxe_pi_put_t put,
-		       void *ctx)
+/* Block g->idx is whole: its tuple into the window that holds it */
+static bool cxe_pi_put(struct cxe_pi_gen *g, cxe_pi_map_t map, void *ctx)
 {
-	u32 ref = g->ref + idx;
-	u8 t[CXE_PI_TUPLE_LEN] = {
-		g->crc >> 8, g->crc & 0xff,
-		0, 0,
-		ref >> 24, ref >> 16 & 0xff, ref >> 8 & 0xff, ref & 0xff,
-	};
+	struct cxe_pi_win *w = &g->win;
 
-	put(ctx, idx, t, g->set_ref ? CXE_PI_TUPLE_LEN : 4);
+	if ((g->idx < w->first || g->idx >= w->end) &&
+	    (!map(ctx, g->idx, w) || g->idx < w->first || g->idx >= w->end))
+		return false;
+	cxe_pi_tuple(w->t + (g->idx - w->first) * CXE_PI_TUPLE_LEN, g->crc,
+		     g->ref + g->idx, g->set_ref);
+	g->idx++;
+	return true;
 }
 
 u32 cxe_pi_gen_feed(struct cxe_pi_gen *g, u32 pos, const u8 *buf, u32 len,
-		    cxe_pi_put_t put, void *ctx)
+		    cxe_pi_map_t map, void *ctx)
 {
 	u32 done = 0, in, n;
 
@@ -48,17 +49,22 @@ u32 cxe_pi_gen_feed(struct cxe_pi_gen *g, u32 pos, const u8 *buf, u32 len,
 	}
 	if (len > g->len - pos)
 		len = g->len - pos;
+	in = g->next & (g->block - 1);
 	while (len) {
-		in = g->next & (g->block - 1);
 		n = g->block - in < len ? g->block - in : len;
 		g->crc = cxe_crc_t10dif(in ? g->crc : 0, buf, n);
 		g->next += n;
 		buf += n;
 		len -= n;
-		if (in + n == g->block) {
-			cxe_pi_put(g, g->next / g->block - 1, put, ctx);
-			done++;
+		in += n;
+		if (in < g->block)
+			break;
+		if (!cxe_pi_put(g, map, ctx)) {
+			g->broken = true;
+			return done;
 		}
+		done++;
+		in = 0;
 	}
 	return done;
 }

@@ -21,21 +21,51 @@
 
 #define CXE_PI_TUPLE_LEN	8
 
+/*
+ * Where tuples go: those of blocks [first, end) of the data, the first at
+ * t (a piece of the protection buffer, as its user maps it)
+ */
+struct cxe_pi_win {
+	u8	*t;
+	u32	first;
+	u32	end;
+};
+
+/*
+ * The window that holds block idx's tuple, into *w; false when there is
+ * none (the buffer ends, or cannot be mapped): the generator stops.
+ */
+typedef bool (*cxe_pi_map_t)(void *ctx, u32 idx, struct cxe_pi_win *w);
+
 struct cxe_pi_gen {
 	u32	block;		/* bytes per logical block, a power of 2 */
 	u32	len;		/* bytes of data the tuples cover: whole blocks */
 	u32	next;		/* the data's bytes from 0 fed so far, in order */
+	u32	idx;		/* the block at next */
 	u32	ref;		/* type 1: the reference tag of block 0 */
 	u16	crc;		/* the guard of the block at next, so far */
 	bool	set_ref;	/* type 1 */
-	bool	broken;		/* a piece came out of order */
+	bool	broken;		/* a piece came out of order, or no window */
+	struct cxe_pi_win win;	/* the last one mapped */
 };
 
 /*
- * Where a block's tuple goes: bytes [0, len) of tuple, for block idx of
- * the data (its place in the protection buffer is idx * 8)
+ * A block's tuple at t: guard, application tag 0, and with set_ref the
+ * reference tag (type 3's is left as it was), big-endian
  */
-typedef void (*cxe_pi_put_t)(void *ctx, u32 idx, const u8 *tuple, u32 len);
+static inline void cxe_pi_tuple(u8 *t, u16 guard, u32 ref, bool set_ref)
+{
+	t[0] = guard >> 8;
+	t[1] = guard & 0xff;
+	t[2] = 0;
+	t[3] = 0;
+	if (!set_ref)
+		return;
+	t[4] = ref >> 24;
+	t[5] = ref >> 16 & 0xff;
+	t[6] = ref >> 8 & 0xff;
+	t[7] = ref & 0xff;
+}
 
 /*
  * A generator for data_len bytes of blocks of block bytes, at most
@@ -49,10 +79,11 @@ bool cxe_pi_gen_init(struct cxe_pi_gen *g, u32 block, u32 data_len,
 
 /*
  * Bytes [pos, pos + len) of the data, as they are placed. Each block
- * they complete has its tuple put. Returns the blocks completed.
+ * they complete has its tuple written, in the window map gives for it.
+ * Returns the blocks completed.
  */
 u32 cxe_pi_gen_feed(struct cxe_pi_gen *g, u32 pos, const u8 *buf, u32 len,
-		    cxe_pi_put_t put, void *ctx);
+		    cxe_pi_map_t map, void *ctx);
 
 /* Every tuple was made as the data went by */
 static inline bool cxe_pi_gen_done(const struct cxe_pi_gen *g)

@@ -718,17 +718,32 @@ static u16 crc_t10dif_bitwise(const u8 *p, size_t len)
 
 struct pi_buf {
 	u8	prot[64 * CXE_PI_TUPLE_LEN];
-	u32	puts;
+	u32	tuples;		/* the buffer's */
+	u32	maps;
+	u32	win_max;	/* tuples per window (a page of the buffer) */
 };
 
-static void pi_put(void *ctx, u32 idx, const u8 *tuple, u32 len)
+/* Windows of up to win_max tuples, as pages of a protection buffer are */
+static bool pi_map(void *ctx, u32 idx, struct cxe_pi_win *w)
 {
 	struct pi_buf *b = ctx;
+	u32 first = idx - idx % b->win_max;
 
-	CHECK((idx + 1) * CXE_PI_TUPLE_LEN <= sizeof(b->prot));
-	CHECK(len == 4 || len == CXE_PI_TUPLE_LEN);
-	memcpy(b->prot + idx * CXE_PI_TUPLE_LEN, tuple, len);
-	b->puts++;
+	b->maps++;
+	if (idx >= b->tuples)
+		return false;
+	w->t = b->prot + first * CXE_PI_TUPLE_LEN;
+	w->first = first;
+	w->end = first + b->win_max < b->tuples ? first + b->win_max : b->tuples;
+	return true;
+}
+
+static void pi_buf_init(struct pi_buf *b, u32 tuples, u32 win_max)
+{
+	memset(b->prot, 0xa5, sizeof(b->prot));
+	b->tuples = tuples;
+	b->maps = 0;
+	b->win_max = win_max;
 }
 
 static u32 be32_at(const u8 *p)
@@ -776,48 +791,55 @@ static void test_pi(void)
 
 		block = round % 3 == 2 ? 4096 : 512;
 		blocks = 1 + random() % (round % 3 == 2 ? 16 : 64);
-		memset(b.prot, 0xa5, sizeof(b.prot));
-		b.puts = 0;
+		pi_buf_init(&b, blocks, 1 + random() % 16);
 		CHECK(cxe_pi_gen_init(&g, block, blocks * block, blocks, lba, type1));
 		for (pos = 0, got = 0; pos < blocks * block; pos += n) {
 			n = 1 + random() % (round % 2 ? 3 * block : 700);
 			if (n > blocks * block - pos)
 				n = blocks * block - pos;
-			got += cxe_pi_gen_feed(&g, pos, data + pos, n, pi_put, &b);
+			got += cxe_pi_gen_feed(&g, pos, data + pos, n, pi_map, &b);
 		}
-		CHECK(got == blocks && b.puts == blocks && cxe_pi_gen_done(&g));
+		CHECK(got == blocks && cxe_pi_gen_done(&g));
+		/* a window is mapped once, when its first tuple is due */
+		CHECK(b.maps == (blocks + b.win_max - 1) / b.win_max);
 		CHECK(pi_tuples_ok(&b, data, blocks, block, lba, type1));
 	}
 
 	/* a piece out of order stops it for good, a piece sent again too */
+	pi_buf_init(&b, 8, 8);
 	CHECK(cxe_pi_gen_init(&g, 512, 8 * 512, 8, 0, true));
-	b.puts = 0;
-	CHECK(cxe_pi_gen_feed(&g, 0, data, 1000, pi_put, &b) == 1);
-	CHECK(cxe_pi_gen_feed(&g, 2000, data + 2000, 500, pi_put, &b) == 0);
-	CHECK(cxe_pi_gen_feed(&g, 1000, data + 1000, 3096, pi_put, &b) == 0);
-	CHECK(!cxe_pi_gen_done(&g) && b.puts == 1);
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 1000, pi_map, &b) == 1);
+	CHECK(cxe_pi_gen_feed(&g, 2000, data + 2000, 500, pi_map, &b) == 0);
+	CHECK(cxe_pi_gen_feed(&g, 1000, data + 1000, 3096, pi_map, &b) == 0);
+	CHECK(!cxe_pi_gen_done(&g));
 	CHECK(cxe_pi_gen_init(&g, 512, 8 * 512, 8, 0, true));
-	CHECK(cxe_pi_gen_feed(&g, 0, data, 1024, pi_put, &b) == 2);
-	CHECK(cxe_pi_gen_feed(&g, 512, data + 512, 512, pi_put, &b) == 0);
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 1024, pi_map, &b) == 2);
+	CHECK(cxe_pi_gen_feed(&g, 512, data + 512, 512, pi_map, &b) == 0);
 	CHECK(!cxe_pi_gen_done(&g));
 
 	/* fewer tuples than blocks (COMPARE AND WRITE): the first ones only */
-	memset(b.prot, 0xa5, sizeof(b.prot));
-	b.puts = 0;
+	pi_buf_init(&b, 8, 3);
 	CHECK(cxe_pi_gen_init(&g, 512, 16 * 512, 8, 40, true));
-	CHECK(cxe_pi_gen_feed(&g, 0, data, 16 * 512, pi_put, &b) == 8);
-	CHECK(b.puts == 8 && cxe_pi_gen_done(&g));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 16 * 512, pi_map, &b) == 8);
+	CHECK(cxe_pi_gen_done(&g));
 	CHECK(pi_tuples_ok(&b, data, 8, 512, 40, true));
 	CHECK(be32_at(b.prot + 8 * CXE_PI_TUPLE_LEN) == 0xa5a5a5a5u);
 
+	/* no window for a tuple: it stops, and is not done */
+	pi_buf_init(&b, 3, 2);
+	CHECK(cxe_pi_gen_init(&g, 512, 8 * 512, 8, 0, true));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 8 * 512, pi_map, &b) == 3);
+	CHECK(!cxe_pi_gen_done(&g));
+
 	/* a partial last block gets no tuple, and the data is whole without it */
+	pi_buf_init(&b, 2, 2);
 	CHECK(cxe_pi_gen_init(&g, 512, 1000, 2, 0, false));
-	CHECK(cxe_pi_gen_feed(&g, 0, data, 1000, pi_put, &b) == 1 && cxe_pi_gen_done(&g));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 1000, pi_map, &b) == 1 && cxe_pi_gen_done(&g));
 
 	/* block sizes with no generator */
 	CHECK(!cxe_pi_gen_init(&g, 520, 520, 1, 0, true));
 	CHECK(!cxe_pi_gen_init(&g, 256, 512, 2, 0, true));
-	CHECK(cxe_pi_gen_feed(&g, 0, data, 256, pi_put, &b) == 0 && !cxe_pi_gen_done(&g));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 256, pi_map, &b) == 0 && !cxe_pi_gen_done(&g));
 	free(data);
 }
 
