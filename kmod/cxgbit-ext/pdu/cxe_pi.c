@@ -24,18 +24,24 @@ bool cxe_pi_gen_init(struct cxe_pi_gen *g, u32 block, u32 data_len,
 	return true;
 }
 
-/*
- * The data's pieces through the generator. Its state is kept in locals
- * across the CRC's calls (the compiler could not keep *g in registers
- * across a call) and stored back once.
- */
+/* Block g->idx is whole: its tuple into the window that holds it */
+static bool cxe_pi_put(struct cxe_pi_gen *g, cxe_pi_map_t map, void *ctx)
+{
+	struct cxe_pi_win *w = &g->win;
+
+	if ((g->idx < w->first || g->idx >= w->end) &&
+	    (!map(ctx, g->idx, w) || g->idx < w->first || g->idx >= w->end))
+		return false;
+	cxe_pi_tuple(w->t + (g->idx - w->first) * CXE_PI_TUPLE_LEN, g->crc,
+		     g->ref + g->idx, g->set_ref);
+	g->idx++;
+	return true;
+}
+
 u32 cxe_pi_gen_feed(struct cxe_pi_gen *g, u32 pos, const u8 *buf, u32 len,
 		    cxe_pi_map_t map, void *ctx)
 {
-	const u32 block = g->block;
-	struct cxe_pi_win w = g->win;
-	u32 done = 0, in, n, idx = g->idx;
-	u16 crc = g->crc;
+	u32 done = 0, in, n;
 
 	if (g->broken || pos != g->next) {
 		g->broken = true;
@@ -43,31 +49,23 @@ u32 cxe_pi_gen_feed(struct cxe_pi_gen *g, u32 pos, const u8 *buf, u32 len,
 	}
 	if (len > g->len - pos)
 		len = g->len - pos;
-	g->next += len;
-	in = pos & (block - 1);
+	in = g->next & (g->block - 1);
 	while (len) {
-		n = block - in < len ? block - in : len;
-		crc = cxe_crc_t10dif(in ? crc : 0, buf, n);
+		n = g->block - in < len ? g->block - in : len;
+		g->crc = cxe_crc_t10dif(in ? g->crc : 0, buf, n);
+		g->next += n;
 		buf += n;
 		len -= n;
 		in += n;
-		if (in < block)
+		if (in < g->block)
 			break;
-		/* block idx is whole: its tuple, in the window that holds it */
-		if ((idx < w.first || idx >= w.end) &&
-		    (!map(ctx, idx, &w) || idx < w.first || idx >= w.end)) {
+		if (!cxe_pi_put(g, map, ctx)) {
 			g->broken = true;
-			break;
+			return done;
 		}
-		cxe_pi_tuple(w.t + (idx - w.first) * CXE_PI_TUPLE_LEN, crc,
-			     g->ref + idx, g->set_ref);
-		idx++;
 		done++;
 		in = 0;
 	}
-	g->crc = crc;
-	g->idx = idx;
-	g->win = w;
 	return done;
 }
 

@@ -55,15 +55,16 @@ struct cxe_pi_gen {
  */
 static inline void cxe_pi_tuple(u8 *t, u16 guard, u32 ref, bool set_ref)
 {
-	/* one store each: the bytes in wire order, whatever the CPU's */
-	u32 head = (u32)guard << 16;
-	u8 be[8] = { head >> 24, head >> 16 & 0xff, 0, 0,
-		     ref >> 24, ref >> 16 & 0xff, ref >> 8 & 0xff, ref & 0xff };
-
-	if (set_ref)
-		memcpy(t, be, 8);
-	else
-		memcpy(t, be, 4);
+	t[0] = guard >> 8;
+	t[1] = guard & 0xff;
+	t[2] = 0;
+	t[3] = 0;
+	if (!set_ref)
+		return;
+	t[4] = ref >> 24;
+	t[5] = ref >> 16 & 0xff;
+	t[6] = ref >> 8 & 0xff;
+	t[7] = ref & 0xff;
 }
 
 /*
