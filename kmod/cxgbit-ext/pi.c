@@ -178,7 +178,7 @@ void cxe_pi_dout_finish(struct cxe_conn *c, struct iscsit_cmd *cmd)
 	if (!cxe_pi_inserted(se))
 		return;
 	if (pi->on && cxe_pi_gen_done(&pi->gen)) {
-		cxe_cstat(c, CXE_STAT_PI_BLOCKS, pi->gen.len / pi->gen.block);
+		cxe_cstat(c, CXE_STAT_PI_BLOCKS, pi->gen.idx);
 		return;
 	}
 	cxe_pi_dout_init(cmd, pi);

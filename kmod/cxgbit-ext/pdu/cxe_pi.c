@@ -24,13 +24,18 @@ bool cxe_pi_gen_init(struct cxe_pi_gen *g, u32 block, u32 data_len,
 	return true;
 }
 
+static bool cxe_pi_win_has(const struct cxe_pi_win *w, u32 idx)
+{
+	return idx >= w->first && idx < w->end;
+}
+
 /* Block g->idx is whole: its tuple into the window that holds it */
 static bool cxe_pi_put(struct cxe_pi_gen *g, cxe_pi_map_t map, void *ctx)
 {
 	struct cxe_pi_win *w = &g->win;
 
-	if ((g->idx < w->first || g->idx >= w->end) &&
-	    (!map(ctx, g->idx, w) || g->idx < w->first || g->idx >= w->end))
+	if (!cxe_pi_win_has(w, g->idx) &&
+	    (!map(ctx, g->idx, w) || !cxe_pi_win_has(w, g->idx)))
 		return false;
 	cxe_pi_tuple(w->t + (g->idx - w->first) * CXE_PI_TUPLE_LEN, g->crc,
 		     g->ref + g->idx, g->set_ref);
