@@ -22,7 +22,7 @@ IQN = "iqn.2026-11.org.example:gw"
 def layout(**kw: object) -> Layout:
     args: dict[str, object] = {
         "iqn": "iqn.2026-11.org.example:gw",
-        "image": "rbd/disk0",
+        "images": ("rbd/disk0",),
         "portals": PORTALS,
         "index": 1,
     }
@@ -31,21 +31,47 @@ def layout(**kw: object) -> Layout:
 
 
 def test_every_gateway_computes_the_same_serial_and_groups() -> None:
-    one, two = layout(index=1, owner=2), layout(index=2, owner=2)
-    assert one.wwn == two.wwn and one.so_name == two.so_name == "rbd.disk0"
-    assert [one.group(g) for g in (1, 2)] == [two.group(g) for g in (1, 2)]
-    assert one.group(2) == ("ao", 102, AO) and one.group(1) == ("ano1", 101, ANO)
-    assert layout(image="rbd/disk1").wwn != one.wwn
+    one, two = layout(index=1, owners=(2,)), layout(index=2, owners=(2,))
+    assert one.wwn(0) == two.wwn(0) and one.so_name(0) == two.so_name(0) == "rbd.disk0"
+    assert [one.group(0, g) for g in (1, 2)] == [two.group(0, g) for g in (1, 2)]
+    assert one.group(0, 2) == ("ao", 102, AO) and one.group(0, 1) == ("ano1", 101, ANO)
+    assert layout(images=("rbd/disk1",)).wwn(0) != one.wwn(0)
+
+
+def test_images_are_spread_over_the_gateways_unless_owners_are_given() -> None:
+    """Image i's Active/Optimized path is on gateway (i mod N) + 1: three
+    gateways and five images give owners 1 2 3 1 2, the same on every
+    gateway; each image has its own serial and its own groups."""
+    three = ("198.18.20.11", "198.18.20.12", "198.18.20.13")
+    images = tuple(f"rbd/disk{i}" for i in range(5))
+    views = [layout(images=images, portals=three, index=gw) for gw in (1, 2, 3)]
+    for v in views:
+        v.check()
+        assert [v.owner(lun) for lun in range(5)] == [1, 2, 3, 1, 2]
+        assert [v.group(lun, v.owner(lun))[2] for lun in range(5)] == [AO] * 5
+        assert [v.group(1, gw) for gw in (1, 2, 3)] == [("ano1", 101, ANO), ("ao", 102, AO), ("ano3", 103, ANO)]
+    assert len({views[0].wwn(lun) for lun in range(5)}) == 5
+    given = layout(images=images[:2], portals=three, owners=(3, 3))
+    assert [given.owner(0), given.owner(1)] == [3, 3]
+    # what gateway 3 lays out: each image a LUN, in its own ALUA group per TPG
+    tpgs = gateway.expected(views[2])["tpgs"]
+    assert tpgs[3]["luns"] == {0: ("rbd.disk0", "ano3"), 1: ("rbd.disk1", "ano3"), 2: ("rbd.disk2", "ao"),
+                               3: ("rbd.disk3", "ano3"), 4: ("rbd.disk4", "ano3")}  # fmt: skip
+    assert tpgs[1]["luns"][0] == ("rbd.disk0", "ao") and tpgs[1]["luns"][3] == ("rbd.disk3", "ao")
 
 
 @pytest.mark.parametrize(
     ("kw", "why"),
     [
-        ({"image": "disk0"}, "POOL/IMAGE"),
-        ({"image": "rbd/a/b"}, "POOL/IMAGE"),
+        ({"images": ("disk0",)}, "POOL/IMAGE"),
+        ({"images": ("rbd/disk0", "rbd/a/b")}, "'rbd/a/b': expected POOL/IMAGE"),
+        ({"images": ()}, "no image given"),
+        ({"images": ("rbd/disk0", "rbd/disk0")}, "names an image twice"),
+        ({"owners": (1, 2)}, "2 owners for 1 images"),
         ({"iqn": "target1"}, "not an iSCSI name"),
         ({"index": 3}, "this gateway is gateway 3, but there are 2 portals"),
-        ({"owner": 0}, "the owner is gateway 0"),
+        ({"owners": (0,)}, r"the owner of rbd/disk0 is gateway 0, but there are 2 portals \(1..2\)"),
+        ({"images": ("rbd/a", "rbd/b"), "owners": (1, 3)}, "the owner of rbd/b is gateway 3"),
         ({"portals": ("198.18.20.11", "198.18.20.11")}, "repeat an address"),
         # one address in two spellings is one address
         ({"portals": ("fd00::1", "[fd00:0::1]")}, "repeat an address"),
@@ -101,6 +127,19 @@ def test_cli_refuses_before_touching_anything(
         cli.main(["gateway", "create", "--iqn", IQN, "--rbd", "rbd/disk0", "--portals", ",".join(PORTALS),
                   "--gateway", "1", "--backstore", "file"])  # fmt: skip
     assert "invalid choice: 'file'" in capsys.readouterr().err and touched == []
+    base = ["gateway", "create", "--iqn", IQN, "--portals", ",".join(PORTALS), "--gateway", "1"]
+    rc = cli.main([*base, "--rbd", "rbd/disk0,rbd/disk1", "--dev", "/dev/rbd0"])
+    assert rc == 1 and touched == []
+    assert "--dev: one block device per image (2)" in capsys.readouterr().err
+    rc = cli.main([*base, "--rbd", "rbd/disk0,rbd/disk1", "--owner", "2"])
+    assert rc == 1 and touched == []
+    assert "1 owners for 2 images" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main([*base, "--rbd", "rbd/disk0", "--owner", "two"])
+    assert "'two': expected N,N,..." in capsys.readouterr().err and touched == []
+    with pytest.raises(SystemExit):
+        cli.main([*base, "--rbd", "rbd/disk0,"])
+    assert "'rbd/disk0,': expected POOL/IMAGE,POOL/IMAGE,..." in capsys.readouterr().err and touched == []
 
 
 def _tpg(root: Path, fabric: str, wwn: str, tag: int, rtpi: int | None, enabled: bool) -> None:

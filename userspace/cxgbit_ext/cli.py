@@ -9,7 +9,7 @@
     cxgbit-ext restore [--file F] [--lio [LIOFILE]]
     cxgbit-ext topology create --iqn IQN [--luns N] [--size 512M] ...
     cxgbit-ext topology delete --iqn IQN
-    cxgbit-ext gateway create --iqn IQN --rbd POOL/IMAGE --portals IP,IP --gateway N [--owner N]
+    cxgbit-ext gateway create --iqn IQN --rbd POOL/IMAGE[,...] --portals IP,IP[,...] --gateway N [--owner N[,...]]
     cxgbit-ext gateway show|delete --iqn IQN
     cxgbit-ext exporter [--listen ADDR:PORT]   (Prometheus metrics, until stopped)
 
@@ -25,6 +25,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -288,15 +289,21 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
         missing = [f"--{n}" for n in ("rbd", "portals", "gateway") if getattr(a, n) is None]
         if missing:
             raise gateway.GatewayError(f"gateway create needs {', '.join(missing)}")
-        layout = gateway.Layout(iqn=a.iqn, image=a.rbd, portals=tuple(a.portals), index=a.gateway, owner=a.owner,
-                                port=a.port, offload=a.offload, backstore=a.backstore)  # fmt: skip
-        made = gateway.create(layout, dev=a.dev)
+        layout = gateway.Layout(iqn=a.iqn, images=tuple(a.rbd), portals=tuple(a.portals), index=a.gateway,
+                                owners=tuple(a.owner or ()), port=a.port, offload=a.offload,
+                                backstore=a.backstore)  # fmt: skip
+        made = gateway.create(layout, devs=tuple(a.dev or ()))
         have = gateway.describe(a.iqn)
+        images = range(len(layout.images))
         if a.json:
-            out({"created": made, "wwn": layout.wwn, **have})
+            out({"created": made, "wwns": [layout.wwn(n) for n in images],
+                 "owners": [layout.owner(n) for n in images], **have})  # fmt: skip
             return 0
         print(f"{'laid out' if made else 'already laid out'}: gateway {a.gateway} of {len(a.portals)} "
-              f"for {a.rbd} on {a.backstore} (unit serial {layout.wwn})")  # fmt: skip
+              f"on {a.backstore}")  # fmt: skip
+        for n in images:
+            print(f"  LUN {n}: {layout.images[n]}, unit serial {layout.wwn(n)}, Active/Optimized on gateway "
+                  f"{layout.owner(n)}")  # fmt: skip
     else:
         have = gateway.describe(a.iqn)
         if not have:
@@ -335,11 +342,21 @@ def _listen(text: str) -> str:
     return text
 
 
-def _portal_list(text: str) -> list[str]:
-    ips = [x.strip() for x in text.split(",")]
-    if not all(ips):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected IP,IP,... (every gateway's portal address)")
-    return ips
+def _list(what: str) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        items = [x.strip() for x in text.split(",")]
+        if not all(items):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}")
+        return items
+
+    return parse
+
+
+def _owner_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in _list("N,N,...")(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N,N,... (each image's gateway, 1-based)") from None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -388,15 +405,23 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--no-offload", dest="offload", action="store_false", help="portals stay stock TCP")
     t.add_argument("--acl", action="append", metavar="INITIATOR_IQN", help="explicit ACL (default: demo mode)")
     t.add_argument("--chap", type=_chap, metavar="USER:SECRET", help="one-way CHAP the initiators must use")
-    g = sub.add_parser("gateway", help="lay this host out as one gateway of a shared RBD image (ceph-iscsi's layout)")
+    g = sub.add_parser("gateway", help="lay this host out as one gateway of shared RBD images (ceph-iscsi's layout)")
     g.add_argument("action", choices=("create", "show", "delete"))
     g.add_argument("--iqn", required=True, help="the target name, the same on every gateway")
-    g.add_argument("--rbd", metavar="POOL/IMAGE", help="the image, mapped on this host with rbd map")
-    g.add_argument("--portals", type=_portal_list, metavar="IP,IP,...", help="every gateway's portal, in order")
+    g.add_argument("--rbd", type=_list("POOL/IMAGE,POOL/IMAGE,..."), metavar="POOL/IMAGE,...",
+                   help="the images, LUN 0 first (for iblock, each mapped on this host with rbd map)")  # fmt: skip
+    g.add_argument(
+        "--portals",
+        type=_list("IP,IP,... (every gateway's portal address)"),
+        metavar="IP,IP,...",
+        help="every gateway's portal, in order",
+    )
     g.add_argument("--gateway", type=int, metavar="N", help="this gateway's place in --portals (1-based)")
-    g.add_argument("--owner", type=int, default=1, metavar="N", help="the Active/Optimized gateway (default 1)")
+    g.add_argument("--owner", type=_owner_list, metavar="N,...",
+                   help="each image's Active/Optimized gateway (default: image i on gateway i mod N + 1)")  # fmt: skip
     g.add_argument("--port", type=int, default=3260)
-    g.add_argument("--dev", help="the block device the image is mapped at (default: from rbd device list)")
+    g.add_argument("--dev", type=_list("DEV,DEV,..."), metavar="DEV,...",
+                   help="the block device each image is mapped at (default: from rbd device list)")  # fmt: skip
     g.add_argument("--backstore", choices=tuple(gateway.BACKSTORES), default="iblock",
                    help="iblock on the krbd-mapped image (default), or user:rbd through tcmu-runner")  # fmt: skip
     g.add_argument("--no-offload", dest="offload", action="store_false", help="this gateway's portal stays stock TCP")

@@ -1,20 +1,24 @@
-"""Gateways on one shared RBD image, laid out as ceph-iscsi lays them out.
+"""Gateways on shared RBD images, laid out as ceph-iscsi lays them out.
 
 Every gateway exports the same target IQN with one TPG per gateway (the
 TPG's tag is the gateway's index, 1-based), each TPG with the portal of its
 gateway; only the local TPG is enabled (and offloaded), the others are
-there so that every gateway reports the same target ports. The image is
-one storage object with the same unit serial (WWN) everywhere and one ALUA
-target port group per gateway, with implicit transitions: "ao"
-(Active/Optimized, preferred) on the gateway that owns the image, "ano<N>"
-(Active/Non-optimized) on the others. Each TPG's LUN 0 joins its gateway's
-group. Because every gateway makes the TPGs and their LUNs in the same
-order, LIO before 6.5 numbers the relative target ports (per device, in
-LUN creation order) the same on every gateway; where the TPG has an
-``rtpi`` attribute (6.5 on), LIO numbers only enabled TPGs, so each TPG's
-port is pinned to its gateway's index instead.
+there so that every gateway reports the same target ports. Each image is
+LUN i (its place in the list) of every TPG: one storage object with the
+same unit serial (WWN) everywhere and one ALUA target port group per
+gateway, with implicit transitions: "ao" (Active/Optimized, preferred) on
+the gateway that owns the image, "ano<N>" (Active/Non-optimized) on the
+others. ALUA groups belong to a storage object, so each image has its own
+owner: by default image i is owned by gateway (i mod N) + 1, which spreads
+the images' Active/Optimized paths over the gateways as ceph-nvmeof
+spreads namespaces over its ANA groups. Because every gateway makes the
+TPGs and their LUNs in the same order, LIO before 6.5 numbers the relative
+target ports (per device, in LUN creation order) the same on every
+gateway; where the TPG has an ``rtpi`` attribute (6.5 on), LIO numbers
+only enabled TPGs, so each TPG's port is pinned to its gateway's index
+instead.
 
-Backstore: the image mapped with krbd and served by iblock (``rbd map``,
+Backstore: each image mapped with krbd and served by iblock (``rbd map``,
 the default), or tcmu-runner's ``user:rbd`` (librbd in tcmu-runner, as
 ceph-iscsi does; tcmu-runner must be running with its rbd handler).
 A user:rbd storage object fails a command tcmu-runner has not answered
@@ -80,19 +84,25 @@ class Layout:
     """One gateway's view of the shared layout."""
 
     iqn: str
-    image: str  # "pool/image"
+    images: tuple[str, ...]  # "pool/image"; image i is LUN i
     portals: tuple[str, ...]  # every gateway's portal address, gateway 1 first
     index: int  # this gateway, 1-based
-    owner: int = 1  # the gateway whose ALUA group is Active/Optimized
+    # each image's Active/Optimized gateway; () spreads them (owner())
+    owners: tuple[int, ...] = ()
     port: int = 3260
     offload: bool = True
     backstore: str = "iblock"  # or "user:rbd"
 
     def check(self) -> None:
         """Raise GatewayError unless the layout makes sense."""
-        pool, sep, image = self.image.partition("/")
-        if not sep or not _NAME.match(pool) or not _NAME.match(image):
-            raise GatewayError(f"--rbd {self.image!r}: expected POOL/IMAGE (letters, digits, _ . + -)")
+        if not self.images:
+            raise GatewayError("no image given (--rbd POOL/IMAGE[,POOL/IMAGE...])")
+        for image in self.images:
+            pool, sep, name = image.partition("/")
+            if not sep or not _NAME.match(pool) or not _NAME.match(name):
+                raise GatewayError(f"--rbd {image!r}: expected POOL/IMAGE (letters, digits, _ . + -)")
+        if len(set(self.images)) != len(self.images):
+            raise GatewayError(f"--rbd names an image twice: {', '.join(self.images)}")
         if not self.iqn.startswith(("iqn.", "eui.", "naa.")):
             raise GatewayError(f"{self.iqn!r} is not an iSCSI name (iqn., eui. or naa.)")
         if not 0 < self.port < 65536:
@@ -102,11 +112,15 @@ class Layout:
         ips = self.lio_portals
         if len(set(ips)) != len(ips):
             raise GatewayError(f"gateway portals repeat an address: {', '.join(self.portals)}")
-        for n, what in ((self.index, "this gateway"), (self.owner, "the owner")):
-            if not 1 <= n <= len(self.portals):
-                raise GatewayError(
-                    f"{what} is gateway {n}, but there are {len(self.portals)} portals (1..{len(self.portals)})"
-                )
+        if self.owners and len(self.owners) != len(self.images):
+            raise GatewayError(f"{len(self.owners)} owners for {len(self.images)} images: one per image, in order")
+        n = len(self.portals)
+        if not 1 <= self.index <= n:
+            raise GatewayError(f"this gateway is gateway {self.index}, but there are {n} portals (1..{n})")
+        for lun, image in enumerate(self.images):
+            if not 1 <= self.owner(lun) <= n:
+                raise GatewayError(f"the owner of {image} is gateway {self.owner(lun)}, but there are {n} portals "
+                                   f"(1..{n})")  # fmt: skip
         if self.backstore not in BACKSTORES:
             raise GatewayError(f"backstore {self.backstore!r}: one of {', '.join(BACKSTORES)}")
 
@@ -126,19 +140,24 @@ class Layout:
             ips.append(portals.lio_ip(ip))
         return tuple(ips)
 
-    @property
-    def so_name(self) -> str:
-        """The storage object's name (ceph-iscsi's pool.image)."""
-        return self.image.replace("/", ".")
+    def owner(self, lun: int) -> int:
+        """The gateway whose ALUA group is Active/Optimized for image ``lun``:
+        the one given, else gateway (lun mod N) + 1."""
+        return self.owners[lun] if self.owners else lun % len(self.portals) + 1
 
-    @property
-    def wwn(self) -> str:
-        """The unit serial: the same on every gateway, derived from the image."""
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"rbd:{self.image}"))
+    def so_name(self, lun: int) -> str:
+        """Image ``lun``'s storage object name (ceph-iscsi's pool.image)."""
+        return self.images[lun].replace("/", ".")
 
-    def group(self, gateway: int) -> tuple[str, int, int]:
-        """(name, tg_pt_gp_id, ALUA state) of gateway's target port group."""
-        if gateway == self.owner:
+    def wwn(self, lun: int) -> str:
+        """Image ``lun``'s unit serial: the same on every gateway, derived
+        from the image."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"rbd:{self.images[lun]}"))
+
+    def group(self, lun: int, gateway: int) -> tuple[str, int, int]:
+        """(name, tg_pt_gp_id, ALUA state) of gateway's target port group
+        for image ``lun``."""
+        if gateway == self.owner(lun):
             return "ao", GROUP_ID_BASE + gateway, AO
         return f"ano{gateway}", GROUP_ID_BASE + gateway, ANO
 
@@ -179,8 +198,9 @@ def describe(iqn: str) -> dict[str, Any]:
         return {}
     tpgs = {}
     plugins = set()
-    for tpg in target.tpgs:
-        luns = list(tpg.luns)
+    # configfs lists TPGs and LUNs in no set order (a restore may change it)
+    for tpg in sorted(target.tpgs, key=lambda t: t.tag):
+        luns = sorted(tpg.luns, key=lambda lun: lun.lun)
         plugins |= {lun.storage_object.plugin for lun in luns}
         tpgs[tpg.tag] = {
             "enabled": tpg.enable,
@@ -201,7 +221,7 @@ def expected(layout: Layout) -> dict[str, Any]:
             "enabled": gw == layout.index,
             "portals": [portal],
             "offload": [portal] if gw == layout.index and layout.offload else [],
-            "luns": {0: (layout.so_name, layout.group(gw)[0])},
+            "luns": {lun: (layout.so_name(lun), layout.group(lun, gw)[0]) for lun in range(len(layout.images))},
         }
     return {"iqn": layout.iqn, "backstore": layout.backstore, "tpgs": tpgs}
 
@@ -227,17 +247,24 @@ def held_port_ids(root: Path) -> dict[int, str]:
     return held
 
 
-def create(layout: Layout, dev: str | None = None) -> bool:
+def create(layout: Layout, devs: tuple[str, ...] = ()) -> bool:
     """Lay this gateway out; True when something was made, False when it was
-    already laid out so. GatewayError (and nothing changed) otherwise."""
+    already laid out so. GatewayError (and nothing changed) otherwise.
+    ``devs``: for iblock, the block device each image is mapped at, in
+    order (default: from ``rbd device list``)."""
     layout.check()
+    nimages = len(layout.images)
+    if devs and (layout.backstore != "iblock" or len(devs) != nimages):
+        raise GatewayError(f"--dev: one block device per image ({nimages}), and only for the iblock backstore")
     have = describe(layout.iqn)
     if have:
         if have == expected(layout):
             return False
         raise GatewayError(f"target {layout.iqn} exists with another layout: {json.dumps(have, default=list)}")
-    if any(so.name == layout.so_name for so in RTSRoot().storage_objects):
-        raise GatewayError(f"a storage object {layout.so_name} exists already")
+    taken = {so.name for so in RTSRoot().storage_objects}
+    for lun in range(nimages):
+        if layout.so_name(lun) in taken:
+            raise GatewayError(f"a storage object {layout.so_name(lun)} exists already")
     holder = held_port_ids(Path(RTSRoot().path)).get(layout.index)
     if holder:
         raise GatewayError(
@@ -247,29 +274,17 @@ def create(layout: Layout, dev: str | None = None) -> bool:
             "to its rtpi, enable it)"
         )
     if layout.backstore == "iblock":
-        dev = dev or mapped_device(layout.image)
-    size = image_size(layout.image) if layout.backstore == "user:rbd" else 0
-    so: BlockStorageObject | UserBackedStorageObject | None = None
+        devs = devs or tuple(mapped_device(image) for image in layout.images)
+        sizes = (0,) * nimages
+    else:
+        sizes = tuple(image_size(image) for image in layout.images)
+    sos: list[BlockStorageObject | UserBackedStorageObject] = []
     target: Target | None = None
     held: list[str] = []
     opened = Path()
     try:
-        if layout.backstore == "iblock":
-            so = BlockStorageObject(layout.so_name, dev=dev, wwn=layout.wwn)
-        else:
-            try:
-                so = UserBackedStorageObject(layout.so_name, config=f"rbd/{layout.image}", size=size, wwn=layout.wwn)
-            except RTSLibError as e:
-                raise GatewayError(f"user:rbd: {e} (is tcmu-runner running, with its rbd handler?)") from e
-            # LIO takes these only while nothing exports the device
-            so.set_attribute("cmd_time_out", str(USER_CMD_TIME_OUT))
-            so.set_attribute("qfull_time_out", str(USER_QFULL_TIME_OUT))
-        for gw in range(1, len(layout.portals) + 1):
-            name, gid, state = layout.group(gw)
-            g = ALUATargetPortGroup(so, name, tag=gid)
-            g.alua_access_type = IMPLICIT
-            g.alua_access_state = state
-            g.preferred = int(state == AO)
+        for lun in range(nimages):
+            sos.append(_storage_object(layout, lun, devs[lun] if devs else "", sizes[lun]))
         target = Target(FabricModule("iscsi"), layout.iqn)
         for gw, ip in enumerate(layout.lio_portals, 1):
             tpg = TPG(target, gw)
@@ -279,11 +294,13 @@ def create(layout: Layout, dev: str | None = None) -> bool:
             tpg.set_attribute("generate_node_acls", "1")
             tpg.set_attribute("demo_mode_write_protect", "0")
             tpg.set_attribute("cache_dynamic_acls", "1")
-            lun = LUN(tpg, 0, storage_object=so)
-            # rtslib's setter drops its error: read the membership back
-            lun.alua_tg_pt_gp_name = layout.group(gw)[0]
-            if lun.alua_tg_pt_gp_name != layout.group(gw)[0]:
-                raise GatewayError(f"LUN 0 of TPG {gw} did not join ALUA group {layout.group(gw)[0]}")
+            for lun, so in enumerate(sos):
+                want = layout.group(lun, gw)[0]
+                tpg_lun = LUN(tpg, lun, storage_object=so)
+                # rtslib's setter drops its error: read the membership back
+                tpg_lun.alua_tg_pt_gp_name = want
+                if tpg_lun.alua_tg_pt_gp_name != want:
+                    raise GatewayError(f"LUN {lun} of TPG {gw} did not join ALUA group {want}")
             np = NetworkPortal(tpg, ip, layout.port)
             if gw == layout.index:
                 if layout.offload:
@@ -293,12 +310,40 @@ def create(layout: Layout, dev: str | None = None) -> bool:
     except (RTSLibError, OSError, GatewayError) as e:
         if target is not None:
             target.delete()
-        if so is not None:
+        for so in sos:
             so.delete()
         raise GatewayError(f"laying out gateway {layout.index} of {layout.iqn}: {e}") from e
     # laid out: logins left on stock TCP are reported, the layout stays
     portals.say_stock_logins(held, opened, f"gateway {layout.index} of {layout.iqn}")
     return True
+
+
+def _storage_object(layout: Layout, lun: int, dev: str, size: int) -> BlockStorageObject | UserBackedStorageObject:
+    """Image ``lun``'s storage object with its ALUA groups, one per gateway."""
+    so: BlockStorageObject | UserBackedStorageObject
+    if layout.backstore == "iblock":
+        so = BlockStorageObject(layout.so_name(lun), dev=dev, wwn=layout.wwn(lun))
+    else:
+        try:
+            so = UserBackedStorageObject(layout.so_name(lun), config=f"rbd/{layout.images[lun]}", size=size,
+                                         wwn=layout.wwn(lun))  # fmt: skip
+        except RTSLibError as e:
+            raise GatewayError(f"user:rbd: {e} (is tcmu-runner running, with its rbd handler?)") from e
+    try:
+        if layout.backstore == "user:rbd":
+            # LIO takes these only while nothing exports the device
+            so.set_attribute("cmd_time_out", str(USER_CMD_TIME_OUT))
+            so.set_attribute("qfull_time_out", str(USER_QFULL_TIME_OUT))
+        for gw in range(1, len(layout.portals) + 1):
+            name, gid, state = layout.group(lun, gw)
+            g = ALUATargetPortGroup(so, name, tag=gid)
+            g.alua_access_type = IMPLICIT
+            g.alua_access_state = state
+            g.preferred = int(state == AO)
+    except (RTSLibError, OSError):
+        so.delete()
+        raise
+    return so
 
 
 def delete(iqn: str) -> None:
