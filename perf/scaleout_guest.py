@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -39,12 +38,14 @@ from testbed import fio  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 from testbed.scaleout_guest import (  # noqa: E402
     Rendezvous,
+    active_gateway,
     initiator_run,
     log,
     logout_all,
     maps,
     network,
     run_role,
+    sd_session,
     sh,
     start_multipath,
     start_tcmu_runner,
@@ -157,26 +158,6 @@ def own_snap() -> dict[str, float]:
     return {"t": time.monotonic(), "busy": busy, "total": total}
 
 
-def sd_session(sd: str) -> tuple[str, str]:
-    """(target name, portal address) of the iSCSI session behind ``sd``."""
-    session = Path(os.path.realpath(f"/sys/block/{sd}/device")).parent.parent
-    iqn = (Path("/sys/class/iscsi_session") / session.name / "targetname").read_text().strip()
-    addr = next(session.glob("connection*/iscsi_connection/*/persistent_address")).read_text().strip()
-    return iqn, addr
-
-
-def active_gateway(wwid: str, gw_ips: list[str]) -> int | None:
-    """The gateway (1-based) whose path the map uses now (after one direct
-    read: an idle map marks no group active)."""
-    subprocess.run(["dd", f"if=/dev/mapper/{wwid}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct"],
-                   capture_output=True, timeout=120)  # fmt: skip
-    out = subprocess.run(["multipath", "-ll", wwid], capture_output=True, text=True).stdout
-    m = re.search(r"status=active\n[ |`-]+\d+:\d+:\d+:\d+ (sd\w+)\s+\S+\s+active", out)
-    if not m:
-        return None
-    return gw_ips.index(sd_session(m.group(1))[1]) + 1
-
-
 def login_all(plan: dict[str, Any]) -> dict[str, str]:
     """Log in to every gateway for every image; wait for one map per image
     with a path through each gateway. Returns {image: /dev/mapper/WWID}."""
@@ -270,9 +251,7 @@ def initiator(plan: dict[str, Any]) -> int:
             devs = login_all(plan)
             sh("udevadm", "settle", "--timeout=60")
             for image, dev in devs.items():
-                wwid = dev.rsplit("/", 1)[1]
-                wait_for(lambda w=wwid, o=owners[image]: active_gateway(w, gw_ips) == o,
-                         f"{image} on its owner", 180)  # fmt: skip
+                wait_for(lambda d=dev, o=owners[image]: active_gateway(d, gw_ips) == o, f"{image} on its owner", 180)
             check_transport(gws, transport, owners)
             if not result["rows"]:
                 # reads of never-written RBD objects cost the OSD nothing
@@ -285,8 +264,7 @@ def initiator(plan: dict[str, Any]) -> int:
             gws.ask(2, "disable")
             t0 = time.monotonic()
             for image, dev in devs.items():
-                wwid = dev.rsplit("/", 1)[1]
-                wait_for(lambda w=wwid: active_gateway(w, gw_ips) == 1, f"{image} on gateway 1", 180)
+                wait_for(lambda d=dev: active_gateway(d, gw_ips) == 1, f"{image} on gateway 1", 180)
             log(f"{transport}: both images on gateway 1 after {time.monotonic() - t0:.1f} s")
             one = dict.fromkeys(devs, 1)
             check_transport(gws, transport, one)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -28,6 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from testbed.entry import use_project_venv
 
@@ -85,6 +87,31 @@ class Cluster:
 
     def rbd(self, *args: str, timeout: float = 120) -> str:
         return self.run("rbd", *args, timeout=timeout).stdout
+
+    def watch_blocklist(self, out: Path) -> subprocess.Popen[bytes]:
+        """A process in the cluster's namespace that keeps ``out`` current:
+        the OSD blocklist's entries (``ADDR:PORT/NONCE``) as a JSON list,
+        asked once a second over one RADOS connection. Guests read the file
+        instead of running the ceph tool, which under TCG takes longer
+        than the failover it would time."""
+        argv = ["ip", "netns", "exec", self.netns, sys.executable, "-m", "testbed.ceph", "--dir", str(self.dir),
+                "--netns", self.netns, "--addr", self.addr, "--out", str(out), "watch-blocklist"]  # fmt: skip
+        return subprocess.Popen(argv, cwd=Path(__file__).resolve().parent.parent, start_new_session=True)
+
+    def cut_off(self, ip: str, cut: bool = True) -> None:
+        """Cut (or mend) the cluster's link with the client at ``ip``: its
+        packets to and from the cluster's own addresses are dropped in the
+        cluster's namespace. Traffic the bridge forwards between guests'
+        taps does not pass these hooks and goes on."""
+        nft = ["ip", "netns", "exec", self.netns, "nft"]
+        if cut:
+            rules = (f"table inet cxe_cut {{\nchain in {{ type filter hook input priority 0; ip saddr {ip} drop; }}\n"
+                     f"chain out {{ type filter hook output priority 0; ip daddr {ip} drop; }}\n}}\n")  # fmt: skip
+            p = subprocess.run([*nft, "-f", "-"], input=rules, capture_output=True, text=True)
+        else:
+            p = subprocess.run([*nft, "delete", "table", "inet", "cxe_cut"], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise CephError(f"nft in {self.netns}: exit {p.returncode}: {p.stderr.strip()}")
 
     def _daemon(self, *cmd: str) -> None:
         # each daemon forks into the background; its own session, so that
@@ -252,14 +279,52 @@ def _kill(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
+def _json_docs(text: str) -> list[Any]:
+    """Every JSON document in ``text``, one after another: Pacific's
+    ``osd blocklist ls`` gives two lists back to back (the addresses',
+    then the ranges')."""
+    docs, i, dec = [], 0, json.JSONDecoder()
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        doc, i = dec.raw_decode(text, i)
+        docs.append(doc)
+    return docs
+
+
+def watch_blocklist(conf: Path, out: Path, period: float = 1.0) -> None:
+    """Write the blocklist's entries to ``out`` whenever they change, until killed."""
+    import rados  # python3-rados, with Ceph's packages
+
+    with rados.Rados(conffile=str(conf)) as cluster:
+        last: list[str] | None = None
+        while True:
+            rc, buf, _ = cluster.mon_command(json.dumps({"prefix": "osd blocklist ls", "format": "json"}), b"")
+            if rc == 0:
+                entries = sorted(str(e["addr"]) for doc in _json_docs(buf.decode()) for e in doc if "addr" in e)
+                if entries != last:
+                    tmp = out.with_name(f".{out.name}.tmp")
+                    tmp.write_text(json.dumps(entries))
+                    tmp.rename(out)
+                    last = entries
+            time.sleep(period)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m testbed.ceph", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--netns", default=DEFAULT_NS)
     ap.add_argument("--addr", default=DEFAULT_ADDR, help="the cluster's address/prefix in its namespace")
-    ap.add_argument("action", choices=("start", "stop", "status"))
+    ap.add_argument("--out", type=Path, help="watch-blocklist: the file to keep the entries in")
+    ap.add_argument("action", choices=("start", "stop", "status", "watch-blocklist"))
     a = ap.parse_args(argv)
     c = Cluster(a.dir, a.netns, a.addr)
+    if a.action == "watch-blocklist":
+        if a.out is None:
+            ap.error("watch-blocklist needs --out FILE")
+        watch_blocklist(c.conf, a.out)
+        return 0
     try:
         if a.action == "start":
             t0 = time.monotonic()

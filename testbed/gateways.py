@@ -19,30 +19,59 @@ TOP = Path(__file__).resolve().parent.parent
 GUESTS = {  # name: (tap, mac, address on the cluster's bridge)
     "gw1": ("cxetap1", "52:54:00:cc:20:11", "198.18.20.11"),
     "gw2": ("cxetap2", "52:54:00:cc:20:12", "198.18.20.12"),
+    "gw3": ("cxetap3", "52:54:00:cc:20:13", "198.18.20.13"),
     "ini": ("cxetap9", "52:54:00:cc:20:99", "198.18.20.99"),
 }
 
 
-def add_taps(netns: str) -> None:
-    """Every guest's tap device, on the cluster's bridge."""
-    for tap, _, _ in GUESTS.values():
+# how a gateway fails and comes back: (request, its answer, seconds to
+# wait for it) for the failure, then for the return. The gateway answers
+# disable/enable and killtcmu/starttcmu; the host kill (its qemu) and
+# restart (a new boot), cut and mend (its packets to and from the cluster)
+FAILURES = {
+    "disable": (("disable", "disabled", 60), ("enable", "enabled", 60)),
+    "tcmu": (("killtcmu", "tcmukilled", 60), ("starttcmu", "tcmustarted", 120)),
+    "kill": (("kill", "killed", 60), ("restart", "ready", 600)),
+    "cut": (("cut", "isolated", 60), ("mend", "mended", 60)),
+}
+FAILURE_NAMES = {
+    "disable": "TPG disabled",
+    "tcmu": "tcmu-runner killed",
+    "kill": "VM killed",
+    "cut": "cluster link cut",
+}
+# the most gateways a run can have (one guest each in GUESTS)
+MAX_GATEWAYS = 3
+
+
+def guest_names(gateways: int = 2) -> list[str]:
+    """The guests of a run with ``gateways`` gateways: gw1..gwN, then the initiator."""
+    if not 1 <= gateways <= MAX_GATEWAYS:
+        raise ValueError(f"{gateways} gateways: the testbed has guests for 1 to {MAX_GATEWAYS}")
+    return [f"gw{n}" for n in range(1, gateways + 1)] + ["ini"]
+
+
+def add_taps(netns: str, gateways: int = 2) -> None:
+    """The tap device of every guest of the run, on the cluster's bridge."""
+    for tap, _, _ in (GUESTS[name] for name in guest_names(gateways)):
         ns = ["ip", "-n", netns]
         subprocess.run([*ns, "tuntap", "add", "mode", "tap", "name", tap], check=True)
         subprocess.run([*ns, "link", "set", tap, "master", BRIDGE, "up"], check=True)
 
 
-def plan_guests() -> dict[str, object]:
+def plan_guests(gateways: int = 2) -> dict[str, object]:
     """The plan's entries for the guests' NICs."""
     return {
-        "gateways": [{"mac": GUESTS[g][1], "ip": GUESTS[g][2]} for g in ("gw1", "gw2")],
+        "gateways": [{"mac": GUESTS[g][1], "ip": GUESTS[g][2]} for g in guest_names(gateways)[:-1]],
         "initiator": {"mac": GUESTS["ini"][1], "ip": GUESTS["ini"][2]},
     }
 
 
-def guest_kernels(kernels: list[str]) -> dict[str, str]:
-    """With two kernels, gateway 1 and the initiator boot the first and
-    gateway 2 the second (as a rolling upgrade would mix them)."""
-    return {name: kernels[0] if name == "ini" else kernels[i % len(kernels)] for i, name in enumerate(GUESTS)}
+def guest_kernels(kernels: list[str], gateways: int = 2) -> dict[str, str]:
+    """With two kernels, the initiator and the odd gateways boot the first
+    and the even gateways the second (as a rolling upgrade would mix them)."""
+    names = guest_names(gateways)
+    return {name: kernels[0] if name == "ini" else kernels[i % len(kernels)] for i, name in enumerate(names)}
 
 
 def kill_guests(netns: str) -> None:

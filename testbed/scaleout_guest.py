@@ -36,6 +36,7 @@ sys.path.insert(0, str(TOP))
 from cxgbit_ext.control import Control  # noqa: E402
 from iscsi_initiator import iscsiadm  # noqa: E402
 from testbed import fio  # noqa: E402
+from testbed.gateways import FAILURE_NAMES, FAILURES  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Cannot set dbroot")
@@ -132,12 +133,13 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     me = plan["gateways"][n - 1]
     network(plan, me["mac"], me["ip"])
     backstore = plan.get("backstore", "iblock")
-    dev = ""
+    devs: list[str] = []
     runner: subprocess.Popen[bytes] | None = None
     if backstore == "iblock":
         sh("modprobe", "rbd")
-        dev = sh("rbd", "map", plan["image"]).strip()
-        log(f"{plan['image']} mapped at {dev}")
+        for image in plan["images"]:
+            devs.append(sh("rbd", "map", image).strip())
+            log(f"{image} mapped at {devs[-1]}")
     else:
         runner = start_tcmu_runner()
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
@@ -145,8 +147,10 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     assert p.returncode == 0, p.stderr
     portals = ",".join(g["ip"] for g in plan["gateways"])
     cli = (sys.executable, "-m", "cxgbit_ext.cli")
-    create = (*cli, "gateway", "create", "--iqn", plan["iqn"], "--rbd", plan["image"], "--portals", portals,
-              "--gateway", str(n), "--owner", str(plan["owner"]), "--backstore", backstore)  # fmt: skip
+    # no --owner: each image's owner is the layout's default spread, which
+    # the initiator checks against the plan's owners
+    create = (*cli, "gateway", "create", "--iqn", plan["iqn"], "--rbd", ",".join(plan["images"]),
+              "--portals", portals, "--gateway", str(n), "--backstore", backstore)  # fmt: skip
     log(sh(*create).strip())
     again = sh(*create)
     assert again.startswith("already laid out"), again
@@ -188,7 +192,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     log(f"soft0 counters: {c}")
     rdv.put(f"counters-gw{n}.json", json.dumps(c))
     sh(*cli, "gateway", "delete", "--iqn", plan["iqn"])
-    if dev:
+    for dev in devs:
         sh("rbd", "unmap", dev)
     if runner is not None:
         runner.terminate()
@@ -274,57 +278,87 @@ def initiator(plan: dict[str, Any]) -> int:
     network(plan, plan["initiator"]["mac"], plan["initiator"]["ip"])
     result: dict[str, Any] = {}
     with initiator_run(rdv, result):
-        for i in range(len(plan["gateways"])):
+        gw_ips = [g["ip"] for g in plan["gateways"]]
+        images, owners = plan["images"], plan["owners"]
+        for i in range(len(gw_ips)):
             rdv.wait(f"ready-gw{i + 1}", 600)
         iscsiadm.start_iscsid()
-        for g in plan["gateways"]:
-            portal = f"{g['ip']}:3260"
+        for ip in gw_ips:
+            portal = f"{ip}:3260"
             iscsiadm.discover(portal)
             # fail a dead path within seconds, not open-iscsi's 120 s
             iscsiadm.set_node(plan["iqn"], portal, "node.session.timeo.replacement_timeout", str(RECOVERY_TMO))
             iscsiadm.login(plan["iqn"], portal)
         start_multipath()
-        wait_for(lambda: len(paths()) == 2, "multipath: both paths of one map", 60)
-        sds = paths()
+        wait_for(lambda: len(maps()) == len(images) and all(len(p) == len(gw_ips) for p in maps().values()),
+                 f"multipath: {len(images)} maps, each with a path through each of {len(gw_ips)} gateways",
+                 120)  # fmt: skip
         # a survivor waits out a dead owner's watch (30 s) before it may
         # write: longer than the SCSI layer's default 30 s per command
-        for sd in sds:
-            Path(f"/sys/block/{sd}/device/timeout").write_text("180\n")
-        wwids = set(re.findall(r"^(\S+) dm-\d+", sh("multipath", "-ll"), re.M))
-        assert len(wwids) == 1, f"expected one WWID, got {wwids}"
-        dm = f"/dev/mapper/{wwids.pop()}"
-        # multipathd makes the map; udev makes its /dev/mapper node, after
-        # multipath -ll already shows the map
+        for sds in maps().values():
+            for sd in sds:
+                Path(f"/sys/block/{sd}/device/timeout").write_text("180\n")
+        # image i is LUN i on every gateway
+        devs = {images[sd_lun(sds[0])]: f"/dev/mapper/{wwid}" for wwid, sds in maps().items()}
+        # multipathd makes the maps; udev makes their /dev/mapper nodes,
+        # after multipath -ll already shows them
         sh("udevadm", "settle", "--timeout=60", check=False)
-        wait_for(lambda: Path(dm).exists(), f"udev: {dm}", 60)
-        # multipathd has set the map's paths up: each session now holds a
+        for dm in devs.values():
+            wait_for(lambda dm=dm: Path(dm).exists(), f"udev: {dm}", 60)
+        # multipathd has set the maps' paths up: each session now holds a
         # lost connection's commands for what it wrote there
         tmo = {p.parent.name: int(p.read_text()) for p in Path("/sys/class/iscsi_session").glob("*/recovery_tmo")}
         log(f"recovery_tmo: {tmo}")
         result["recovery_tmo"] = tmo
-        assert len(tmo) == 2 and set(tmo.values()) == {RECOVERY_TMO}, (
+        assert len(tmo) == len(gw_ips) and set(tmo.values()) == {RECOVERY_TMO}, (
             f"sessions hold a lost connection's commands {tmo} s, not {RECOVERY_TMO}"
         )
-        # the kernel picks a map's path group at its first I/O: until then
-        # both groups read "enabled", whatever their priorities
-        sh("dd", f"if={dm}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct")
-        mp = sh("multipath", "-ll")
-        log(mp)
-        result["multipath"] = mp
-        groups = re.findall(r"policy='[^']*' prio=(\d+) status=(\w+)", mp)
-        assert len(groups) == 2, f"expected two path groups: {groups}"
-        result["groups"] = groups
-        assert int(groups[0][0]) > int(groups[1][0]) and groups[0][1] == "active", f"AO group not preferred: {groups}"
-        rtpg = {sd: sh("sg_rtpg", "-d", f"/dev/{sd}") for sd in sds}
-        answers = set(rtpg.values())
-        log(f"sg_rtpg: {rtpg}")
-        assert len(answers) == 1, f"sg_rtpg differs between paths: {rtpg}"
+        result["groups"] = {}
+        for lun, image in enumerate(images):
+            dm = devs[image]
+            # the kernel picks a map's path group at its first I/O: until
+            # then every group reads "enabled", whatever its priority
+            assert active_gateway(dm, gw_ips) == owners[lun], (
+                f"{image}: the map does not use its owner, gateway {owners[lun]}:\n{sh('multipath', '-ll')}"
+            )
+            mp = sh("multipath", "-ll", Path(dm).name)
+            groups = re.findall(r"policy='[^']*' prio=(\d+) status=(\w+)", mp)
+            result["groups"][image] = groups
+            assert len(groups) == len(gw_ips), f"{image}: expected a path group per gateway: {groups}"
+            best, *rest = groups
+            assert best[1] == "active" and all(int(best[0]) > int(g[0]) for g in rest), (
+                f"{image}: the Active/Optimized group is not the one preferred: {groups}"
+            )
+            rtpg = {sd: sh("sg_rtpg", "-d", f"/dev/{sd}") for sd in path_writes(dm)}
+            log(f"{image}: sg_rtpg: {rtpg}")
+            assert len(set(rtpg.values())) == 1, f"{image}: sg_rtpg differs between paths: {rtpg}"
+        log(sh("multipath", "-ll"))
         result["failovers"] = []
         for how in plan["failures"]:
-            result["failovers"].append(failover_under_fio(plan, rdv, dm, how))
-        # the owner serves again: a last pass goes through it
-        _ok(_verify(dm, loops=1), "fio verify after failback")
+            result["failovers"].append(failover_under_fio(plan, rdv, devs, how))
+        # each owner serves again: a last pass goes through them
+        for image, dm in devs.items():
+            _ok(_verify(dm, loops=1), f"{image}: fio verify after failback")
     return 0 if result["ok"] else 1
+
+
+def sd_lun(sd: str) -> int:
+    """The LUN of SCSI disk ``sd`` (the last field of its H:C:T:L)."""
+    return int(Path(os.path.realpath(f"/sys/block/{sd}/device")).name.rsplit(":", 1)[1])
+
+
+def sd_session(sd: str) -> tuple[str, str]:
+    """(target name, portal address) of the iSCSI session behind ``sd``."""
+    session = Path(os.path.realpath(f"/sys/block/{sd}/device")).parent.parent
+    iqn = (Path("/sys/class/iscsi_session") / session.name / "targetname").read_text().strip()
+    addr = next(session.glob("connection*/iscsi_connection/*/persistent_address")).read_text().strip()
+    return iqn, addr
+
+
+def active_gateway(dm: str, gw_ips: list[str]) -> int | None:
+    """The gateway (1-based) whose path the map ``dm`` uses now."""
+    sd = active_path(dm)
+    return gw_ips.index(sd_session(sd)[1]) + 1 if sd else None
 
 
 def maps() -> dict[str, list[str]]:
@@ -395,98 +429,196 @@ def holders() -> str:
     return "\n".join(out)
 
 
-def paths() -> list[str]:
-    out = subprocess.run(["multipath", "-ll"], capture_output=True, text=True).stdout
-    return re.findall(r"\d+:\d+:\d+:\d+ (sd\w+) ", out)
-
-
 def active_path(dm: str) -> str | None:
-    """The sd device of the path group dm-multipath uses now (one direct
-    read first: an idle map marks no group active)."""
+    """The sd device of the path group dm-multipath uses now for map ``dm``
+    (one direct read first: an idle map marks no group active)."""
     try:
         subprocess.run(["dd", f"if={dm}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct"],
                        capture_output=True, timeout=60)  # fmt: skip
     except subprocess.TimeoutExpired:
         return None  # every path down: the read waits in the queue
-    out = subprocess.run(["multipath", "-ll"], capture_output=True, text=True).stdout
+    out = subprocess.run(["multipath", "-ll", Path(dm).name], capture_output=True, text=True).stdout
     m = re.search(r"status=active\n[ |`-]+\d+:\d+:\d+:\d+ (sd\w+)\s+\S+\s+active", out)
     return m.group(1) if m else None
 
 
-def path_writes(dm: str) -> dict[str, int]:
+def path_writes(dm: str, reads: bool = False) -> dict[str, int]:
     """Write requests completed on each sd path of ``dm`` (field 5 of
-    /sys/block/sdX/stat). Only the map writes to its paths (udev and
-    multipathd read them), so the path whose count moves carries fio's
-    I/O. Reading the counters sends no I/O: a read on the map, or
-    ``multipath -ll``'s path checks, would wait in the queue of a dead path
-    (a killed tcmu-runner's commands end only at its cmd_time_out)."""
+    /sys/block/sdX/stat), with ``reads`` reads too (field 1). Only the map
+    writes to its paths (udev and multipathd read them), so the path whose
+    write count moves carries fio's I/O. Reading the counters sends no
+    I/O: a read on the map, or ``multipath -ll``'s path checks, would wait
+    in the queue of a dead path (a killed tcmu-runner's commands end only
+    at its cmd_time_out)."""
     name = Path(dm).resolve().name
     sds = sorted(p.name for p in Path(f"/sys/block/{name}/slaves").iterdir())
-    return {sd: int(Path(f"/sys/block/{sd}/stat").read_text().split()[4]) for sd in sds}
+    stats = {sd: Path(f"/sys/block/{sd}/stat").read_text().split() for sd in sds}
+    return {sd: int(f[4]) + (int(f[0]) if reads else 0) for sd, f in stats.items()}
 
 
-def writes_move(dm: str, sd: str, what: str, t0: float, timeout: float) -> None:
-    """Wait until writes complete on path ``sd`` of ``dm`` (counted from
-    now); log the counters then."""
-    base = path_writes(dm)
-    wait_for(lambda: path_writes(dm)[sd] > base[sd], what, timeout)
-    log(f"+{time.monotonic() - t0:.1f} s: writes on {sd}; completed writes per path: was {base}, now {path_writes(dm)}")
+def writes_move(dm: str, sds: set[str], what: str, t0: float, timeout: float, reads: bool = False) -> str:
+    """Wait until writes (with ``reads``, reads or writes) complete on one
+    of the paths ``sds`` of ``dm`` (counted from now); log the counters
+    then. Returns that path."""
+    base = path_writes(dm, reads)
+    moved: list[str] = []
+
+    def done() -> bool:
+        now = path_writes(dm, reads)
+        moved[:] = [sd for sd in sorted(sds) if now[sd] > base[sd]]
+        return bool(moved)
+
+    wait_for(done, what, timeout)
+    log(f"+{time.monotonic() - t0:.1f} s: {what}: {'I/O' if reads else 'writes'} on {moved[0]}; completed per path: "
+        f"was {base}, now {path_writes(dm, reads)}")  # fmt: skip
+    return moved[0]
 
 
-# how the owner fails and comes back: (request, its answer, seconds to
-# wait for it) for the failure, then for the return; a gateway answers
-# disable/enable, the host kill (its qemu) and restart (a new boot)
-FAILURES = {
-    "disable": (("disable", "disabled", 60), ("enable", "enabled", 60)),
-    "tcmu": (("killtcmu", "tcmukilled", 60), ("starttcmu", "tcmustarted", 120)),
-    "kill": (("kill", "killed", 60), ("restart", "ready", 600)),
-}
-FAILURE_NAMES = {"disable": "TPG disabled", "tcmu": "tcmu-runner killed", "kill": "VM killed"}
-
-
-def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, dm: str, how: str) -> dict[str, Any]:
-    """fio write+verify on the multipath device while the owner gateway
-    fails (``how``: its TPG disabled, or its VM killed by the host) and then
-    comes back: I/O moves to the other gateway and back, every block
-    written before the failure reads back after it."""
-    owner = plan["owner"]
-    done: list[object] = []
-    first = active_path(dm)
+def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, str], how: str) -> dict[str, Any]:
+    """fio write+verify on every image's multipath device while gateway 1
+    fails (``how``: its TPG disabled, its tcmu-runner or its VM killed,
+    its link to the cluster cut) and then comes back: the images it owns
+    move to a surviving gateway and back, the images the others own stay
+    on their owners throughout, and every block written before the failure
+    reads back after it. A cut also checks that a write the gateway held
+    does not land over newer data once its link is back."""
+    failing = plan["failing"]
+    gw_ips = [g["ip"] for g in plan["gateways"]]
+    owners = dict(zip(plan["images"], plan["owners"], strict=True))
+    moving = [image for image in plan["images"] if owners[image] == failing]
+    staying = [image for image in plan["images"] if owners[image] != failing]
+    used = {image: active_path(dm) for image, dm in devs.items()}
+    first = {image: sd for image, sd in used.items() if sd}
+    assert len(first) == len(used), f"a map uses no path before the failure: {used}"
     stop = threading.Event()
-    t = threading.Thread(target=lambda: done.append(_verify_until(dm, stop)))
-    t.start()
-    time.sleep(3)
-    ev: dict[str, Any] = {"failure": FAILURE_NAMES[how], "gateway": owner}
+    results: dict[str, list[object]] = {image: [] for image in devs}
+    threads = [threading.Thread(target=lambda i=image, d=dm: results[i].append(_verify_until(d, stop)))
+               for image, dm in devs.items()]  # fmt: skip
+    for t in threads:
+        t.start()
+    # the failure comes under I/O: each image's owner has written (and so
+    # holds the image's lock) before it
+    t0 = time.monotonic()
+    for image, dm in devs.items():
+        writes_move(dm, {first[image]}, f"{image} written through its owner", t0, 120)
+    ev: dict[str, Any] = {"failure": FAILURE_NAMES[how], "gateway": failing}
     (fail, failed, fail_s), (back, is_back, back_s) = FAILURES[how]
+    idle = {image: path_writes(devs[image]) for image in staying}
+    fenced = blocklisted(rdv, gw_ips[failing - 1])
     t0 = time.monotonic()
-    rdv.put(f"{fail}-gw{owner}")
-    rdv.wait(f"{failed}-gw{owner}", fail_s)
-    assert t.is_alive(), "fio ended before the gateway failed: the failover was not under I/O"
-    (other,) = set(path_writes(dm)) - {first}
-    writes_move(dm, other, "I/O moving to the other gateway", t0, 120)
+    rdv.put(f"{fail}-gw{failing}")
+    rdv.wait(f"{failed}-gw{failing}", fail_s)
+    stale: threading.Thread | None = None
+    stale_errors: list[Exception | None] = []
+    newer = os.urandom(STALE_BYTES)
+    if how == "cut":
+        # a write sent to the owner after its link to the cluster is cut:
+        # the owner holds it (it cannot reach the OSDs), fails it to the
+        # initiator at its command timeout, and multipath sends it again
+        # through a survivor. Newer data then goes over the same blocks.
+        # When the link comes back, the copy the owner held must not land:
+        # the survivor fenced it (blocklist) when it took the lock.
+        older = bytes([0xA5]) * STALE_BYTES
+        stale = threading.Thread(target=lambda: stale_errors.append(_try(_direct_write, devs[moving[0]],
+                                                                         STALE_OFFSET_MB, older)))  # fmt: skip
+        stale.start()
+    assert all(t.is_alive() for t in threads), "fio ended before the gateway failed: the failover was not under I/O"
+    took = {}
+    for image in moving:
+        dm = devs[image]
+        sd = writes_move(dm, set(path_writes(dm)) - {first[image]}, f"{image} moving to a survivor", t0, 120)
+        took[image] = gw_ips.index(sd_session(sd)[1]) + 1
     ev["io_moved_after_s"] = round(time.monotonic() - t0, 1)
+    ev["moved"] = took
+    for image in staying:
+        # fio's verify reads may be all a pass does for a while
+        writes_move(devs[image], {first[image]}, f"{image} going on through its owner", t0, 120, reads=True)
     log(f"failover: {ev}")
-    if how in ("kill", "tcmu"):
-        # the survivor takes the image's lock once the dead owner's watch
-        # expires, and fences it: the owner's address joins the blocklist
-        ip = plan["gateways"][owner - 1]["ip"]
-        wait_for(lambda: ip in sh("ceph", "osd", "blocklist", "ls", check=False), f"{ip} on the blocklist", 180)
+    if how in ("kill", "tcmu", "cut"):
+        # a survivor takes a moved image's lock once the dead owner's watch
+        # expires, and fences it: the owner's client joins the blocklist
+        ip = gw_ips[failing - 1]
+        wait_for(lambda: blocklisted(rdv, ip) - fenced, f"a new client of {ip} on the blocklist", 180)
         ev["fenced_after_s"] = round(time.monotonic() - t0, 1)
-        log(f"fenced: {ev}")
+        log(f"fenced: {ev}; blocklisted now: {sorted(blocklisted(rdv, ip))}")
+    if stale is not None:
+        stale.join(timeout=300)
+        assert not stale.is_alive(), "the write held by the cut-off gateway never completed through a survivor"
+        assert stale_errors == [None], f"the write held by the cut-off gateway, sent again: {stale_errors}"
+        ev["newer_data_written_after_s"] = round(time.monotonic() - t0, 1)
+        _direct_write(devs[moving[0]], STALE_OFFSET_MB, newer)
     t0 = time.monotonic()
-    rdv.put(f"{back}-gw{owner}")
-    rdv.wait(f"{is_back}-gw{owner}", back_s)
+    rdv.put(f"{back}-gw{failing}")
+    rdv.wait(f"{is_back}-gw{failing}", back_s)
     if how == "kill":
         ev["gateway_back_after_s"] = round(time.monotonic() - t0, 1)
-    writes_move(dm, first, "I/O failing back to the owner", t0, 300)
+    for image in moving:
+        writes_move(devs[image], {first[image]}, f"{image} failing back to its owner", t0, 300)
     ev["failed_back_after_s"] = round(time.monotonic() - t0, 1)
     log(f"failback: {ev}")
+    if how == "cut":
+        # read back through the owner, which holds the image's lock again
+        # and has had its link back for the failback's time
+        got = _direct_read(devs[moving[0]], STALE_OFFSET_MB, STALE_BYTES)
+        assert got == newer, (
+            "the blocks hold "
+            + ("the write the cut-off gateway held" if got == older else "neither write")
+            + ", not the newer data written through the survivor"
+        )
+        ev["stale_write_fenced"] = True
     stop.set()
-    t.join(timeout=900)
-    assert not t.is_alive(), "fio did not finish"
-    assert done and not isinstance(done[0], Exception), f"fio verify over the failover: {done}"
-    ev["fio_passes"] = done[0]
+    for t in threads:
+        t.join(timeout=900)
+    assert not any(t.is_alive() for t in threads), "fio did not finish"
+    for image in staying:
+        # an image whose owner did not fail never left it
+        now = path_writes(devs[image])
+        wandered = {sd: now[sd] - n for sd, n in idle[image].items() if sd != first[image] and now[sd] != n}
+        assert not wandered, f"{image} wrote through another gateway than its owner: {wandered}"
+    for image, done in results.items():
+        assert done and not isinstance(done[0], Exception), f"{image}: fio verify over the failover: {done}"
+    ev["fio_passes"] = {image: done[0] for image, done in results.items()}
     return ev
+
+
+# the blocks the cut-off gateway's held write goes to: past fio's 32M
+STALE_OFFSET_MB = 96
+STALE_BYTES = 1 << 20
+
+
+def blocklisted(rdv: Rendezvous, ip: str) -> set[str]:
+    """The blocklist's entries for clients at ``ip`` (ADDR:PORT/NONCE: a
+    client that connects again has another nonce), as the host keeps them
+    in the rendezvous."""
+    f = rdv.path / "blocklist.json"
+    entries = json.loads(f.read_text()) if rdv.has("blocklist.json") else []
+    return {e for e in entries if e.split(":", 1)[0] == ip}
+
+
+def _try(fn: Callable[..., object], *args: object) -> Exception | None:
+    """None when ``fn(*args)`` returned, else what it raised (for threads)."""
+    try:
+        fn(*args)
+    except Exception as e:  # handed to the thread's owner, which fails on it
+        return e
+    return None
+
+
+def _direct_write(dev: str, offset_mb: int, data: bytes) -> None:
+    """``data`` at ``offset_mb`` MiB of ``dev``, O_DIRECT (past every cache)."""
+    src = Path(f"/run/cxe-direct-{os.getpid()}-{threading.get_ident()}")
+    src.write_bytes(data)
+    try:
+        sh("dd", f"if={src}", f"of={dev}", "bs=1M", f"seek={offset_mb}", f"count={len(data) >> 20}",
+           "oflag=direct", "conv=notrunc", timeout=600)  # fmt: skip
+    finally:
+        src.unlink()
+
+
+def _direct_read(dev: str, offset_mb: int, size: int) -> bytes:
+    p = subprocess.run(["dd", f"if={dev}", "bs=1M", f"skip={offset_mb}", f"count={size >> 20}", "iflag=direct"],
+                       capture_output=True, timeout=600, check=True)  # fmt: skip
+    return p.stdout
 
 
 def _verify_until(dev: str, stop: threading.Event) -> object:

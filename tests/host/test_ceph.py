@@ -3,18 +3,24 @@
 Starts a real single-node cluster in its own network namespace, refuses a
 second start without touching the first, stores an RBD image's data and
 reads it back, and checks that stop leaves nothing behind: no daemon, no
-namespace, no directory. One cluster for all of it (a start costs ~15 s).
+namespace, no directory. A client's link to the cluster is cut and mended
+while a neighbour's stays up. The blocklist watcher (guests read the blocklist
+from it) follows an entry added and removed. One cluster for all of it (a
+start costs ~15 s).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from testbed.ceph import PREFLIGHT_REFUSED, CephError, Cluster, _alive, _netns_list
+from testbed.ceph import BRIDGE, PREFLIGHT_REFUSED, CephError, Cluster, _alive, _netns_list
 
 
 def test_cluster_serves_rbd_refuses_a_second_start_and_stops_clean(tmp_path: Path) -> None:
@@ -38,6 +44,34 @@ def test_cluster_serves_rbd_refuses_a_second_start_and_stops_clean(tmp_path: Pat
         cluster.rbd("export", "rbd/disk1", str(tmp_path / "out"))
         assert (tmp_path / "out").read_bytes() == data
         assert sorted(cluster.rbd("ls", "rbd").split()) == ["disk0", "disk1"]
+
+        # a client's link cut and mended, a neighbour's left alone
+        clients = {ip: _client(cluster, ip, n) for n, ip in enumerate(("198.18.21.7", "198.18.21.8"))}
+        try:
+            cut, other = clients
+            assert all(_reaches(ns, cluster.ip) for ns in clients.values())
+            cluster.cut_off(cut)
+            assert not _reaches(clients[cut], cluster.ip) and _reaches(clients[other], cluster.ip)
+            cluster.cut_off(cut, False)
+            assert _reaches(clients[cut], cluster.ip)
+            with pytest.raises(CephError, match="nft in"):
+                cluster.cut_off(cut, False)  # nothing cut: said, not ignored
+        finally:
+            for ns in clients.values():
+                subprocess.run(["ip", "netns", "del", ns], check=False)
+
+        # the guests' view of the blocklist follows the cluster's
+        listing = tmp_path / "blocklist.json"
+        watcher = cluster.watch_blocklist(listing)
+        try:
+            fenced = "198.18.21.7:0/42"
+            cluster.ceph("osd", "blocklist", "add", fenced)
+            _wait(lambda: listing.exists() and json.loads(listing.read_text()) == [fenced], "the entry listed")
+            cluster.ceph("osd", "blocklist", "rm", fenced)
+            _wait(lambda: json.loads(listing.read_text()) == [], "the entry gone")
+        finally:
+            watcher.kill()
+            watcher.wait()
     finally:
         cluster.stop()
     assert cluster.netns not in _netns_list()
@@ -45,6 +79,32 @@ def test_cluster_serves_rbd_refuses_a_second_start_and_stops_clean(tmp_path: Pat
     alive = [p for p in pids if _alive(p)]
     assert not alive, f"daemons left running after stop: {alive}"
     cluster.stop()  # idempotent
+
+
+def _client(cluster: Cluster, ip: str, n: int) -> str:
+    """A namespace with address ``ip`` on the cluster's bridge (as a guest's tap)."""
+    ns, veth = f"cxe-cl{n}-{os.getpid()}", f"cxecl{n}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    subprocess.run(["ip", "-n", ns, "link", "add", veth, "type", "veth", "peer", "br" + veth,
+                    "netns", cluster.netns], check=True)  # fmt: skip
+    subprocess.run(["ip", "-n", cluster.netns, "link", "set", "br" + veth, "master", BRIDGE, "up"], check=True)
+    subprocess.run(["ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", veth], check=True)
+    subprocess.run(["ip", "-n", ns, "link", "set", veth, "up"], check=True)
+    return ns
+
+
+def _reaches(ns: str, ip: str) -> bool:
+    return any(
+        subprocess.run(["ip", "netns", "exec", ns, "ping", "-c1", "-W1", ip], capture_output=True).returncode == 0
+        for _ in range(3)
+    )
+
+
+def _wait(cond: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.2)
 
 
 class _Ceph:
