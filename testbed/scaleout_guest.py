@@ -46,6 +46,8 @@ warnings.filterwarnings("ignore", message="Cannot set dbroot")
 # fast_io_fail_tmo there when it sets a path up, over what iscsiadm set:
 # the multipath setting is the one that holds.
 RECOVERY_TMO = 5
+# seconds krbd gives the cluster to answer a request (iblock backstore)
+KRBD_REQUEST_TIMEOUT = 20
 # ceph-iscsi's documented multipath settings for Linux initiators (LIO-ORG
 # devices, ALUA prioritizer, failover path groups), for an iblock backstore,
 # but for two: the failback deferred 10 s, not 60 (the deferral, no
@@ -53,6 +55,10 @@ RECOVERY_TMO = 5
 # rule at 10 s; each failure waits through it once), and fast_io_fail_tmo
 # RECOVERY_TMO, not 25 (25 s spent on every failover that waits for a dead
 # connection).
+# An iblock LUN (krbd) is checked by reading it (directio), not by TEST
+# UNIT READY: LIO answers TUR itself, so a gateway whose krbd mapping
+# the cluster has fenced passes TUR while every read and write fails,
+# and multipath would fail back to it at every failback interval.
 MULTIPATH_CONF = """\
 defaults {
     user_friendly_names no
@@ -67,6 +73,19 @@ devices {
         path_selector "queue-length 0"
         failback 10
         path_checker tur
+        prio alua
+        prio_args exclusive_pref_bit
+        fast_io_fail_tmo RECOVERY_TMO
+        no_path_retry queue
+    }
+    device {
+        vendor "LIO-ORG"
+        product "IBLOCK"
+        hardware_handler "1 alua"
+        path_grouping_policy "failover"
+        path_selector "queue-length 0"
+        failback 10
+        path_checker directio
         prio alua
         prio_args exclusive_pref_bit
         fast_io_fail_tmo RECOVERY_TMO
@@ -138,7 +157,11 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     if backstore == "iblock":
         sh("modprobe", "rbd")
         for image in plan["images"]:
-            devs.append(sh("rbd", "map", image).strip())
+            # krbd fails a request the cluster has not answered within this
+            # (its default waits for ever): a cut-off gateway's commands
+            # then fail at it, as user:rbd's do at cmd_time_out, and
+            # dm-multipath moves on
+            devs.append(sh("rbd", "map", "-o", f"osd_request_timeout={KRBD_REQUEST_TIMEOUT}", image).strip())
             log(f"{image} mapped at {devs[-1]}")
     else:
         runner = start_tcmu_runner()
@@ -552,13 +575,27 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
     rdv.wait(f"{is_back}-gw{failing}", back_s)
     if how == "kill":
         ev["gateway_back_after_s"] = round(time.monotonic() - t0, 1)
-    for image in moving:
+    # a path's completed writes count failed ones too: the owner serves
+    # again once the map's active path is its, after its writes
+    fenced_for_good = how == "cut" and plan["backstore"] == "iblock"
+    for image in moving if not fenced_for_good else ():
         writes_move(devs[image], {first[image]}, f"{image} failing back to its owner", t0, 300)
-    ev["failed_back_after_s"] = round(time.monotonic() - t0, 1)
+        wait_for(lambda i=image: active_path(devs[i]) == first[i], f"{image} served by its owner again", 120)
+    if fenced_for_good:
+        # krbd does not come back from the blocklist: the owner's mapping
+        # fails every request until it is mapped again, so its images stay
+        # on the survivor, which must still serve them
+        time.sleep(30)
+        for image in moving:
+            sd = active_path(devs[image])
+            assert sd and sd != first[image], f"{image}: no survivor serves it after the link came back ({sd})"
+        ev["owner_fenced_until_mapped_again"] = True
+    else:
+        ev["failed_back_after_s"] = round(time.monotonic() - t0, 1)
     log(f"failback: {ev}")
     if how == "cut":
-        # read back through the owner, which holds the image's lock again
-        # and has had its link back for the failback's time
+        # read back through the map: the owner (which holds the image's
+        # lock again) or, where the owner stays fenced, the survivor
         got = _direct_read(devs[moving[0]], STALE_OFFSET_MB, STALE_BYTES)
         assert got == newer, (
             "the blocks hold "
