@@ -1,0 +1,38 @@
+"""testbed/scaleout refuses a run it cannot do before it starts anything.
+
+A failure kind it does not know, the tcmu-runner kill without tcmu-runner,
+or a cut before another failure on krbd (whose fenced mapping never comes
+back by itself) is an argument error: exit 2 with the reason, and no Ceph
+cluster or network namespace made.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+TOP = Path(__file__).resolve().parents[2]
+
+
+def _netns() -> list[str]:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--failures", "disable,reboot"], "each one of disable, tcmu, kill, cut"),
+        (["--backstore", "iblock", "--failures", "tcmu"], "tcmu only with --backstore user:rbd"),
+        (["--backstore", "iblock", "--failures", "cut,disable"], "cut must be the last failure"),
+        (["--gateways", "4"], "invalid choice: 4"),
+        (["--images", "-1"], "--images: at least one"),
+    ],
+)
+def test_a_run_it_cannot_do_is_refused_before_anything_starts(args: list[str], why: str, tmp_path: Path) -> None:
+    before = _netns()
+    p = subprocess.run([str(TOP / "testbed/scaleout"), "--kernel", "6.1", "--results", str(tmp_path / "r"), *args],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 2 and why in p.stderr, p.stderr
+    assert _netns() == before and not (tmp_path / "r").exists()
