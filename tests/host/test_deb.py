@@ -246,6 +246,9 @@ def test_python_package_holds_the_tools(built: Built) -> None:
         assert f"/lib/systemd/system/{unit}" in files, unit
     for doc in ("README.md", "usage.md", "README.Debian.gz", "copyright"):
         assert f"/usr/share/doc/python3-cxgbit-ext/{doc}" in files, doc
+    # LIO's reservations fail with NOT READY unless <dbroot>/pr exists, and
+    # rtslib's dbroot on Debian (targetcli-fb's directory) has none
+    assert files.get("/etc/rtslib-fb-target/pr", "").startswith("d"), "no reservation state directory"
 
 
 def test_python_package_relations(built: Built) -> None:

@@ -58,7 +58,7 @@ from rtslib_fb import (
 )
 from rtslib_fb.utils import RTSLibError
 
-from cxgbit_ext import persist, portals, topology
+from cxgbit_ext import persist, portals, reservations, topology
 
 # ALUA states (SPC-4 asymmetric access states) and the implicit access type
 AO, ANO = 0, 1
@@ -286,6 +286,7 @@ def create(layout: Layout, devs: tuple[str, ...] = ()) -> bool:
         for lun in range(nimages):
             sos.append(_storage_object(layout, lun, devs[lun] if devs else "", sizes[lun]))
         target = Target(FabricModule("iscsi"), layout.iqn)
+        reservations.ensure_state_dir()
         for gw, ip in enumerate(layout.lio_portals, 1):
             tpg = TPG(target, gw)
             # a kernel without the file numbers the ports as every gateway makes them

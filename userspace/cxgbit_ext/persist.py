@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cxgbit_ext import portals
+from cxgbit_ext import portals, reservations
 from cxgbit_ext.control import Control, CxgbitExtError, validate
 
 DEFAULT = Path("/etc/rtslib-fb-target/cxgbit-ext.json")  # beside Debian's saveconfig.json
@@ -164,6 +164,10 @@ def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[s
                 tpg["enable"] = False
     errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
     errors = [e for e in errors if not _attribute_as_saved(e, cfg)]
+    try:
+        reservations.ensure_state_dir()
+    except OSError as e:
+        errors.append(f"reservations' state directory: {e}")
     for where, rtpi, enable in deferred:
         if rtpi:
             try:

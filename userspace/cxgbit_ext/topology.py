@@ -26,7 +26,7 @@ from rtslib_fb import (
 )
 from rtslib_fb.utils import RTSLibError
 
-from cxgbit_ext import portals
+from cxgbit_ext import portals, reservations
 
 Backstore = Literal["ramdisk", "fileio", "nullio"]  # nullio: ramdisk that stores nothing
 MiB = 1 << 20
@@ -90,6 +90,7 @@ def create(topo: Topology) -> Target:
         fabric = FabricModule("iscsi")
         if any(t.wwn == topo.iqn for t in fabric.targets):
             raise TopologyError(f"target {topo.iqn} exists already")
+        reservations.ensure_state_dir()
         target = Target(fabric, topo.iqn)
         tpg = TPG(target, 1)
         tpg.set_attribute("authentication", "1" if topo.chap else "0")
