@@ -347,7 +347,18 @@ class Connection:
     def scsi_read(self, lba: int, blocks: int, block_size: int = 512, lun: int = 0) -> bytes:
         """READ(10); returns the data. Raises ScsiError on CHECK CONDITION."""
         length = blocks * block_size
-        itt = self.send_read(lba, blocks, block_size, lun)
+        return self._data_in(self.send_read(lba, blocks, block_size, lun), length)
+
+    def scsi_in(self, cdb: bytes, length: int, lun: int = 0) -> bytes:
+        """A command reading up to ``length`` bytes (its allocation length);
+        returns what the target sent, which may be less. Raises ScsiError."""
+        itt = self.next_itt()
+        self.send(scsi_command(cdb, itt=itt, cmdsn=self._next_cmdsn(), expstatsn=self.expstatsn, lun=lun,
+                               read_len=length))  # fmt: skip
+        return self._data_in(itt, length)
+
+    def _data_in(self, itt: int, length: int) -> bytes:
+        """Task itt's Data-In up to its status: the data (as much as came)."""
         buf = bytearray(length)
         next_sn, next_off = 0, 0
         while True:
@@ -361,17 +372,19 @@ class Connection:
                     raise ProtocolError(f"Data-In out of order: DataSN {rsp.datasn} (want {next_sn}), offset "
                                         f"{rsp.buffer_offset} (want {next_off}), length {rsp.dlen}")  # fmt: skip
                 next_sn, next_off = next_sn + 1, next_off + rsp.dlen
+                # the data may end short of length (an underflow): with S
                 end_of_seq = next_off % self.params.max_burst == 0 or next_off == length
+                end_of_seq |= bool(rsp.flags & F_DATAIN_STATUS)
                 if bool(rsp.flags & F_FINAL) != end_of_seq or (rsp.flags & F_DATAIN_STATUS and not rsp.final):
                     raise ProtocolError(f"Data-In F/S bits 0x{rsp.flags:02x} wrong at offset {next_off} of {length}")
                 buf[rsp.buffer_offset : rsp.buffer_offset + rsp.dlen] = rsp.data
                 if rsp.flags & F_DATAIN_STATUS:
                     if rsp.u8(3) != 0:
                         raise ScsiError(rsp.u8(3), 0, b"")
-                    return bytes(buf)
+                    return bytes(buf[:next_off])
             elif rsp.opcode == Op.SCSI_RSP and rsp.itt == itt:
                 self._check_status(rsp)
-                return bytes(buf)
+                return bytes(buf[:next_off])
             else:
                 self._unexpected(rsp)
 
@@ -400,8 +413,12 @@ class Connection:
         """WRITE(10) with immediate, unsolicited and R2T-solicited data as negotiated."""
         if len(data) % block_size:
             raise ValueError("data must be whole blocks")
+        self.scsi_out(struct.pack(">BBIBHB", 0x2A, 0, lba, 0, len(data) // block_size, 0), data, lun)
+
+    def scsi_out(self, cdb: bytes, data: bytes, lun: int = 0) -> None:
+        """A command writing ``data``: immediate, unsolicited and
+        R2T-solicited as negotiated. Raises ScsiError."""
         p = self.params
-        cdb = struct.pack(">BBIBHB", 0x2A, 0, lba, 0, len(data) // block_size, 0)
         itt = self.next_itt()
         first = min(len(data), p.first_burst)
         imm = data[: min(first, p.max_xmit_dlen)] if p.immediate_data else b""

@@ -1,0 +1,59 @@
+"""SCSI-3 persistent reservations (SPC-4 6.15, 6.16) over a Connection:
+PERSISTENT RESERVE OUT's CDB and basic parameter list, PERSISTENT RESERVE
+IN's READ KEYS and READ RESERVATION answers."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .session import Connection
+
+PR_IN, PR_OUT = 0x5E, 0x5F
+# service actions of PERSISTENT RESERVE OUT
+REGISTER, RESERVE, RELEASE, CLEAR, PREEMPT, PREEMPT_AND_ABORT, REGISTER_AND_IGNORE = 0, 1, 2, 3, 4, 5, 6
+# of PERSISTENT RESERVE IN
+READ_KEYS, READ_RESERVATION = 0, 1
+# reservation types
+WRITE_EXCLUSIVE, EXCLUSIVE_ACCESS = 1, 3
+WRITE_EXCLUSIVE_REGISTRANTS_ONLY, EXCLUSIVE_ACCESS_REGISTRANTS_ONLY = 5, 6
+RESERVATION_CONFLICT = 0x18  # the SCSI status
+PARAM_LEN = 24
+
+
+def out_cdb(action: int, rtype: int = 0, length: int = PARAM_LEN) -> bytes:
+    """PERSISTENT RESERVE OUT, scope LU."""
+    return struct.pack(">BBBxxIB", PR_OUT, action, rtype, length, 0)
+
+
+def out_params(key: int, sa_key: int = 0, aptpl: bool = False) -> bytes:
+    """The basic parameter list: reservation key, service action key."""
+    return struct.pack(">QQ4xBx2x", key, sa_key, 1 if aptpl else 0)
+
+
+def prout(c: Connection, action: int, key: int = 0, sa_key: int = 0, rtype: int = 0, lun: int = 0) -> None:
+    """One PERSISTENT RESERVE OUT; raises ScsiError as the target answers."""
+    c.scsi_out(out_cdb(action, rtype), out_params(key, sa_key), lun)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    generation: int
+    key: int | None  # None: no reservation
+    rtype: int
+
+
+def read_keys(c: Connection, lun: int = 0) -> tuple[int, list[int]]:
+    """READ KEYS: PRgeneration and the registered keys."""
+    data = c.scsi_in(struct.pack(">BBxxxxxHB", PR_IN, READ_KEYS, 8192, 0), 8192, lun)
+    generation, length = struct.unpack(">II", data[:8])
+    return generation, [k for (k,) in struct.iter_unpack(">Q", data[8 : 8 + length])]
+
+
+def read_reservation(c: Connection, lun: int = 0) -> Reservation:
+    data = c.scsi_in(struct.pack(">BBxxxxxHB", PR_IN, READ_RESERVATION, 64, 0), 64, lun)
+    generation, length = struct.unpack(">II", data[:8])
+    if not length:
+        return Reservation(generation, None, 0)
+    (key,) = struct.unpack(">Q", data[8:16])
+    return Reservation(generation, key, data[21] & 0x0F)
