@@ -21,6 +21,7 @@
 #include <linux/types.h>
 #include <linux/bits.h>
 #include <linux/limits.h>
+#include <target/target_core_base.h>
 
 #include "pdu/cxe_seg.h"
 #include "pdu/cxe_pi.h"
@@ -114,6 +115,8 @@ struct cxe_task {
 	struct cxe_dbuf	*dbuf;
 	/* and the protection information the adapter makes (pi.c) */
 	struct cxe_pi_dout pi;
+	/* LIO's execute_cmd of a shared PERSISTENT RESERVE OUT (spr.c) */
+	sense_reason_t	(*spr_execute)(struct se_cmd *se_cmd);
 };
 
 struct cxe_adapter_ops {

@@ -450,6 +450,7 @@ int cxe_configfs_init(void)
 				    &cxe_adapters_type);
 	configfs_add_default_group(&cxe_adapters_group, &cxe_subsys.su_group);
 	configfs_add_default_group(&cxe_soft0->group, &cxe_adapters_group);
+	configfs_add_default_group(&cxe_spr_group, &cxe_subsys.su_group);
 
 	ret = configfs_register_subsystem(&cxe_subsys);
 	if (ret) {

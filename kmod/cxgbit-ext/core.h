@@ -113,6 +113,12 @@ void cxe_pi_session_check(struct iscsit_conn *conn);
 struct cxe_pi_dout *cxe_pi_dout(struct cxe_conn *c, struct iscsit_cmd *cmd);
 void cxe_pi_dout_finish(struct cxe_conn *c, struct iscsit_cmd *cmd);
 
+/* spr.c: reservations shared by gateways */
+void cxe_spr_hook(struct iscsit_cmd *cmd);
+extern struct config_group cxe_spr_group;
+int cxe_spr_init(void);
+void cxe_spr_exit(void);
+
 /* dcache.c */
 struct iscsit_cmd;
 struct cxe_task;

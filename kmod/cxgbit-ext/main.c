@@ -67,15 +67,21 @@ static int __init cxe_init(void)
 	ret = cxe_backend_register(&cxe_soft_backend);
 	if (ret)
 		goto err_tpgs;
-	ret = cxe_configfs_init();
+	/* before the control interface, whose reservations/ is spr.c's */
+	ret = cxe_spr_init();
 	if (ret)
 		goto err_backend;
+	ret = cxe_configfs_init();
+	if (ret)
+		goto err_spr;
 
 	iscsit_register_transport(&cxe_transport);
 	pr_info("version %s: transport %s registered\n", CXE_VERSION,
 		cxe_transport.name);
 	return 0;
 
+err_spr:
+	cxe_spr_exit();
 err_backend:
 	cxe_backend_unregister(&cxe_soft_backend);
 err_tpgs:
@@ -91,6 +97,7 @@ static void __exit cxe_exit(void)
 {
 	iscsit_unregister_transport(&cxe_transport);
 	cxe_configfs_exit();
+	cxe_spr_exit();
 	cxe_backend_unregister(&cxe_soft_backend);
 	cxe_soft_exit();
 	cxe_tpgs_exit();

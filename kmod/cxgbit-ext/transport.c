@@ -342,6 +342,7 @@ static int cxe_handle_scsi_cmd(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *h
 	if (rc < 0)
 		/* rejected (and queued for response): keep the stream in step */
 		return cxe_discard(c, dlen);
+	cxe_spr_hook(cmd);
 	cxe_dcache_lend(c, cmd);
 
 	rc = iscsit_process_scsi_cmd(conn, cmd, req);

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cxgbit-ext pure protocol code: the lines of shared reservations' agent
+ * channel (/dev/cxgbit_ext_pr, spr.c).
+ *
+ * The module writes, one line each:
+ *   out <id> <target> <tpgt> <lun> <initiator> <isid> <cdb> <param>
+ *	a PERSISTENT RESERVE OUT received here, waiting for the agent
+ *   done <tag> <ret>
+ *	what run or apply did: LIO's sense_reason_t, 0 for GOOD; "gone"
+ *	for a run whose command was no longer waiting
+ * The agent writes, one line per write():
+ *   run <id> <tag>	run request id's command now, on itself
+ *   fail <id>		fail it (LOGICAL UNIT COMMUNICATION FAILURE)
+ *   apply <tag> <target> <tpgt> <lun> <initiator> <isid> <cdb> <param>
+ *			run that PERSISTENT RESERVE OUT through an internal
+ *			I_T nexus of that initiator port and target port
+ * <id>, <tag>, <tpgt> and <lun> are decimal; <isid> is 12 hex digits (the
+ * six bytes as LIO prints them), <cdb> 20 (the 10-byte CDB), <param> the
+ * parameter list in hex ("-" when empty). Names are iSCSI names: 1 to 223
+ * printable ASCII characters without a space.
+ */
+#ifndef CXE_SPR_H
+#define CXE_SPR_H
+
+#include "cxe_env.h"
+
+#define CXE_SPR_NAME_MAX	224	/* an iSCSI name's 223 bytes and a NUL */
+#define CXE_SPR_CDB_LEN		10
+#define CXE_SPR_ISID_LEN	6
+#define CXE_SPR_PARAM_MAX	4096	/* the longest parameter list carried */
+/* the longest line either side writes, newline included */
+#define CXE_SPR_LINE_MAX	(2 * CXE_SPR_NAME_MAX + 2 * CXE_SPR_PARAM_MAX + 128)
+
+enum cxe_spr_verb {
+	CXE_SPR_RUN = 1,
+	CXE_SPR_FAIL,
+	CXE_SPR_APPLY,
+};
+
+struct cxe_spr_nexus {
+	char	target[CXE_SPR_NAME_MAX];
+	u16	tpgt;
+	u64	lun;
+	char	initiator[CXE_SPR_NAME_MAX];
+	u8	isid[CXE_SPR_ISID_LEN];
+};
+
+struct cxe_spr_msg {
+	enum cxe_spr_verb	verb;
+	u64			id;	/* run, fail */
+	u64			tag;	/* run, apply */
+	struct cxe_spr_nexus	nx;	/* apply */
+	u8			cdb[CXE_SPR_CDB_LEN];
+	u32			plen;
+	const u8		*param;	/* apply: decoded in place in the line */
+};
+
+/*
+ * Parse one line of the agent: len bytes, an ending newline allowed, in a
+ * buffer of at least len + 1 bytes. The line is changed (param points
+ * into it). 0, or -EINVAL for anything malformed, with m unspecified.
+ */
+int cxe_spr_parse(char *line, size_t len, struct cxe_spr_msg *m);
+
+/* An "out" line into buf: its length, or -ENOSPC. */
+int cxe_spr_format_out(char *buf, size_t size, u64 id,
+		       const struct cxe_spr_nexus *nx, const u8 *cdb,
+		       const u8 *param, u32 plen);
+
+/* A "done" line (ret < 0: "gone"): its length, or -ENOSPC. */
+int cxe_spr_format_done(char *buf, size_t size, u64 tag, int ret);
+
+#endif /* CXE_SPR_H */
