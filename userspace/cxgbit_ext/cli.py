@@ -23,13 +23,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cxgbit_ext import exporter, gateway, persist, portals, topology
+from cxgbit_ext import exporter, gateway, persist, portals, reservations, topology
 from cxgbit_ext.control import (
     ADAPTER_NAME_RULE,
     CONFIGFS,
@@ -319,6 +322,36 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reservations(ctl: Control, a: argparse.Namespace) -> int:
+    if reservations.rados is None:
+        raise reservations.AgentError("python3-rados is missing: the agent keeps its log in Ceph")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with (
+        reservations.rados.Rados(conffile=str(a.conf), name=a.name) as cluster,
+        cluster.open_ioctx(a.pool) as ioctx,
+    ):
+        chan = reservations.Channel()
+        try:
+            agent = reservations.Agent(a.iqn, ioctx, chan)
+            where = f"{a.pool}/{reservations.log_object(a.iqn)}"
+
+            def ready() -> None:
+                if a.json:
+                    print(json.dumps({"serving": a.iqn, "log": where, "applied": agent.applied}), flush=True)
+                else:
+                    print(f"reservations of {a.iqn} shared through {where}; {agent.applied} entries applied",
+                          flush=True)  # fmt: skip
+
+            agent.serve(ready, stop)
+        finally:
+            # the links stay: a PERSISTENT RESERVE OUT is refused until an
+            # agent runs again, rather than changing this gateway alone
+            chan.close()
+    return 0
+
+
 def cmd_exporter(ctl: Control, a: argparse.Namespace) -> int:
     server = exporter.serve_on(exporter.registry(ctl), a.listen)
     try:
@@ -425,6 +458,12 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--backstore", choices=tuple(gateway.BACKSTORES), default="iblock",
                    help="iblock on the krbd-mapped image (default), or user:rbd through tcmu-runner")  # fmt: skip
     g.add_argument("--no-offload", dest="offload", action="store_false", help="this gateway's portal stays stock TCP")
+    r = sub.add_parser("reservations", help="share a gateway target's SCSI reservations through Ceph, until stopped")
+    r.add_argument("action", choices=("serve",))
+    r.add_argument("--iqn", required=True, help="the gateway target (gateway create's --iqn)")
+    r.add_argument("--pool", default="rbd", help="the RADOS pool of the target's log (default rbd)")
+    r.add_argument("--conf", type=Path, default=Path("/etc/ceph/ceph.conf"))
+    r.add_argument("--name", default="client.admin", help="the Ceph client to connect as")
     x = sub.add_parser("exporter", help="serve Prometheus metrics of the module's tree until stopped")
     x.add_argument(
         "--listen", type=_listen, default=exporter.DEFAULT_LISTEN, metavar="ADDR:PORT",
@@ -437,6 +476,7 @@ COMMANDS = {
     "status": cmd_status, "adapters": cmd_adapters, "connections": cmd_connections, "portals": cmd_portals,
     "counters": cmd_counters, "bind": cmd_bind, "unbind": cmd_unbind, "set": cmd_set, "save": cmd_save,
     "restore": cmd_restore, "topology": cmd_topology, "gateway": cmd_gateway, "exporter": cmd_exporter,
+    "reservations": cmd_reservations,
 }  # fmt: skip
 
 
@@ -447,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     ctl = Control(a.configfs)
     try:
         return COMMANDS[a.cmd](ctl, a)
-    except (CxgbitExtError, topology.TopologyError, gateway.GatewayError) as e:
+    except (CxgbitExtError, topology.TopologyError, gateway.GatewayError, reservations.AgentError) as e:
         if a.json:
             print(json.dumps({"error": str(e)}))
         else:

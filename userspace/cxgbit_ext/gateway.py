@@ -348,8 +348,11 @@ def _storage_object(layout: Layout, lun: int, dev: str, size: int) -> BlockStora
 
 
 def delete(iqn: str) -> None:
-    """Remove the target and the storage objects only it used."""
+    """Remove the target and the storage objects only it used (and the
+    module's links of its TPGs, which keep LIO from removing them)."""
     try:
+        if reservations.LINKS.is_dir():
+            reservations.unlink_target(iqn)
         topology.delete(iqn)
     except topology.TopologyError as e:
         raise GatewayError(str(e)) from e

@@ -1,0 +1,59 @@
+"""The reservations agent (cxgbit_ext.reservations.Agent) on a real Ceph
+cluster (testbed/ceph.py), the module stood in for by a recorder
+(tests/host/pr_agents.py): every gateway's module gets every entry, in the
+log's order, its own as run and the others' as apply; the others apply an
+entry before its gateway runs it (before the initiator hears GOOD); two
+gateways appending at once still get one order; a gateway started later
+replays the log. The module's side is tests/vm/test_shared_reservations.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed.ceph import Cluster
+
+HERE = Path(__file__).resolve().parent
+
+
+def _entries(lines: list[str]) -> list[tuple[int, str]]:
+    """(seq, how) of each run and apply a module got: run's tag is the seq."""
+    out = []
+    for line in lines:
+        w = line.split()
+        out.append((int(w[2]) if w[0] == "run" else int(w[1]), w[0]))
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_agents_share_one_order_and_apply_before_the_origin_runs(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path / "ceph", netns=f"cxe-ceph-pr{os.getpid()}", addr="198.18.22.1/24")
+    cluster.start()
+    try:
+        p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), timeout=240)
+    finally:
+        cluster.stop()
+    got = json.loads(p.stdout)
+    print(json.dumps(got, indent=1))
+    assert got["head"] == 4 and got["applied"] == [4, 4, 4]
+    gw1, gw2, gw3 = (_entries(got[g]) for g in ("gw1", "gw2", "gw3"))
+    # every module got entries 1..4 once, in order
+    assert [s for s, _ in gw1] == [s for s, _ in gw2] == [s for s, _ in gw3] == [1, 2, 3, 4]
+    # each gateway runs its own (entry 1 is gw1's, 2 is gw2's, 3 and 4 one each) and applies the rest
+    assert gw1[:2] == [(1, "run"), (2, "apply")] and gw2[:2] == [(1, "apply"), (2, "run")]
+    assert sorted(how for _, how in gw1[2:]) == sorted(how for _, how in gw2[2:]) == ["apply", "run"]
+    assert {how for _, how in gw3} == {"apply"}, "a gateway started later replays every entry as apply"
+    # the same entry carries the same command everywhere
+    fields = {g: {int(line.split()[1]): " ".join(line.split()[2:]) for line in got[g] if line.startswith("apply")}
+              for g in ("gw2", "gw3")}  # fmt: skip
+    assert fields["gw2"][1] == fields["gw3"][1] and "node-1" in fields["gw3"][1]
+    # the others apply an entry before its own gateway runs it
+    events = got["events"]
+    for seq in (1, 2, 3, 4):
+        (runner,) = [e.split()[0] for e in events if e.endswith(f" run {seq}")]
+        other = "gw2" if runner == "gw1" else "gw1"
+        assert events.index(f"{other} apply {seq}") < events.index(f"{runner} run {seq}"), (seq, events)
