@@ -57,3 +57,14 @@ def test_agents_share_one_order_and_apply_before_the_origin_runs(tmp_path: Path)
         (runner,) = [e.split()[0] for e in events if e.endswith(f" run {seq}")]
         other = "gw2" if runner == "gw1" else "gw1"
         assert events.index(f"{other} apply {seq}") < events.index(f"{runner} run {seq}"), (seq, events)
+
+
+def test_serve_says_why_it_cannot_start(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the module (this host cannot load it) the agent stops at once
+    with the reason, no traceback, and links nothing."""
+    from cxgbit_ext import cli, reservations
+
+    assert not reservations.DEVICE.exists()
+    assert cli.main(["reservations", "serve", "--iqn", "iqn.2026-11.org.cxgbit-ext:x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cxgbit-ext: /dev/cxgbit_ext_pr: No such file or directory") and "Traceback" not in err

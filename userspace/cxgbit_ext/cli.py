@@ -323,32 +323,40 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
 
 
 def cmd_reservations(ctl: Control, a: argparse.Namespace) -> int:
-    if reservations.rados is None:
+    rados = reservations.rados
+    if rados is None:
         raise reservations.AgentError("python3-rados is missing: the agent keeps its log in Ceph")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with (
-        reservations.rados.Rados(conffile=str(a.conf), name=a.name) as cluster,
-        cluster.open_ioctx(a.pool) as ioctx,
-    ):
-        chan = reservations.Channel()
+    chan = reservations.Channel()
+    cluster = None
+    try:
         try:
-            agent = reservations.Agent(a.iqn, ioctx, chan)
-            where = f"{a.pool}/{reservations.log_object(a.iqn)}"
+            cluster = rados.Rados(conffile=str(a.conf), name=a.name)
+            cluster.connect(timeout=60)
+            ioctx = cluster.open_ioctx(a.pool)
+        except rados.Error as e:
+            raise reservations.AgentError(f"Ceph ({a.conf}, {a.name}, pool {a.pool}): {e}") from e
+        agent = reservations.Agent(a.iqn, ioctx, chan)
+        where = f"{a.pool}/{reservations.log_object(a.iqn)}"
 
-            def ready() -> None:
-                if a.json:
-                    print(json.dumps({"serving": a.iqn, "log": where, "applied": agent.applied}), flush=True)
-                else:
-                    print(f"reservations of {a.iqn} shared through {where}; {agent.applied} entries applied",
-                          flush=True)  # fmt: skip
+        def ready() -> None:
+            if a.json:
+                print(json.dumps({"serving": a.iqn, "log": where, "applied": agent.applied}), flush=True)
+            else:
+                print(f"reservations of {a.iqn} shared through {where}; {agent.applied} entries applied", flush=True)
 
+        try:
             agent.serve(ready, stop)
-        finally:
-            # the links stay: a PERSISTENT RESERVE OUT is refused until an
-            # agent runs again, rather than changing this gateway alone
-            chan.close()
+        except rados.Error as e:
+            raise reservations.AgentError(f"{where}: {e}") from e
+    finally:
+        # the links stay: a PERSISTENT RESERVE OUT is refused until an
+        # agent runs again, rather than changing this gateway alone
+        chan.close()
+        if cluster is not None:
+            cluster.shutdown()
     return 0
 
 
