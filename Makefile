@@ -61,19 +61,27 @@ vm-test: modules
 # SCALEOUT_GATEWAYS offloaded gateways on Ceph RBD images (one per
 # gateway, each owned by another) and a multipath initiator: the initiator
 # and the odd gateways on the first kernel, the even ones on the second.
-# Gateway 1 fails in each way of SCALEOUT_FAILURES under fio verify.
+# Gateway 1 fails in each way of SCALEOUT_FAILURES under fio verify; then,
+# with SCALEOUT_RESERVATIONS, a failover cluster's reservation sequence
+# across gateways 1 and 2 (gateway 1's VM killed again in it).
 SCALEOUT_FAILURES ?= disable,tcmu,kill,cut
 SCALEOUT_GATEWAYS ?= 3
+SCALEOUT_RESERVATIONS ?= --reservations
 scale-out: modules
 	$(PY) $(TOP)/testbed/scaleout --kernel $$(echo $(KVERS) | tr ' ' ,) --backstore user:rbd \
-		--gateways $(SCALEOUT_GATEWAYS) --failures $(SCALEOUT_FAILURES) --results $(BUILD)/results/scaleout
+		--gateways $(SCALEOUT_GATEWAYS) --failures $(SCALEOUT_FAILURES) $(SCALEOUT_RESERVATIONS) \
+		--results $(BUILD)/results/scaleout
 
 # make test's scale-out runs two gateways, not three (a fourth guest on
 # two cores slows every other) and leaves out the tcmu-runner kill
 # (~110 s): the VM kill and the cut also have a survivor fence the owner;
-# make scale-out runs all of it
+# make scale-out runs all of it. The reservation sequence's second VM kill
+# (~140 s) is left to it too: make test shares reservations through the
+# module's half (tests/vm/test_shared_reservations.py) and the agents' on
+# a real cluster (tests/host/test_reservations_agent.py)
 test: SCALEOUT_FAILURES = disable,kill,cut
 test: SCALEOUT_GATEWAYS = 2
+test: SCALEOUT_RESERVATIONS =
 test: modules host-test vm-test scale-out
 	@echo "make test: all green on: $(KVERS)"
 

@@ -36,7 +36,8 @@ TOP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOP))
 
 from cxgbit_ext.control import Control  # noqa: E402
-from iscsi_initiator import iscsiadm  # noqa: E402
+from iscsi_initiator import iscsiadm, pr  # noqa: E402
+from iscsi_initiator.session import Connection, ScsiError  # noqa: E402
 from testbed import fio  # noqa: E402
 from testbed.gateways import FAILURE_NAMES, FAILURES  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
@@ -179,7 +180,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     # a user:rbd LUN tcmu-runner is serving deadlocks the two (LIO's rmdir
     # waits for tcmu-runner's answer to the removal holding the directory's
     # lock, which tcmu-runner's worker waits for in a path lookup).
-    if not rdv.has(f"restart-gw{n}"):
+    if not rdv.has(f"again-gw{n}"):
         saved = ("--file", "/run/cxgbit-ext.json", "--lio", "/run/saveconfig.json")
         shown = sh(*cli, "gateway", "show", "--iqn", plan["iqn"])
         sh(*cli, "save", *saved)
@@ -188,6 +189,8 @@ def gateway(plan: dict[str, Any], n: int) -> int:
         assert sh(*cli, "gateway", "show", "--iqn", plan["iqn"]) == shown, "the layout changed across save and restore"
         assert sh(*create).startswith("already laid out")
     log(sh(*cli, "portals").strip())
+    # after the restore above: a linked TPG cannot be removed
+    agent = start_agent(plan["iqn"]) if plan.get("reservations") else None
     rdv.put(f"ready-gw{n}")
     target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])
     tpg = next(t for t in target.tpgs if t.tag == n)
@@ -210,6 +213,10 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     c = Control().adapter("soft0").counters
     log(f"soft0 counters: {c}")
     rdv.put(f"counters-gw{n}.json", json.dumps(c))
+    if agent is not None:
+        agent.terminate()
+        agent.wait(30)
+        rdv.put(f"gw{n}-reservations.log", Path(AGENT_LOG).read_text(errors="replace"))
     sh(*cli, "gateway", "delete", "--iqn", plan["iqn"])
     for dev in devs:
         sh("rbd", "unmap", dev)
@@ -235,6 +242,20 @@ def start_tcmu_runner() -> subprocess.Popen[bytes]:
     probe = ["busctl", "--system", "status", "org.kernel.TCMUService1"]
     wait_for(lambda: subprocess.run(probe, capture_output=True).returncode == 0, "tcmu-runner on the bus", 60)
     return runner
+
+
+AGENT_LOG = "/run/cxgbit-ext-reservations.log"
+
+
+def start_agent(iqn: str) -> subprocess.Popen[str]:
+    """The reservations agent of the target, once it has replayed the log."""
+    agent = subprocess.Popen([sys.executable, "-m", "cxgbit_ext.cli", "--json", "reservations", "serve", "--iqn", iqn],
+                             stdout=subprocess.PIPE, stderr=open(AGENT_LOG, "a"), text=True)  # noqa: SIM115  # fmt: skip
+    assert agent.stdout is not None
+    line = agent.stdout.readline()
+    assert line, f"the reservations agent ended: {Path(AGENT_LOG).read_text(errors='replace')}"
+    log(f"reservations agent: {line.strip()}")
+    return agent
 
 
 def start_multipath() -> None:
@@ -358,6 +379,8 @@ def initiator(plan: dict[str, Any]) -> int:
         # each owner serves again: a last pass goes through them
         for image, dm in devs.items():
             _ok(_verify(dm, loops=1), f"{image}: fio verify after failback")
+        if plan.get("reservations"):
+            result["reservations"] = reservations_across_gateways(plan, rdv)
     return 0 if result["ok"] else 1
 
 
@@ -611,6 +634,95 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
         assert done and not isinstance(done[0], Exception), f"{image}: fio verify over the failover: {done}"
     ev["fio_passes"] = {image: done[0] for image, done in results.items()}
     return ev
+
+
+NODE_A, NODE_B = "iqn.2026-11.org.cxgbit-ext:cluster-node-a", "iqn.2026-11.org.cxgbit-ext:cluster-node-b"
+KEY_A, KEY_B = 0xA1A1, 0xB2B2
+
+
+def reservations_across_gateways(plan: dict[str, Any], rdv: Rendezvous) -> dict[str, Any]:
+    """A failover cluster's SCSI-3 reservation sequence on image 0, its two
+    nodes on different gateways (the PDU initiator as each node): node A
+    registers and reserves (Write Exclusive) through gateway 1; node B
+    registers through gateway 2, sees A's reservation there and is refused
+    writes; gateway 1's VM is killed; B preempts A through gateway 2 and
+    writes; gateway 1 comes back (its agent replays the log) and A, logged
+    in through it again, is refused and sees B's reservation."""
+    gw1, gw2 = (g["ip"] for g in plan["gateways"][:2])
+    ev: dict[str, Any] = {}
+
+    def node(name: str, ip: str, isid: bytes | None = None) -> Connection:
+        """A node logged in (with isid: the same I_T nexus as before), its
+        unit attentions taken (a new nexus of a target with several LUNs
+        has REPORTED LUNS DATA HAS CHANGED pending) with TEST UNIT READY,
+        as an initiator's scan would."""
+        c = Connection(ip, timeout=60)
+        if isid is not None:
+            c.isid = isid
+        c.login(name, plan["iqn"])
+        for _ in range(8):
+            try:
+                c.scsi_in(bytes(6), 0)
+                return c
+            except ScsiError as e:
+                if e.sense_key != 6:
+                    raise
+        raise AssertionError(f"{name} through {ip}: unit attentions without end")
+
+    def refused(c: Connection) -> bool:
+        try:
+            c.scsi_write(PR_LBA, os.urandom(4096))
+        except ScsiError as e:
+            assert e.status == pr.RESERVATION_CONFLICT, e
+            return True
+        return False
+
+    a, b = node(NODE_A, gw1), node(NODE_B, gw2)
+    pr.prout(a, pr.REGISTER, 0, KEY_A)
+    pr.prout(a, pr.RESERVE, KEY_A, rtype=pr.WRITE_EXCLUSIVE)
+    pr.prout(b, pr.REGISTER, 0, KEY_B)
+    assert pr.read_reservation(b).key == KEY_A, "gateway 2 does not show node A's reservation"
+    assert sorted(pr.read_keys(b)[1]) == [KEY_A, KEY_B]
+    assert refused(b), "node B wrote through gateway 2 past node A's reservation"
+    if plan["backstore"] == "iblock" and "cut" in plan["failures"]:
+        # gateway 1's krbd mapping stays fenced after the cut (until the
+        # kill below maps it again): the holder's write would fail there
+        log("reservations: node A's write as holder not tried: gateway 1's krbd is fenced")
+    else:
+        assert not refused(a), "node A, the holder, was refused"
+    ev["held_on_both"] = True
+    a.close()
+    (kill, killed, kill_s), (back, is_back, back_s) = FAILURES["kill"]
+    t0 = time.monotonic()
+    rdv.put(f"{kill}-gw1")
+    rdv.wait(f"{killed}-gw1", kill_s)
+    pr.prout(b, pr.PREEMPT, KEY_B, KEY_A, pr.WRITE_EXCLUSIVE)
+    ev["preempted_after_kill_s"] = round(time.monotonic() - t0, 1)
+    assert pr.read_reservation(b).key == KEY_B and pr.read_keys(b)[1] == [KEY_B]
+    assert not refused(b), "node B, now the holder, was refused"
+    rdv.put(f"{back}-gw1")
+    rdv.wait(f"{is_back}-gw1", back_s)
+    a = node(NODE_A, gw1)
+    try:
+        assert pr.read_reservation(a).key == KEY_B, "gateway 1, back, does not show node B's reservation"
+        assert pr.read_keys(a)[1] == [KEY_B]
+        assert refused(a), "node A wrote through gateway 1 after node B preempted it"
+    finally:
+        a.close()
+    ev["refused_after_return"] = True
+    # node B's connection sat idle while gateway 1 booted, past LIO's
+    # NOP-In timeout: its nexus (same ISID) logs in again to clear
+    b.close()
+    b = node(NODE_B, gw2, b.isid)
+    pr.prout(b, pr.CLEAR, KEY_B)
+    assert pr.read_keys(b)[1] == []
+    b.close()
+    log(f"reservations: {ev}")
+    return ev
+
+
+# the blocks node A and B write to: past fio's 32M and the stale write's
+PR_LBA = (100 << 20) // 512
 
 
 # the blocks the cut-off gateway's held write goes to: past fio's 32M
