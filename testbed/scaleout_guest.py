@@ -638,7 +638,6 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
 
 NODE_A, NODE_B = "iqn.2026-11.org.cxgbit-ext:cluster-node-a", "iqn.2026-11.org.cxgbit-ext:cluster-node-b"
 KEY_A, KEY_B = 0xA1A1, 0xB2B2
-SAM_BUSY = 0x08
 
 
 def reservations_across_gateways(plan: dict[str, Any], rdv: Rendezvous) -> dict[str, Any]:
@@ -671,20 +670,9 @@ def reservations_across_gateways(plan: dict[str, Any], rdv: Rendezvous) -> dict[
         raise AssertionError(f"{name} through {ip}: unit attentions without end")
 
     def refused(c: Connection) -> bool:
-        """Whether a write gets RESERVATION CONFLICT (else it succeeds).
-        BUSY is tried again, as an initiator does: on user:rbd a gateway
-        answers it while its tcmu-runner waits for the image's lock."""
-        end = time.monotonic() + 120
-        while True:
-            try:
-                c.scsi_write(PR_LBA, os.urandom(4096))
-            except ScsiError as e:
-                if e.status == SAM_BUSY and time.monotonic() < end:
-                    time.sleep(1)
-                    continue
-                assert e.status == pr.RESERVATION_CONFLICT, e
-                return True
-            return False
+        # on user:rbd a gateway answers BUSY while its tcmu-runner waits
+        # for the image's lock
+        return pr.write_refused(c, PR_LBA, busy_s=120)
 
     a, b = node(NODE_A, gw1), node(NODE_B, gw2)
     pr.prout(a, pr.REGISTER, 0, KEY_A)

@@ -4,10 +4,12 @@ IN's READ KEYS and READ RESERVATION answers."""
 
 from __future__ import annotations
 
+import os
 import struct
+import time
 from dataclasses import dataclass
 
-from .session import Connection
+from .session import Connection, ScsiError
 
 PR_IN, PR_OUT = 0x5E, 0x5F
 # service actions of PERSISTENT RESERVE OUT
@@ -17,7 +19,7 @@ READ_KEYS, READ_RESERVATION = 0, 1
 # reservation types
 WRITE_EXCLUSIVE, EXCLUSIVE_ACCESS = 1, 3
 WRITE_EXCLUSIVE_REGISTRANTS_ONLY, EXCLUSIVE_ACCESS_REGISTRANTS_ONLY = 5, 6
-RESERVATION_CONFLICT = 0x18  # the SCSI status
+RESERVATION_CONFLICT, BUSY = 0x18, 0x08  # SCSI statuses
 PARAM_LEN = 24
 
 
@@ -57,3 +59,20 @@ def read_reservation(c: Connection, lun: int = 0) -> Reservation:
         return Reservation(generation, None, 0)
     (key,) = struct.unpack(">Q", data[8:16])
     return Reservation(generation, key, data[21] & 0x0F)
+
+
+def write_refused(c: Connection, lba: int, busy_s: float = 0) -> bool:
+    """Whether a 4 KiB write at ``lba`` gets RESERVATION CONFLICT (False:
+    it succeeds; any other error is raised). BUSY is tried again for
+    ``busy_s`` seconds, as an initiator does."""
+    end = time.monotonic() + busy_s
+    while True:
+        try:
+            c.scsi_write(lba, os.urandom(4096))
+        except ScsiError as e:
+            if e.status == BUSY and time.monotonic() < end:
+                time.sleep(1)
+                continue
+            assert e.status == RESERVATION_CONFLICT, e
+            return True
+        return False

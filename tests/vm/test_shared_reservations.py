@@ -124,12 +124,7 @@ def node_a() -> Connection:
 
 def conflict(c: Connection) -> bool:
     """Whether a write through c gets RESERVATION CONFLICT (else it succeeds)."""
-    try:
-        c.scsi_write(8, os.urandom(4096))
-    except ScsiError as e:
-        assert e.status == pr.RESERVATION_CONFLICT, e
-        return True
-    return False
+    return pr.write_refused(c, 8)
 
 
 def test_a_remote_nexus_reservation_is_held_and_enforced_here(agent: Agent) -> None:
