@@ -35,6 +35,7 @@ from typing import Any
 TOP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOP))
 
+from cxgbit_ext import reservations  # noqa: E402
 from cxgbit_ext.control import Control  # noqa: E402
 from iscsi_initiator import iscsiadm, pr  # noqa: E402
 from iscsi_initiator.session import Connection, ScsiError  # noqa: E402
@@ -170,7 +171,8 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     # no --owner: each image's owner is the layout's default spread, which
     # the initiator checks against the plan's owners
     create = (*cli, "gateway", "create", "--iqn", plan["iqn"], "--rbd", ",".join(plan["images"]),
-              "--portals", portals, "--gateway", str(n), "--backstore", backstore)  # fmt: skip
+              "--portals", portals, "--gateway", str(n), "--backstore", backstore,
+              *(("--reservations",) if plan.get("reservations") else ()))  # fmt: skip
     log(sh(*create).strip())
     again = sh(*create)
     assert again.startswith("already laid out"), again
@@ -184,12 +186,13 @@ def gateway(plan: dict[str, Any], n: int) -> int:
         saved = ("--file", "/run/cxgbit-ext.json", "--lio", "/run/saveconfig.json")
         shown = sh(*cli, "gateway", "show", "--iqn", plan["iqn"])
         sh(*cli, "save", *saved)
+        reservations.unlink_all()  # a linked TPG cannot be cleared
         RTSRoot().clear_existing(confirm=True)
         log(sh(*cli, "restore", *saved).strip())
         assert sh(*cli, "gateway", "show", "--iqn", plan["iqn"]) == shown, "the layout changed across save and restore"
         assert sh(*create).startswith("already laid out")
     log(sh(*cli, "portals").strip())
-    # after the restore above: a linked TPG cannot be removed
+    # the TPG serves once the agent has applied the log (--reservations)
     agent = start_agent(plan["iqn"]) if plan.get("reservations") else None
     rdv.put(f"ready-gw{n}")
     target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])

@@ -24,10 +24,18 @@
  * stock portal of a sharing target would change one gateway's state
  * alone, so a sharing target's portals are all offloaded.
  *
- * A PERSISTENT RESERVE OUT on a sharing TPG fails with LOGICAL UNIT
- * COMMUNICATION FAILURE when no agent has the channel open, when the
- * agent says so, or when it was not run within CXE_SPR_WAIT: one gateway
- * changing the state alone would split it.
+ * A linked TPG is held from its link until the agent says it serves
+ * (once it has applied the cluster's log), and again when the agent says
+ * hold or closes the channel: a gateway that may lack another gateway's
+ * reservation must not let a write by. A held TPG answers every command
+ * but those cxe_spr_held_allows() names NOT READY, ASYMMETRIC ACCESS
+ * STATE TRANSITION, as LIO answers in that ALUA state: initiators retry,
+ * multipath's checkers take the path down until it serves.
+ *
+ * A PERSISTENT RESERVE OUT on a serving TPG fails with LOGICAL UNIT
+ * COMMUNICATION FAILURE when the agent has gone meanwhile, when it says
+ * so, or when it was not run within CXE_SPR_WAIT: one gateway changing
+ * the state alone would split it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -56,7 +64,14 @@ struct cxe_spr_tpg {
 	struct list_head	node;		/* cxe_spr.tpgs, RCU */
 	struct config_item	*item;		/* the link's target */
 	struct se_portal_group	*se_tpg;
+	bool			serving;	/* written under tpgs_lock */
 	struct rcu_head		rcu;
+};
+
+enum cxe_spr_state {
+	CXE_SPR_UNLINKED,	/* LIO's own reservations */
+	CXE_SPR_HELD,
+	CXE_SPR_SERVING,
 };
 
 /* A PERSISTENT RESERVE OUT received here, until the agent has it run */
@@ -96,20 +111,20 @@ static struct {
 	.tpgs		= LIST_HEAD_INIT(cxe_spr.tpgs),
 };
 
-static bool cxe_spr_shares(struct se_portal_group *se_tpg)
+static enum cxe_spr_state cxe_spr_state_of(struct se_portal_group *se_tpg)
 {
+	enum cxe_spr_state state = CXE_SPR_UNLINKED;
 	struct cxe_spr_tpg *t;
-	bool found = false;
 
 	rcu_read_lock();
 	list_for_each_entry_rcu(t, &cxe_spr.tpgs, node) {
 		if (t->se_tpg == se_tpg) {
-			found = true;
+			state = READ_ONCE(t->serving) ? CXE_SPR_SERVING : CXE_SPR_HELD;
 			break;
 		}
 	}
 	rcu_read_unlock();
-	return found;
+	return state;
 }
 
 /* Queue a line for the agent; false when it could not be allocated */
@@ -143,21 +158,35 @@ static void cxe_spr_fail(struct cxe_spr_req *r, sense_reason_t why)
 	kfree(r);
 }
 
-/* Take request id off the pending list: its owner from then on */
+/*
+ * Take r off the pending list, under cxe_spr.lock: true when it was there.
+ * Whoever takes it (a run, a fail, the expiry, the agent's close) is its
+ * only owner from then on; the others find it taken.
+ */
+static bool cxe_spr_unpend(struct cxe_spr_req *r)
+{
+	lockdep_assert_held(&cxe_spr.lock);
+	if (list_empty(&r->node))
+		return false;
+	list_del_init(&r->node);
+	return true;
+}
+
+/* Take request id off the pending list, NULL when it is not there */
 static struct cxe_spr_req *cxe_spr_take(u64 id)
 {
-	struct cxe_spr_req *r;
+	struct cxe_spr_req *r, *found = NULL;
 
 	spin_lock_bh(&cxe_spr.lock);
 	list_for_each_entry(r, &cxe_spr.pending, node) {
 		if (r->id == id) {
-			list_del_init(&r->node);
-			spin_unlock_bh(&cxe_spr.lock);
-			return r;
+			found = r;
+			cxe_spr_unpend(r);
+			break;
 		}
 	}
 	spin_unlock_bh(&cxe_spr.lock);
-	return NULL;
+	return found;
 }
 
 static void cxe_spr_expire(struct work_struct *work)
@@ -167,9 +196,7 @@ static void cxe_spr_expire(struct work_struct *work)
 	bool mine;
 
 	spin_lock_bh(&cxe_spr.lock);
-	mine = !list_empty(&r->node);
-	if (mine)
-		list_del_init(&r->node);
+	mine = cxe_spr_unpend(r);
 	spin_unlock_bh(&cxe_spr.lock);
 	if (!mine)
 		return;		/* being run or failed: its taker frees it */
@@ -274,14 +301,30 @@ static sense_reason_t cxe_spr_execute(struct se_cmd *se_cmd)
 	return TCM_NO_SENSE;
 }
 
+/* LIO's execute_cmd of a command a held TPG does not serve */
+static sense_reason_t cxe_spr_held(struct se_cmd *se_cmd)
+{
+	return TCM_ALUA_STATE_TRANSITION;
+}
+
 void cxe_spr_hook(struct iscsit_cmd *cmd)
 {
 	struct se_cmd *se_cmd = &cmd->se_cmd;
 
-	if (cmd->sense_reason || !se_cmd->execute_cmd || !se_cmd->se_dev ||
-	    se_cmd->t_task_cdb[0] != PERSISTENT_RESERVE_OUT ||
-	    !se_cmd->se_dev->dev_attrib.emulate_pr ||
-	    !cxe_spr_shares(se_cmd->se_sess->se_tpg))
+	if (cmd->sense_reason || !se_cmd->execute_cmd || !se_cmd->se_dev)
+		return;
+	switch (cxe_spr_state_of(se_cmd->se_sess->se_tpg)) {
+	case CXE_SPR_UNLINKED:
+		return;
+	case CXE_SPR_HELD:
+		if (!cxe_spr_held_allows(se_cmd->t_task_cdb))
+			se_cmd->execute_cmd = cxe_spr_held;
+		return;
+	case CXE_SPR_SERVING:
+		break;
+	}
+	if (se_cmd->t_task_cdb[0] != PERSISTENT_RESERVE_OUT ||
+	    !se_cmd->se_dev->dev_attrib.emulate_pr)
 		return;
 	((struct cxe_task *)iscsit_priv_cmd(cmd))->spr_execute = se_cmd->execute_cmd;
 	se_cmd->execute_cmd = cxe_spr_execute;
@@ -300,8 +343,9 @@ static void cxe_spr_run(u64 id, u64 tag)
 	cancel_delayed_work_sync(&r->expire);
 	ret = r->execute(r->se_cmd);
 	if (ret)
-		target_complete_cmd_with_sense(r->se_cmd, SAM_STAT_CHECK_CONDITION, ret);
-	kfree(r);
+		cxe_spr_fail(r, ret);
+	else
+		kfree(r);
 	cxe_spr_say_done(tag, (__force int)ret);
 }
 
@@ -358,6 +402,33 @@ static const struct target_core_fabric_ops cxe_spr_icmd_ops = {
 	.queue_status		= cxe_spr_icmd_nothing,
 	.aborted_task		= cxe_spr_icmd_aborted,
 };
+
+/*
+ * serve or hold <target>: every linked TPG of it (-ENOENT for none), or
+ * with target NULL every linked TPG (hold, when the agent goes)
+ */
+static int cxe_spr_set_serving(const char *target, bool serving)
+{
+	struct cxe_spr_tpg *t;
+	int ret = target ? -ENOENT : 0;
+
+	mutex_lock(&cxe_spr.tpgs_lock);
+	list_for_each_entry(t, &cxe_spr.tpgs, node) {
+		struct se_portal_group *tpg = t->se_tpg;
+
+		if (target && strcmp(tpg->se_tpg_tfo->tpg_get_wwn(tpg), target))
+			continue;
+		if (t->serving != serving)
+			pr_info("reservations of %s tpgt %u %s\n",
+				tpg->se_tpg_tfo->tpg_get_wwn(tpg),
+				tpg->se_tpg_tfo->tpg_get_tag(tpg),
+				serving ? "served" : "held");
+		WRITE_ONCE(t->serving, serving);
+		ret = 0;
+	}
+	mutex_unlock(&cxe_spr.tpgs_lock);
+	return ret;
+}
 
 static struct se_portal_group *cxe_spr_find_tpg(const char *target, u16 tpgt)
 {
@@ -471,7 +542,10 @@ static int cxe_spr_open(struct inode *inode, struct file *f)
 	return ret ? ret : stream_open(inode, f);
 }
 
-/* The agent is gone: what waited for it fails, its lines are dropped */
+/*
+ * The agent is gone: its TPGs are held, what waited for it fails, its
+ * lines are dropped
+ */
 static int cxe_spr_release(struct inode *inode, struct file *f)
 {
 	struct cxe_spr_req *r, *rn;
@@ -479,11 +553,11 @@ static int cxe_spr_release(struct inode *inode, struct file *f)
 	LIST_HEAD(pending);
 	LIST_HEAD(lines);
 
+	cxe_spr_set_serving(NULL, false);
 	spin_lock_bh(&cxe_spr.lock);
 	cxe_spr.open = false;
-	/* taken off pending one by one: an expiry then finds them taken */
 	list_for_each_entry_safe(r, rn, &cxe_spr.pending, node) {
-		list_del_init(&r->node);
+		cxe_spr_unpend(r);
 		list_add_tail(&r->gone, &pending);
 	}
 	list_splice_init(&cxe_spr.lines, &lines);
@@ -567,6 +641,10 @@ static ssize_t cxe_spr_write(struct file *f, const char __user *buf,
 	case CXE_SPR_APPLY:
 		cxe_spr_say_done(m.tag, (__force int)cxe_spr_apply(&m));
 		break;
+	case CXE_SPR_SERVE:
+	case CXE_SPR_HOLD:
+		ret = cxe_spr_set_serving(m.nx.target, m.verb == CXE_SPR_SERVE);
+		break;
 	}
 out:
 	kfree(line);
@@ -639,7 +717,7 @@ static int cxe_spr_allow_link(struct config_item *src, struct config_item *targe
 	mutex_unlock(&cxe_spr.tpgs_lock);
 	/* a link is configuration the module holds: no unload under it */
 	__module_get(THIS_MODULE);
-	pr_info("reservations of %s tpgt %u shared\n",
+	pr_info("reservations of %s tpgt %u shared, held until the agent serves\n",
 		se_tpg->se_tpg_tfo->tpg_get_wwn(se_tpg), tag);
 	return 0;
 }

@@ -2,12 +2,16 @@
 three agents of one target on a real RADOS log, each with its own client
 (so its own watch), the module's channel stood in for by a recorder.
 Prints one JSON object: every line each agent's module got, in order, and
-the global order of the runs and applies."""
+the global order of the runs and applies. With ``watch``: one agent
+serving (configfs stood in for by directories) until its client is
+blocklisted: what its module got, and how serve ended."""
 
 from __future__ import annotations
 
 import json
+import queue
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,7 +33,7 @@ class Recorder:
 
     def __init__(self, name: str) -> None:
         self.name, self.lines = name, []  # type: ignore[var-annotated]
-        self.outs = None
+        self.outs: queue.Queue[str] = queue.Queue()
 
     def say(self, line: str) -> None:
         with lock:
@@ -55,8 +59,58 @@ def agent(conf: str, name: str) -> tuple[reservations.Agent, Recorder, object]:
     return a, rec, (cluster, ioctx, watch)
 
 
+def watch_lost(conf: str) -> None:
+    """An agent serves; its client is blocklisted (its watch fails, as a
+    gateway cut off from the cluster sees): its module must be told hold
+    before anything else, and serve must end (the channel then closes)."""
+    cluster = rados.Rados(conffile=conf)
+    cluster.connect()
+    rec = Recorder("gw1")
+    with tempfile.TemporaryDirectory() as d:
+        links, lio = Path(d) / "links", Path(d) / "iscsi"
+        links.mkdir()
+        (lio / IQN / "tpgt_1").mkdir(parents=True)
+        a = reservations.Agent(IQN, cluster.open_ioctx("rbd"), rec, links, lio)  # type: ignore[arg-type]
+        ended: list[str] = []
+
+        def serve() -> None:
+            try:
+                a.serve(ready=lambda: rec.say("(ready)"))
+                ended.append("returned")
+            except (reservations.AgentError, rados.Error) as e:
+                ended.append(f"{type(e).__name__}: {e}")
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        end = time.monotonic() + 30
+        while "(ready)" not in rec.lines and time.monotonic() < end:
+            time.sleep(0.1)
+        linked = sorted(p.name for p in links.iterdir())
+        admin = rados.Rados(conffile=conf)
+        admin.connect()
+        t0 = time.monotonic()
+        while True:
+            try:
+                admin.blocklist_add(cluster.get_addrs(), 600)
+                break
+            except rados.PermissionError:
+                # a monitor now and then refuses a command (EPERM) before
+                # it is sent (testbed/ceph.py, Cluster.run): ask again
+                if time.monotonic() - t0 > 30:
+                    raise
+                time.sleep(0.2)
+        t.join(120)
+        seconds = round(time.monotonic() - t0, 1)
+        cluster.shutdown()  # as the agent's command does: see Agent._unwatch
+        admin.shutdown()
+        print(json.dumps({"lines": rec.lines, "ended": ended, "linked": linked, "seconds": seconds}))
+
+
 def main() -> None:
     conf = sys.argv[sys.argv.index("-c") + 1]
+    if "watch" in sys.argv:
+        watch_lost(conf)
+        return
     a1, r1, h1 = agent(conf, "gw1")
     a2, r2, h2 = agent(conf, "gw2")
     # one out on each gateway, in turn

@@ -80,6 +80,7 @@ def test_images_are_spread_over_the_gateways_unless_owners_are_given() -> None:
         ({"portals": ()}, "no gateway portals"),
         ({"port": 70000}, "not a TCP port"),
         ({"backstore": "rbd"}, "backstore 'rbd': one of iblock, user:rbd"),
+        ({"shared": True, "offload": False}, "shared reservations need the offloaded portal"),
     ],
 )
 def test_bad_layout_is_refused(kw: dict[str, object], why: str) -> None:
@@ -97,6 +98,8 @@ def test_expected_layout_enables_and_offloads_the_local_tpg_only() -> None:
     assert tpgs[2]["luns"] == {0: ("rbd.disk0", "ano2")}
     # the backstore is part of the layout: the same command with another is refused, not merged
     assert want["backstore"] == "iblock" and gateway.expected(layout(index=2, backstore="user:rbd")) != want
+    # so is sharing reservations: a gateway laid out without cannot be "already laid out" with
+    assert not want["shared"] and gateway.expected(layout(index=2, shared=True)) == {**want, "shared": True}
 
 
 def test_ipv6_portals_are_named_as_lio_lists_them() -> None:

@@ -141,6 +141,24 @@ def test_save_then_restore_round_trips(tree: Path, tmp_path: Path, netns, capsys
     assert "restored cxgbit-ext settings" in capsys.readouterr().out
 
 
+def test_save_names_the_targets_whose_reservations_are_shared(tree: Path, tmp_path: Path) -> None:
+    """The module's reservations/ links (what the agent and `gateway create
+    --reservations` make) are saved by target, so restore_lio links them
+    again before it enables their TPGs."""
+    f = tmp_path / "cxgbit-ext.json"
+    assert persist.save(Control(tree), f)["reservations"] == []
+    links = tree / "reservations"
+    links.mkdir(exist_ok=True)
+    lio = tmp_path / "target/iscsi"
+    for iqn, tag in (("iqn.2026-12.org.x:b", 1), ("iqn.2026-12.org.x:b", 2), ("iqn.2026-12.org.x:a", 1)):
+        (lio / iqn / f"tpgt_{tag}").mkdir(parents=True)
+        (links / f"{iqn}:tpgt_{tag}").symlink_to(lio / iqn / f"tpgt_{tag}")
+    (links / "gw9").symlink_to(lio / "iqn.2026-12.org.x:a" / "tpgt_1")  # any name: the TPG it points to counts
+    persist.save(Control(tree), f)
+    assert json.loads(f.read_text())["reservations"] == ["iqn.2026-12.org.x:a", "iqn.2026-12.org.x:b"]
+    assert persist.load(f)["reservations"] == ["iqn.2026-12.org.x:a", "iqn.2026-12.org.x:b"]
+
+
 def test_save_then_restore_round_trips_a_backend_no_tool_knows(
     kernel: FakeKernel, tree: Path, tmp_path: Path, netns, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -227,6 +245,9 @@ def _entry(**kw: object) -> dict[str, object]:
         ({"format": 2, "adapters": [_entry(name="t6-0", type="t6", netdev="tgt1")]},
          "adapter t6-0 (type 't6') is not on this system, and only soft adapters can be created"),
         ({"format": 2, "adapters": [_entry(type="t6")]}, "adapter soft0 is of type 'soft' here, 't6' in the"),
+        ({"format": 2, "adapters": [_entry()], "reservations": "iqn.x"},
+         "'reservations' is 'iqn.x', not a list of target names; nothing was changed"),
+        ({"format": 2, "adapters": [_entry()], "reservations": [""]}, "not a list of target names"),
         # soft1 serves tgt1 here and the file does not mention it: two adapters on one netdev
         ({"format": 2, "adapters": [_entry(), _entry(name="soft2", netdev="tgt1")]},
          "adapter soft2 would serve netdev tgt1, which adapter soft1 serves and the configuration does not "

@@ -4,7 +4,8 @@ cluster (testbed/ceph.py), the module stood in for by a recorder
 log's order, its own as run and the others' as apply; the others apply an
 entry before its gateway runs it (before the initiator hears GOOD); two
 gateways appending at once still get one order; a gateway started later
-replays the log. The module's side is tests/vm/test_shared_reservations.py."""
+replays the log; an agent whose watch fails tells its module to hold the
+target. The module's side is tests/vm/test_shared_reservations.py."""
 
 from __future__ import annotations
 
@@ -57,6 +58,24 @@ def test_agents_share_one_order_and_apply_before_the_origin_runs(tmp_path: Path)
         (runner,) = [e.split()[0] for e in events if e.endswith(f" run {seq}")]
         other = "gw2" if runner == "gw1" else "gw1"
         assert events.index(f"{other} apply {seq}") < events.index(f"{runner} run {seq}"), (seq, events)
+
+
+@pytest.mark.timeout(300)
+def test_a_lost_watch_holds_the_target(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path / "ceph", netns=f"cxe-ceph-pw{os.getpid()}", addr="198.18.23.1/24")
+    cluster.start()
+    try:
+        p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), "watch", timeout=240)
+    finally:
+        cluster.stop()
+    got = json.loads(p.stdout)
+    print(json.dumps(got, indent=1))
+    iqn = "iqn.2026-11.org.cxgbit-ext:agents"
+    assert got["linked"] == [f"{iqn}:tpgt_1"]
+    # serve once the (empty) log is applied; hold first thing once the watch fails
+    assert got["lines"][:3] == [f"serve {iqn}", "(ready)", f"hold {iqn}"], got["lines"]
+    assert f"serve {iqn}" not in got["lines"][2:], "served again on a blocklisted client"
+    assert len(got["ended"]) == 1 and got["ended"][0] != "returned", got["ended"]
 
 
 def test_serve_says_why_it_cannot_start(capsys: pytest.CaptureFixture[str]) -> None:

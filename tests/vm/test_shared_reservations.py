@@ -1,7 +1,7 @@
 """Reservations shared by gateways, the module's half (spr.c), on one
-gateway: gateway 1 of 2 laid out by `cxgbit-ext gateway create`, both its
-TPGs linked into reservations/, and this test in the agent's place on
-/dev/cxgbit_ext_pr. What must hold, anchored to LIO's own emulation:
+gateway: gateway 1 of 2 laid out by `cxgbit-ext gateway create
+--reservations`, which links both its TPGs into reservations/, and this
+test in the agent's place on /dev/cxgbit_ext_pr. What must hold, anchored to LIO's own emulation:
 
 - a PERSISTENT RESERVE OUT applied through an internal nexus on the remote
   gateway's TPG (an initiator logged in to gateway 2) is held and enforced
@@ -11,12 +11,21 @@ TPGs linked into reservations/, and this test in the agent's place on
   says run, and the command then gets LIO's answer; fail, or the agent
   closing, fails it with NOT READY and nothing changes;
 - with no agent a sharing target's PERSISTENT RESERVE OUT fails, and a
-  target that does not share keeps LIO's own.
+  target that does not share keeps LIO's own;
+- a linked TPG serves no command that reads or changes the logical unit
+  (NOT READY, ASYMMETRIC ACCESS STATE TRANSITION, as LIO answers in that
+  ALUA state) until the agent says it serves, which it says once it has
+  applied the cluster's log, and again once the agent holds or goes: a
+  gateway that may have missed another gateway's reservation must not let
+  a write by it. A neighbour target on the same offloaded portal is never
+  held. A gateway restored from its save files (`cxgbit-ext restore`) is
+  held from the moment its TPG is enabled.
 
 The backstore is a RAM disk (brd) standing for the mapped RBD image."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
@@ -44,6 +53,10 @@ LINKS = CFS / "reservations"
 TPGS = Path("/sys/kernel/config/target/iscsi") / IQN
 # LIO's sense_reason_t values the agent reads back (target_core_base.h)
 TCM_UNSUPPORTED_SCSI_OPCODE, TCM_LOGICAL_UNIT_COMMUNICATION_FAILURE = 0x02, 0x0A
+TUR = bytes(6)
+# NOT READY, LOGICAL UNIT NOT ACCESSIBLE, ASYMMETRIC ACCESS STATE TRANSITION
+HELD = (2, (0x04, 0x0A))
+NEIGHBOUR = "iqn.2026-11.org.cxgbit-ext:neighbour"
 
 
 class Agent:
@@ -86,13 +99,12 @@ class Agent:
 @pytest.fixture
 def gateway(lio: None, module_ko: Path) -> Iterator[None]:
     assert insmod(module_ko).returncode == 0
-    subprocess.run(["modprobe", "brd", "rd_nr=1", "rd_size=16384"], check=True)
+    subprocess.run(["modprobe", "brd", "rd_nr=2", "rd_size=16384"], check=True)
     try:
         with topo.in_netns():
             cli("gateway", "create", "--iqn", IQN, "--rbd", "rbd/spr", "--portals", PORTALS, "--gateway", "1",
-                "--dev", "/dev/ram0")  # fmt: skip
-        for tpgt in (1, 2):
-            (LINKS / f"gw{tpgt}").symlink_to(TPGS / f"tpgt_{tpgt}")
+                "--dev", "/dev/ram0", "--reservations")  # fmt: skip
+        assert sorted(p.name for p in LINKS.iterdir()) == [f"{IQN}:tpgt_1", f"{IQN}:tpgt_2"]
         yield
     finally:
         for link in LINKS.glob("*"):
@@ -106,6 +118,7 @@ def gateway(lio: None, module_ko: Path) -> Iterator[None]:
 @pytest.fixture
 def agent(gateway: None) -> Iterator[Agent]:
     a = Agent()
+    a.say(f"serve {IQN}")
     try:
         yield a
     finally:
@@ -213,22 +226,147 @@ def test_without_an_agent_a_sharing_target_refuses_and_others_keep_lio(gateway: 
     a = node_a()
     try:
         agent = Agent()
-        pool = ThreadPoolExecutor(1)
-        pending: Future[None] = pool.submit(pr.prout, a, pr.REGISTER, 0, 0xA0A)
-        assert agent.line().startswith("out ")
-        agent.close()  # the agent goes with a command waiting
+        try:
+            agent.say(f"serve {IQN}")
+            pool = ThreadPoolExecutor(1)
+            pending: Future[None] = pool.submit(pr.prout, a, pr.REGISTER, 0, 0xA0A)
+            assert agent.line().startswith("out ")
+        finally:
+            agent.close()  # the agent goes with a command waiting
         with pytest.raises(ScsiError) as e:
             pending.result(timeout=30)
-        assert e.value.sense_key == 2, e.value
+        assert (e.value.sense_key, e.value.asc_ascq) == (2, (0x08, 0x00)), e.value
         pool.shutdown()
         with pytest.raises(ScsiError) as e:
             pr.prout(a, pr.REGISTER, 0, 0xA0A)
-        assert e.value.sense_key == 2, e.value
-        assert pr.read_keys(a) == (0, [])
+        assert (e.value.sense_key, e.value.asc_ascq) == HELD, e.value
         # unlinked, the target keeps LIO's own reservations, no agent needed
         for link in LINKS.glob("*"):
             link.unlink()
+        assert pr.read_keys(a) == (0, [])
         pr.prout(a, pr.REGISTER, 0, 0xA0A)
         assert pr.read_keys(a) == (1, [0xA0A])
+    finally:
+        a.close()
+
+
+def held(c: Connection, cdb: bytes, length: int) -> bool:
+    """Whether c's command ``cdb`` (reading up to ``length`` bytes) is held."""
+    try:
+        c.scsi_in(cdb, length)
+    except ScsiError as e:
+        assert (e.sense_key, e.asc_ascq) == HELD, e
+        return True
+    return False
+
+
+def io_held(c: Connection) -> dict[str, bool]:
+    """Each kind of command through c: held (True) or served."""
+    got = {"tur": held(c, TUR, 0), "read": held(c, bytes.fromhex("28000000000000000100"), 512)}
+    try:
+        c.scsi_write(16, os.urandom(512))
+        got["write"] = False
+    except ScsiError as e:
+        assert (e.sense_key, e.asc_ascq) == HELD, e
+        got["write"] = True
+    try:
+        pr.read_keys(c)
+        got["prin"] = False
+    except ScsiError as e:
+        assert (e.sense_key, e.asc_ascq) == HELD, e
+        got["prin"] = True
+    # what a path checker and ALUA's handler ask is answered in any state
+    c.scsi_in(bytes.fromhex("120000006000"), 96)  # INQUIRY
+    c.scsi_in(bytes.fromhex("a30a00000000000002000000"), 512)  # REPORT TARGET PORT GROUPS
+    return got
+
+
+@pytest.fixture
+def neighbour(gateway: None) -> Iterator[None]:
+    """Another target on gateway 1's offloaded portal, not sharing."""
+    from rtslib_fb import LUN, TPG, BlockStorageObject, FabricModule, NetworkPortal, Target
+
+    from cxgbit_ext import portals
+
+    with topo.in_netns():
+        so = BlockStorageObject("neighbour", dev="/dev/ram1")
+        tpg = TPG(Target(FabricModule("iscsi"), NEIGHBOUR), 1)
+        tpg.set_attribute("authentication", "0")
+        tpg.set_attribute("generate_node_acls", "1")
+        tpg.set_attribute("demo_mode_write_protect", "0")
+        LUN(tpg, 0, storage_object=so)
+        portals.set_offload(NetworkPortal(tpg, topo.LINKS[0].tgt_ip, 3260), True)
+        assert portals.enable_tpg(Path(tpg.path)) == []
+    yield
+
+
+def test_a_sharing_target_serves_only_while_its_agent_serves(neighbour: None) -> None:
+    a = node_a()
+    other = Connection(topo.LINKS[0].tgt_ip, timeout=60)
+    other.login(NODE_B, NEIGHBOUR)
+    everything_held = {"tur": True, "read": True, "write": True, "prin": True}
+    served = dict.fromkeys(everything_held, False)
+    try:
+        port = other.sock.getsockname()[1]
+        assert any(p.endswith(f":{port}") for p in offloaded_peers()), "the neighbour's login was not offloaded"
+        assert io_held(a) == everything_held, "a linked TPG served with no agent"
+        with pytest.raises(ScsiError) as e:
+            pr.prout(a, pr.REGISTER, 0, 0xA0A)
+        assert (e.value.sense_key, e.value.asc_ascq) == HELD, e.value
+        assert io_held(other) == served, "the neighbour target was held"
+        agent = Agent()
+        try:
+            assert io_held(a) == everything_held, "served before the agent said so"
+            assert agent.quiet(), "a held PERSISTENT RESERVE OUT reached the agent"
+            for bad in (f"serve {NEIGHBOUR}", "serve", f"serve {IQN} 1", f"hold {NEIGHBOUR}"):
+                with pytest.raises(OSError):
+                    agent.say(bad)
+            agent.say(f"serve {IQN}")
+            assert io_held(a) == served
+            agent.say(f"hold {IQN}")
+            assert io_held(a) == everything_held
+            assert io_held(other) == served
+            agent.say(f"serve {IQN}")
+            assert io_held(a) == served
+        finally:
+            agent.close()
+        assert io_held(a) == everything_held, "served after its agent went"
+        assert io_held(other) == served
+        # a TPG linked while the agent serves starts held: the agent has
+        # not said it applied that target's log
+        agent = Agent()
+        try:
+            agent.say(f"serve {IQN}")
+            assert io_held(a) == served
+            (LINKS / f"{IQN}:tpgt_1").unlink()
+            (LINKS / "gw1").symlink_to(TPGS / "tpgt_1")
+            assert io_held(a) == everything_held, "a TPG linked anew served at once"
+            agent.say(f"serve {IQN}")
+            assert io_held(a) == served
+        finally:
+            agent.close()
+    finally:
+        a.close()
+        other.close()
+
+
+def test_a_restored_gateway_is_held_until_its_agent_serves(gateway: None, tmp_path: Path) -> None:
+    saved = ("--file", str(tmp_path / "cxgbit-ext.json"), "--lio", str(tmp_path / "saveconfig.json"))
+    with topo.in_netns():
+        cli("save", *saved)
+        assert json.loads((tmp_path / "cxgbit-ext.json").read_text())["reservations"] == [IQN]
+        # a restore clears LIO first (the links go with it), as after a reboot
+        cli("restore", *saved)
+        assert "reservations shared by the gateways" in cli("gateway", "show", "--iqn", IQN)
+    assert sorted(p.name for p in LINKS.iterdir()) == [f"{IQN}:tpgt_1", f"{IQN}:tpgt_2"]
+    a = node_a()
+    try:
+        assert io_held(a) == {"tur": True, "read": True, "write": True, "prin": True}, "served before its agent"
+        agent = Agent()
+        try:
+            agent.say(f"serve {IQN}")
+            assert io_held(a) == {"tur": False, "read": False, "write": False, "prin": False}
+        finally:
+            agent.close()
     finally:
         a.close()

@@ -10,6 +10,7 @@
     cxgbit-ext topology create --iqn IQN [--luns N] [--size 512M] ...
     cxgbit-ext topology delete --iqn IQN
     cxgbit-ext gateway create --iqn IQN --rbd POOL/IMAGE[,...] --portals IP,IP[,...] --gateway N [--owner N[,...]]
+                              [--reservations]
     cxgbit-ext gateway show|delete --iqn IQN
     cxgbit-ext exporter [--listen ADDR:PORT]   (Prometheus metrics, until stopped)
 
@@ -216,7 +217,7 @@ def cmd_restore(ctl: Control, a: argparse.Namespace) -> int:
     result: dict[str, Any] = {"restored": str(a.file), "config": data}
     problems: list[str] = []
     if a.lio:
-        problems += persist.restore_lio(a.lio)
+        problems += persist.restore_lio(a.lio, shared=data.get("reservations", []))
         for ip, port in persist.offload_requested(a.lio):
             s = portals.state(ctl, ip, port, True)
             if not s.offloaded:
@@ -294,7 +295,7 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
             raise gateway.GatewayError(f"gateway create needs {', '.join(missing)}")
         layout = gateway.Layout(iqn=a.iqn, images=tuple(a.rbd), portals=tuple(a.portals), index=a.gateway,
                                 owners=tuple(a.owner or ()), port=a.port, offload=a.offload,
-                                backstore=a.backstore)  # fmt: skip
+                                backstore=a.backstore, shared=a.reservations)  # fmt: skip
         made = gateway.create(layout, devs=tuple(a.dev or ()))
         have = gateway.describe(a.iqn)
         images = range(len(layout.images))
@@ -319,6 +320,8 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
         state = "enabled" if t["enabled"] else "disabled"
         print(f"  tpg{tag} ({state}): {', '.join(t['portals'])}"
               f"{' offloaded' if t['offload'] else ''}; {luns}")  # fmt: skip
+    if have["shared"]:
+        print("  reservations shared by the gateways (served only while the agent serves)")
     return 0
 
 
@@ -466,6 +469,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--backstore", choices=tuple(gateway.BACKSTORES), default="iblock",
                    help="iblock on the krbd-mapped image (default), or user:rbd through tcmu-runner")  # fmt: skip
     g.add_argument("--no-offload", dest="offload", action="store_false", help="this gateway's portal stays stock TCP")
+    g.add_argument("--reservations", action="store_true",
+                   help="the gateways share SCSI reservations: this gateway serves nothing until "
+                        "'cxgbit-ext reservations serve' has applied the cluster's log")  # fmt: skip
     r = sub.add_parser("reservations", help="share a gateway target's SCSI reservations through Ceph, until stopped")
     r.add_argument("action", choices=("serve",))
     r.add_argument("--iqn", required=True, help="the gateway target (gateway create's --iqn)")

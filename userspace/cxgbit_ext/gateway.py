@@ -31,6 +31,11 @@ gateway cannot answer a reset either (tcmu-runner dead). ceph-iscsi
 leaves ``cmd_time_out`` off and relies on tcmu-runner's own OSD timeout,
 which cannot fire when tcmu-runner is gone.
 
+With ``shared`` (the gateways share SCSI reservations, `cxgbit-ext
+reservations serve`), every TPG is linked into the module before the
+gateway's own is enabled: the module holds it, serving nothing that reads
+or changes the images, until the agent has applied the cluster's log.
+
 create() is idempotent: a gateway already laid out the same way is left as
 it is; one laid out differently is refused and left unchanged.
 """
@@ -92,6 +97,7 @@ class Layout:
     port: int = 3260
     offload: bool = True
     backstore: str = "iblock"  # or "user:rbd"
+    shared: bool = False  # reservations shared by the gateways (module docstring)
 
     def check(self) -> None:
         """Raise GatewayError unless the layout makes sense."""
@@ -121,6 +127,9 @@ class Layout:
             if not 1 <= self.owner(lun) <= n:
                 raise GatewayError(f"the owner of {image} is gateway {self.owner(lun)}, but there are {n} portals "
                                    f"(1..{n})")  # fmt: skip
+        if self.shared and not self.offload:
+            # only offloaded connections pass the module: a stock portal would change one gateway alone
+            raise GatewayError("shared reservations need the offloaded portal (drop --no-offload)")
         if self.backstore not in BACKSTORES:
             raise GatewayError(f"backstore {self.backstore!r}: one of {', '.join(BACKSTORES)}")
 
@@ -210,7 +219,8 @@ def describe(iqn: str) -> dict[str, Any]:
         }
     by_plugin = {v: k for k, v in BACKSTORES.items()}
     backstore = ",".join(sorted(by_plugin.get(p, p) for p in plugins))
-    return {"iqn": target.wwn, "backstore": backstore, "tpgs": tpgs}
+    shared = target.wwn in reservations.linked_targets()
+    return {"iqn": target.wwn, "backstore": backstore, "shared": shared, "tpgs": tpgs}
 
 
 def expected(layout: Layout) -> dict[str, Any]:
@@ -223,7 +233,7 @@ def expected(layout: Layout) -> dict[str, Any]:
             "offload": [portal] if gw == layout.index and layout.offload else [],
             "luns": {lun: (layout.so_name(lun), layout.group(lun, gw)[0]) for lun in range(len(layout.images))},
         }
-    return {"iqn": layout.iqn, "backstore": layout.backstore, "tpgs": tpgs}
+    return {"iqn": layout.iqn, "backstore": layout.backstore, "shared": layout.shared, "tpgs": tpgs}
 
 
 def held_port_ids(root: Path) -> dict[int, str]:
@@ -307,9 +317,12 @@ def create(layout: Layout, devs: tuple[str, ...] = ()) -> bool:
                 if layout.offload:
                     portals.set_offload(np, True)
                 opened = Path(tpg.path)
-                held = portals.enable_tpg(opened)
-    except (RTSLibError, OSError, GatewayError) as e:
+        if layout.shared:
+            reservations.link_target(layout.iqn)
+        held = portals.enable_tpg(opened)
+    except (RTSLibError, OSError, GatewayError, reservations.AgentError) as e:
         if target is not None:
+            reservations.unlink_target(layout.iqn)
             target.delete()
         for so in sos:
             so.delete()

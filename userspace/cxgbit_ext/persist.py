@@ -52,6 +52,9 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def save(ctl: Control, path: Path = DEFAULT) -> dict[str, Any]:
     data = ctl.dump()
+    # the targets whose reservations the gateways share: restore_lio links
+    # them before it enables them, so they serve nothing before their agent
+    data["reservations"] = reservations.linked_targets(ctl.root / "reservations")
     data["saved"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     _atomic_write(path, json.dumps(data, indent=2) + "\n")
     return data
@@ -69,6 +72,9 @@ def load(path: Path) -> dict[str, Any]:
         raise CxgbitExtError(f"{path}: not a cxgbit-ext save file (bad JSON: {e}); nothing was changed") from e
     try:
         validate(data)
+        shared = data.get("reservations", [])
+        if not isinstance(shared, list) or not all(isinstance(t, str) and t for t in shared):
+            raise CxgbitExtError(f"'reservations' is {shared!r}, not a list of target names")
     except CxgbitExtError as e:
         raise CxgbitExtError(f"{path}: {e}; nothing was changed") from e
     return dict(data)
@@ -140,35 +146,50 @@ def save_lio(path: Path = LIO_DEFAULT) -> None:
     _atomic_write(path, json.dumps(lio_config(), sort_keys=True, indent=2) + "\n")
 
 
-def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True) -> list[str]:
+def restore_lio(path: Path = LIO_DEFAULT, clear_existing: bool = True, shared: list[str] | None = None) -> list[str]:
     """rtslib restore; returns its errors (a portal that could not go offload
     is one: rtslib reports it and goes on, as it does for any object).
 
     A TPG saved with its relative target port, or with an offloaded portal,
+    or of a target in ``shared`` (whose reservations the gateways share),
     is restored disabled, given that port, then enabled if it was: LIO
     takes a port id only while the TPG is disabled, and numbers an enabled
     TPG itself otherwise; an offloaded portal opens to logins by the rule
-    of portals.enable_tpg."""
+    of portals.enable_tpg; a shared target's TPGs are linked into the
+    module first, so they serve nothing until its agent has applied the
+    cluster's log (one that cannot be linked stays disabled)."""
     from rtslib_fb import RTSRoot
 
     if not path.exists():
         raise CxgbitExtError(f"{path}: no such file")
     cfg = json.loads(path.read_text())
+    shared = shared or []
     deferred: list[tuple[Path, int, bool]] = []
     for t in cfg.get("targets", []):
         for tpg in t.get("tpgs", []):
             rtpi = tpg.pop("rtpi", 0)
-            if rtpi or any(np.get("offload") for np in tpg.get("portals", [])):
+            if rtpi or t["wwn"] in shared or any(np.get("offload") for np in tpg.get("portals", [])):
                 where = _tpg_path(t["fabric"], t["wwn"], tpg["tag"])
                 deferred.append((where, rtpi, tpg.get("enable", True)))
                 tpg["enable"] = False
+    if clear_existing:
+        reservations.unlink_all()  # a linked TPG cannot be cleared
     errors = [str(e) for e in RTSRoot().restore(cfg, clear_existing=clear_existing, abort_on_error=False) or []]
     errors = [e for e in errors if not _attribute_as_saved(e, cfg)]
     try:
         reservations.ensure_state_dir()
     except OSError as e:
         errors.append(f"reservations' state directory: {e}")
+    unshared = set()
+    for iqn in shared:
+        try:
+            reservations.link_target(iqn)
+        except (reservations.AgentError, OSError) as e:
+            unshared.add(iqn)
+            errors.append(f"reservations of {iqn} not shared ({e}): its TPGs stay disabled")
     for where, rtpi, enable in deferred:
+        if where.parent.name in unshared:
+            continue
         if rtpi:
             try:
                 if not pin_rtpi(where, rtpi):

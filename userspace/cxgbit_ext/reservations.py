@@ -61,7 +61,9 @@ def ensure_state_dir(dbroot: Path = DBROOT) -> Path:
 # append the entry, notify every watcher (each applies up to it before it
 # answers), run it here, then give the lock back. So every live gateway
 # holds the change before the initiator is told GOOD, and no two gateways
-# append at once. A gateway that starts replays the whole log.
+# append at once. A gateway that starts replays the whole log; its module
+# holds the target (no I/O) until the agent says it serves, and again when
+# the agent's watch fails or the agent goes.
 
 DEVICE = Path("/dev/cxgbit_ext_pr")
 LINKS = Path("/sys/kernel/config/cxgbit_ext/reservations")
@@ -103,6 +105,22 @@ def link_target(iqn: str, links: Path = LINKS, lio: Path = LIO_ISCSI) -> list[Pa
 def unlink_target(iqn: str, links: Path = LINKS) -> None:
     for link in links.glob(f"{iqn}:tpgt_*"):
         link.unlink()
+
+
+def linked_targets(links: Path = LINKS) -> list[str]:
+    """The targets with a TPG linked into reservations/ (none when the
+    module is not loaded), by the TPG each link points to."""
+    if not links.is_dir():
+        return []
+    return sorted({Path(os.readlink(link)).parent.name for link in links.iterdir() if link.is_symlink()})
+
+
+def unlink_all(links: Path = LINKS) -> None:
+    """Remove every link: LIO cannot remove a linked TPG."""
+    if links.is_dir():
+        for link in links.iterdir():
+            if link.is_symlink():
+                link.unlink()
 
 
 class Channel:
@@ -206,14 +224,16 @@ def _seq(n: int) -> bytes:
 class Agent:
     """One target's reservations, shared through its log."""
 
-    def __init__(self, iqn: str, ioctx: Any, channel: Channel) -> None:
+    def __init__(self, iqn: str, ioctx: Any, channel: Channel, links: Path = LINKS, lio: Path = LIO_ISCSI) -> None:
         self.iqn, self.ioctx, self.chan = iqn, ioctx, channel
+        self.links, self.lio = links, lio  # the module's reservations/ and LIO's iSCSI targets
         self.oid = log_object(iqn)
         self.log = Log(ioctx, self.oid)
         self.me = uuid.uuid4().hex  # this agent's entries, not an earlier one's
         self.applied = 0
         self.order = threading.Lock()  # one application at a time, in order
         self.pending: dict[int, str] = {}  # the module's request id: its fields
+        self._dead: list[Any] = []  # watches whose close failed: see _unwatch
 
     def catch_up(self, upto: int, own: bool = False) -> None:
         """Have the module run every entry up to seq ``upto`` not run yet,
@@ -278,20 +298,56 @@ class Agent:
         finally:
             self.ioctx.unlock(self.oid, LOCK_NAME, cookie)
 
+    def _watch(self, lost: threading.Event) -> Any:
+        # librados calls back with the error (and, in some releases, the watch's id)
+        return self.ioctx.watch(self.oid, self._notified, lambda *err: lost.set())
+
     def serve(self, ready: Callable[[], None] = lambda: None, stop: threading.Event | None = None) -> None:
-        """Link the target, replay its log, then order its commands until stop."""
-        link_target(self.iqn)
+        """Link the target, replay its log, then order its commands until stop.
+
+        The module holds the target (serves no I/O) from its link until this
+        says serve, and again whenever its watch fails: a gateway that may
+        have missed another gateway's entry must not let a write by. A watch
+        that cannot be made again ends serve with the error (and the module,
+        the channel closed, holds the target)."""
+        link_target(self.iqn, self.links, self.lio)
         self.log.ensure()
-        watch = self.ioctx.watch(self.oid, self._notified)
+        lost = threading.Event()
+        watch = self._watch(lost)
         try:
             self.catch_up(self.log.head())
+            self.chan.say(f"serve {self.iqn}")
             log.info("%s: %d entries applied; serving", self.iqn, self.applied)
             ready()
             while stop is None or not stop.is_set():
+                if lost.is_set():
+                    self.chan.say(f"hold {self.iqn}")
+                    log.warning("%s: the log's watch failed: held until caught up again", self.iqn)
+                    lost.clear()
+                    dead, watch = watch, None
+                    self._unwatch(dead)
+                    watch = self._watch(lost)
+                    self.catch_up(self.log.head())
+                    self.chan.say(f"serve {self.iqn}")
+                    log.info("%s: %d entries applied; serving again", self.iqn, self.applied)
                 try:
                     line = self.chan.outs.get(timeout=1)
                 except queue.Empty:
                     continue
                 self.handle(line)
         finally:
+            if watch is not None:
+                with contextlib.suppress(AgentError):
+                    self._unwatch(watch)
+
+    def _unwatch(self, watch: Any) -> None:
+        """Close a watch. librados frees it even when the close fails (a
+        blocklisted client), but python3-rados (16.2) then closes it again
+        when the object goes, after it was freed: such a watch is kept
+        (until the caller shuts the cluster handle down, after which it is
+        not closed again) and the agent ends."""
+        try:
             watch.close()
+        except rados.Error as e:
+            self._dead.append(watch)
+            raise AgentError(f"{self.oid}: the log's watch failed and is gone ({e}): start the agent again") from e

@@ -238,6 +238,10 @@ int cxe_spr_parse(char *line, size_t len, struct cxe_spr_msg *m)
 		m->verb = CXE_SPR_FAIL;
 		if (parse_u64(next_word(&s), ~0ULL, &m->id))
 			return -EINVAL;
+	} else if (!strcmp(verb, "serve") || !strcmp(verb, "hold")) {
+		m->verb = verb[0] == 's' ? CXE_SPR_SERVE : CXE_SPR_HOLD;
+		if (parse_name(next_word(&s), m->nx.target))
+			return -EINVAL;
 	} else if (!strcmp(verb, "apply")) {
 		m->verb = CXE_SPR_APPLY;
 		if (parse_u64(next_word(&s), ~0ULL, &m->tag) ||
@@ -248,4 +252,18 @@ int cxe_spr_parse(char *line, size_t len, struct cxe_spr_msg *m)
 		return -EINVAL;
 	}
 	return s ? -EINVAL : 0;
+}
+
+bool cxe_spr_held_allows(const u8 *cdb)
+{
+	switch (cdb[0]) {
+	case 0x12:	/* INQUIRY */
+	case 0xa0:	/* REPORT LUNS */
+	case 0x03:	/* REQUEST SENSE */
+		return true;
+	case 0xa3:	/* MAINTENANCE IN: REPORT TARGET PORT GROUPS only */
+		return (cdb[1] & 0x1f) == 0x0a;
+	default:
+		return false;
+	}
 }

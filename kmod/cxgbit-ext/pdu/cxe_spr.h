@@ -10,6 +10,11 @@
  *	what run or apply did: LIO's sense_reason_t, 0 for GOOD; "gone"
  *	for a run whose command was no longer waiting
  * The agent writes, one line per write():
+ *   serve <target>	target's linked TPGs serve: the agent has applied
+ *			the cluster's log. A TPG is held (serves only what
+ *			cxe_spr_held_allows() lets by) from its link until
+ *			then, and again on hold or when the agent closes.
+ *   hold <target>	target's linked TPGs are held
  *   run <id> <tag>	run request id's command now, on itself
  *   fail <id>		fail it (LOGICAL UNIT COMMUNICATION FAILURE)
  *   apply <tag> <target> <tpgt> <lun> <initiator> <isid> <cdb> <param>
@@ -36,6 +41,8 @@ enum cxe_spr_verb {
 	CXE_SPR_RUN = 1,
 	CXE_SPR_FAIL,
 	CXE_SPR_APPLY,
+	CXE_SPR_SERVE,
+	CXE_SPR_HOLD,
 };
 
 struct cxe_spr_nexus {
@@ -50,7 +57,7 @@ struct cxe_spr_msg {
 	enum cxe_spr_verb	verb;
 	u64			id;	/* run, fail */
 	u64			tag;	/* run, apply */
-	struct cxe_spr_nexus	nx;	/* apply */
+	struct cxe_spr_nexus	nx;	/* apply; serve and hold: target */
 	u8			cdb[CXE_SPR_CDB_LEN];
 	u32			plen;
 	const u8		*param;	/* apply: decoded in place in the line */
@@ -67,6 +74,15 @@ int cxe_spr_parse(char *line, size_t len, struct cxe_spr_msg *m);
 int cxe_spr_format_out(char *buf, size_t size, u64 id,
 		       const struct cxe_spr_nexus *nx, const u8 *cdb,
 		       const u8 *param, u32 plen);
+
+/*
+ * Whether a held TPG serves this command: what a path checker and ALUA's
+ * handler ask (INQUIRY, REPORT LUNS, REQUEST SENSE, REPORT TARGET PORT
+ * GROUPS), as LIO serves them in the ALUA transitioning state. Everything
+ * else reads or changes the logical unit, whose reservations a held
+ * gateway may not have yet.
+ */
+bool cxe_spr_held_allows(const u8 *cdb);
 
 /* A "done" line (ret < 0: "gone"): its length, or -ENOSPC. */
 int cxe_spr_format_done(char *buf, size_t size, u64 tag, int ret);

@@ -2,7 +2,8 @@
 /*
  * libFuzzer on the agent channel's parser (pdu/cxe_spr.c): any bytes the
  * agent writes are parsed without reading or writing outside the line,
- * and an accepted apply's parameter list lies inside it.
+ * an accepted apply's parameter list lies inside it, and a serve or
+ * hold names a target of at most CXE_SPR_NAME_MAX - 1 bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,8 +22,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!line)
 		return 0;
 	memcpy(line, data, size);
-	if (!cxe_spr_parse(line, size, &m) && m.verb == CXE_SPR_APPLY && m.plen &&
+	if (cxe_spr_parse(line, size, &m)) {
+		free(line);
+		return 0;
+	}
+	if (m.verb == CXE_SPR_APPLY && m.plen &&
 	    (m.param < (const u8 *)line || m.param + m.plen > (const u8 *)line + size))
+		abort();
+	if ((m.verb == CXE_SPR_SERVE || m.verb == CXE_SPR_HOLD) &&
+	    (!m.nx.target[0] || strnlen(m.nx.target, CXE_SPR_NAME_MAX) >= CXE_SPR_NAME_MAX))
 		abort();
 	free(line);
 	return 0;

@@ -69,6 +69,50 @@ static void test_run_fail_done(void)
 	CHECK(cxe_spr_format_done(line, 6, 8, 0) == -ENOSPC);
 }
 
+static void test_serve_and_hold(void)
+{
+	struct cxe_spr_msg m;
+
+	CHECK(!parse("serve iqn.2026-11.org.x:t\n", &m));
+	CHECK(m.verb == CXE_SPR_SERVE && !strcmp(m.nx.target, "iqn.2026-11.org.x:t"));
+	CHECK(!parse("hold iqn.2026-11.org.x:t", &m));
+	CHECK(m.verb == CXE_SPR_HOLD && !strcmp(m.nx.target, "iqn.2026-11.org.x:t"));
+}
+
+/* What a held TPG serves: the commands LIO serves while transitioning */
+static void test_held_allows(void)
+{
+	u8 cdb[16] = { 0 };
+	int op, allowed = 0;
+
+	cdb[0] = 0x12;
+	CHECK(cxe_spr_held_allows(cdb));	/* INQUIRY */
+	cdb[0] = 0xa0;
+	CHECK(cxe_spr_held_allows(cdb));	/* REPORT LUNS */
+	cdb[0] = 0x03;
+	CHECK(cxe_spr_held_allows(cdb));	/* REQUEST SENSE */
+	cdb[0] = 0xa3;
+	cdb[1] = 0x0a;
+	CHECK(cxe_spr_held_allows(cdb));	/* REPORT TARGET PORT GROUPS */
+	cdb[1] = 0xea;				/* the service action's 5 bits */
+	CHECK(cxe_spr_held_allows(cdb));
+	cdb[1] = 0x0c;				/* REPORT SUPPORTED OPERATION CODES */
+	CHECK(!cxe_spr_held_allows(cdb));
+	cdb[1] = 0;
+	/* TEST UNIT READY, READ, WRITE, PERSISTENT RESERVE IN/OUT, ... held */
+	for (op = 0; op < 256; op++) {
+		cdb[0] = (u8)op;
+		allowed += cxe_spr_held_allows(cdb);
+	}
+	CHECK(allowed == 3);
+	cdb[0] = 0x00;
+	CHECK(!cxe_spr_held_allows(cdb));
+	cdb[0] = 0x5e;
+	CHECK(!cxe_spr_held_allows(cdb));
+	cdb[0] = 0x5f;
+	CHECK(!cxe_spr_held_allows(cdb));
+}
+
 static void test_malformed_lines_are_refused(void)
 {
 	static const char *const bad[] = {
@@ -85,6 +129,8 @@ static void test_malformed_lines_are_refused(void)
 		"apply 1 iqn.a\t1 0 iqn.b 233d00000001 5f010500000000001800 -",
 		"apply 1 iqn.a 1 0 iqn.\x7f 233d00000001 5f010500000000001800 -",
 		"run 1 2\nrun 3 4",
+		"serve", "serve ", "hold", "serve iqn.a 1", "serve iqn.a ", "Serve iqn.a",
+		"serve iqn.\x7f", "hold  iqn.a",
 	};
 	static char name[CXE_SPR_NAME_MAX + 1], line[CXE_SPR_LINE_MAX + 64];
 	struct cxe_spr_msg m;
@@ -113,6 +159,8 @@ int main(void)
 {
 	test_out_reads_back_as_apply();
 	test_run_fail_done();
+	test_serve_and_hold();
+	test_held_allows();
 	test_malformed_lines_are_refused();
 	printf("test_spr: %d checks, %d failures\n", checks, failures);
 	return failures != 0;
