@@ -23,6 +23,7 @@ import rados
 from cxgbit_ext import reservations
 
 IQN = "iqn.2026-11.org.cxgbit-ext:agents"
+WATCH_IQN = "iqn.2026-11.org.cxgbit-ext:watch"  # a log of its own
 FIELDS = IQN + " {tpgt} 0 iqn.2026-11.org.cxgbit-ext:node-{node} 23d00000000{node} 5f000000000000001800 {param}"
 events: list[str] = []
 lock = threading.Lock()
@@ -69,8 +70,8 @@ def watch_lost(conf: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         links, lio = Path(d) / "links", Path(d) / "iscsi"
         links.mkdir()
-        (lio / IQN / "tpgt_1").mkdir(parents=True)
-        a = reservations.Agent(IQN, cluster.open_ioctx("rbd"), rec, links, lio)  # type: ignore[arg-type]
+        (lio / WATCH_IQN / "tpgt_1").mkdir(parents=True)
+        a = reservations.Agent(WATCH_IQN, cluster.open_ioctx("rbd"), rec, links, lio)  # type: ignore[arg-type]
         ended: list[str] = []
 
         def serve() -> None:

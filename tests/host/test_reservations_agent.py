@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +31,20 @@ def _entries(lines: list[str]) -> list[tuple[int, str]]:
     return out
 
 
-@pytest.mark.timeout(300)
-def test_agents_share_one_order_and_apply_before_the_origin_runs(tmp_path: Path) -> None:
-    cluster = Cluster(tmp_path / "ceph", netns=f"cxe-ceph-pr{os.getpid()}", addr="198.18.22.1/24")
-    cluster.start()
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One cluster for the module's tests (a start costs ~15 s)."""
+    c = Cluster(tmp_path_factory.mktemp("pr") / "ceph", netns=f"cxe-ceph-pr{os.getpid()}", addr="198.18.22.1/24")
+    c.start()
     try:
-        p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), timeout=240)
+        yield c
     finally:
-        cluster.stop()
+        c.stop()
+
+
+@pytest.mark.timeout(300)
+def test_agents_share_one_order_and_apply_before_the_origin_runs(cluster: Cluster) -> None:
+    p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), timeout=240)
     got = json.loads(p.stdout)
     print(json.dumps(got, indent=1))
     assert got["head"] == 4 and got["applied"] == [4, 4, 4]
@@ -61,16 +68,11 @@ def test_agents_share_one_order_and_apply_before_the_origin_runs(tmp_path: Path)
 
 
 @pytest.mark.timeout(300)
-def test_a_lost_watch_holds_the_target(tmp_path: Path) -> None:
-    cluster = Cluster(tmp_path / "ceph", netns=f"cxe-ceph-pw{os.getpid()}", addr="198.18.23.1/24")
-    cluster.start()
-    try:
-        p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), "watch", timeout=240)
-    finally:
-        cluster.stop()
+def test_a_lost_watch_holds_the_target(cluster: Cluster) -> None:
+    p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), "watch", timeout=240)
     got = json.loads(p.stdout)
     print(json.dumps(got, indent=1))
-    iqn = "iqn.2026-11.org.cxgbit-ext:agents"
+    iqn = "iqn.2026-11.org.cxgbit-ext:watch"
     assert got["linked"] == [f"{iqn}:tpgt_1"]
     # serve once the (empty) log is applied; hold first thing once the watch fails
     assert got["lines"][:3] == [f"serve {iqn}", "(ready)", f"hold {iqn}"], got["lines"]

@@ -350,6 +350,7 @@ def test_a_sharing_target_serves_only_while_its_agent_serves(neighbour: None) ->
         other.close()
 
 
+@pytest.mark.dealt  # the links made again are user space's; the hold is the test above's
 def test_a_restored_gateway_is_held_until_its_agent_serves(gateway: None, tmp_path: Path) -> None:
     saved = ("--file", str(tmp_path / "cxgbit-ext.json"), "--lio", str(tmp_path / "saveconfig.json"))
     with topo.in_netns():
