@@ -26,7 +26,9 @@
  *
  * A linked TPG is held from its link until the agent says it serves
  * (once it has applied the cluster's log), and again when the agent says
- * hold or closes the channel: a gateway that may lack another gateway's
+ * hold, closes the channel, or does not renew the serve within
+ * CXE_SPR_LEASE_S (a hung agent, or one whose watch of the log is stale
+ * and so stops renewing): a gateway that may lack another gateway's
  * reservation must not let a write by. A held TPG answers every command
  * but those cxe_spr_held_allows() names NOT READY, ASYMMETRIC ACCESS
  * STATE TRANSITION, as LIO answers in that ALUA state: initiators retry,
@@ -64,7 +66,8 @@ struct cxe_spr_tpg {
 	struct list_head	node;		/* cxe_spr.tpgs, RCU */
 	struct config_item	*item;		/* the link's target */
 	struct se_portal_group	*se_tpg;
-	bool			serving;	/* written under tpgs_lock */
+	/* jiffies the serve lasts until, 0 when held; under tpgs_lock */
+	unsigned long		serve_until;
 	struct rcu_head		rcu;
 };
 
@@ -111,6 +114,13 @@ static struct {
 	.tpgs		= LIST_HEAD_INIT(cxe_spr.tpgs),
 };
 
+static bool cxe_spr_serves(const struct cxe_spr_tpg *t)
+{
+	unsigned long until = READ_ONCE(t->serve_until);
+
+	return until && time_before(jiffies, until);
+}
+
 static enum cxe_spr_state cxe_spr_state_of(struct se_portal_group *se_tpg)
 {
 	enum cxe_spr_state state = CXE_SPR_UNLINKED;
@@ -119,7 +129,7 @@ static enum cxe_spr_state cxe_spr_state_of(struct se_portal_group *se_tpg)
 	rcu_read_lock();
 	list_for_each_entry_rcu(t, &cxe_spr.tpgs, node) {
 		if (t->se_tpg == se_tpg) {
-			state = READ_ONCE(t->serving) ? CXE_SPR_SERVING : CXE_SPR_HELD;
+			state = cxe_spr_serves(t) ? CXE_SPR_SERVING : CXE_SPR_HELD;
 			break;
 		}
 	}
@@ -404,8 +414,9 @@ static const struct target_core_fabric_ops cxe_spr_icmd_ops = {
 };
 
 /*
- * serve or hold <target>: every linked TPG of it (-ENOENT for none), or
- * with target NULL every linked TPG (hold, when the agent goes)
+ * serve (for the lease) or hold <target>: every linked TPG of it (-ENOENT
+ * for none), or with target NULL every linked TPG (hold, when the agent
+ * goes)
  */
 static int cxe_spr_set_serving(const char *target, bool serving)
 {
@@ -418,12 +429,15 @@ static int cxe_spr_set_serving(const char *target, bool serving)
 
 		if (target && strcmp(tpg->se_tpg_tfo->tpg_get_wwn(tpg), target))
 			continue;
-		if (t->serving != serving)
+		/* a renewal says nothing; an expired lease was held */
+		if (cxe_spr_serves(t) != serving)
 			pr_info("reservations of %s tpgt %u %s\n",
 				tpg->se_tpg_tfo->tpg_get_wwn(tpg),
 				tpg->se_tpg_tfo->tpg_get_tag(tpg),
 				serving ? "served" : "held");
-		WRITE_ONCE(t->serving, serving);
+		/* never 0 while serving: 0 is held */
+		WRITE_ONCE(t->serve_until,
+			   serving ? (jiffies + CXE_SPR_LEASE_S * HZ) | 1 : 0);
 		ret = 0;
 	}
 	mutex_unlock(&cxe_spr.tpgs_lock);

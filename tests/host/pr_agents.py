@@ -3,13 +3,15 @@ three agents of one target on a real RADOS log, each with its own client
 (so its own watch), the module's channel stood in for by a recorder.
 Prints one JSON object: every line each agent's module got, in order, and
 the global order of the runs and applies. With ``watch``: one agent
-serving (configfs stood in for by directories) until its client is
-blocklisted: what its module got, and how serve ended."""
+serving (configfs stood in for by directories) until its watch is lost:
+what its module was told, and how serve ended."""
 
 from __future__ import annotations
 
 import json
+import os
 import queue
+import signal
 import sys
 import tempfile
 import threading
@@ -60,23 +62,30 @@ def agent(conf: str, name: str) -> tuple[reservations.Agent, Recorder, object]:
     return a, rec, (cluster, ioctx, watch)
 
 
-def watch_lost(conf: str) -> None:
-    """An agent serves; its client is blocklisted (its watch fails, as a
-    gateway cut off from the cluster sees): its module must be told hold
-    before anything else, and serve must end (the channel then closes)."""
+def watch_lost(conf: str, how: str, osd: int) -> None:
+    """An agent serves until its watch of the log goes: its client is
+    blocklisted (``blocklist``: the watch fails and cannot be made again,
+    serve must end) or the cluster stops answering for 20 s (``stall``, the
+    OSD stopped, as a gateway cut off from the cluster sees it: the watch
+    goes stale). Its module must be told hold first, and serve again only
+    once it has watched again (``stall``). Prints what the module was told
+    (runs collapsed, each with the seconds since the loss began)."""
     cluster = rados.Rados(conffile=conf)
     cluster.connect()
     rec = Recorder("gw1")
+    said: list[tuple[float, str]] = []
+    rec.say = lambda line: said.append((time.monotonic(), line))  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as d:
         links, lio = Path(d) / "links", Path(d) / "iscsi"
         links.mkdir()
         (lio / WATCH_IQN / "tpgt_1").mkdir(parents=True)
         a = reservations.Agent(WATCH_IQN, cluster.open_ioctx("rbd"), rec, links, lio)  # type: ignore[arg-type]
         ended: list[str] = []
+        stop = threading.Event()
 
         def serve() -> None:
             try:
-                a.serve(ready=lambda: rec.say("(ready)"))
+                a.serve(ready=lambda: rec.say("(ready)"), stop=stop)
                 ended.append("returned")
             except (reservations.AgentError, rados.Error) as e:
                 ended.append(f"{type(e).__name__}: {e}")
@@ -84,33 +93,48 @@ def watch_lost(conf: str) -> None:
         t = threading.Thread(target=serve, daemon=True)
         t.start()
         end = time.monotonic() + 30
-        while "(ready)" not in rec.lines and time.monotonic() < end:
+        while not any(line == "(ready)" for _, line in said) and time.monotonic() < end:
             time.sleep(0.1)
+        time.sleep(3)  # renewals
         linked = sorted(p.name for p in links.iterdir())
         admin = rados.Rados(conffile=conf)
         admin.connect()
         t0 = time.monotonic()
-        while True:
-            try:
-                admin.blocklist_add(cluster.get_addrs(), 600)
-                break
-            except rados.PermissionError:
-                # a monitor now and then refuses a command (EPERM) before
-                # it is sent (testbed/ceph.py, Cluster.run): ask again
-                if time.monotonic() - t0 > 30:
-                    raise
-                time.sleep(0.2)
-        t.join(120)
-        seconds = round(time.monotonic() - t0, 1)
+        if how == "blocklist":
+            while True:
+                try:
+                    admin.blocklist_add(cluster.get_addrs(), 600)
+                    break
+                except rados.PermissionError:
+                    # a monitor now and then refuses a command (EPERM) before
+                    # it is sent (testbed/ceph.py, Cluster.run): ask again
+                    if time.monotonic() - t0 > 30:
+                        raise
+                    time.sleep(0.2)
+            t.join(120)
+        else:
+            os.kill(osd, signal.SIGSTOP)
+            time.sleep(20)
+            os.kill(osd, signal.SIGCONT)
+            end = time.monotonic() + 90
+            while time.monotonic() < end and [line for _, line in said][-1].startswith("hold"):
+                time.sleep(0.5)
+            time.sleep(3)
+            stop.set()
+            t.join(120)
         cluster.shutdown()  # as the agent's command does: see Agent._unwatch
         admin.shutdown()
-        print(json.dumps({"lines": rec.lines, "ended": ended, "linked": linked, "seconds": seconds}))
+        runs: list[list[object]] = []
+        for when, line in said:
+            if not runs or runs[-1][0] != line:
+                runs.append([line, round(when - t0, 1)])
+        print(json.dumps({"said": runs, "ended": ended, "linked": linked}))
 
 
 def main() -> None:
     conf = sys.argv[sys.argv.index("-c") + 1]
-    if "watch" in sys.argv:
-        watch_lost(conf)
+    if sys.argv[1] == "watch":
+        watch_lost(conf, sys.argv[2], int(sys.argv[3]))
         return
     a1, r1, h1 = agent(conf, "gw1")
     a2, r2, h2 = agent(conf, "gw2")

@@ -4,8 +4,9 @@ cluster (testbed/ceph.py), the module stood in for by a recorder
 log's order, its own as run and the others' as apply; the others apply an
 entry before its gateway runs it (before the initiator hears GOOD); two
 gateways appending at once still get one order; a gateway started later
-replays the log; an agent whose watch fails tells its module to hold the
-target. The module's side is tests/vm/test_shared_reservations.py."""
+replays the log; an agent whose watch of the log fails or goes stale tells
+its module to hold the target, and to serve again once it is live. The
+module's side is tests/vm/test_shared_reservations.py."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from testbed.ceph import Cluster
+
+WATCH_IQN = "iqn.2026-11.org.cxgbit-ext:watch"  # pr_agents.py's
 
 HERE = Path(__file__).resolve().parent
 
@@ -68,16 +72,40 @@ def test_agents_share_one_order_and_apply_before_the_origin_runs(cluster: Cluste
 
 
 @pytest.mark.timeout(300)
-def test_a_lost_watch_holds_the_target(cluster: Cluster) -> None:
-    p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), "watch", timeout=240)
-    got = json.loads(p.stdout)
+def lost_watch(cluster: Cluster, how: str) -> dict[str, Any]:
+    osd = next(p for p in cluster._pids() if b"ceph-osd" in Path(f"/proc/{p}/cmdline").read_bytes())
+    p = cluster.run(sys.executable, str(HERE / "pr_agents.py"), "watch", how, str(osd), timeout=240)
+    got: dict[str, Any] = json.loads(p.stdout)
     print(json.dumps(got, indent=1))
-    iqn = "iqn.2026-11.org.cxgbit-ext:watch"
-    assert got["linked"] == [f"{iqn}:tpgt_1"]
-    # serve once the (empty) log is applied; hold first thing once the watch fails
-    assert got["lines"][:3] == [f"serve {iqn}", "(ready)", f"hold {iqn}"], got["lines"]
-    assert f"serve {iqn}" not in got["lines"][2:], "served again on a blocklisted client"
-    assert len(got["ended"]) == 1 and got["ended"][0] != "returned", got["ended"]
+    assert got["linked"] == [f"{WATCH_IQN}:tpgt_1"]
+    return got
+
+
+@pytest.mark.timeout(300)
+def test_a_failed_watch_holds_the_target(cluster: Cluster) -> None:
+    got = lost_watch(cluster, "blocklist")
+    # serve once the (empty) log is applied, renewed; hold first thing once the watch fails
+    said = [line for line, _ in got["said"]]
+    assert said == [f"serve {WATCH_IQN}", "(ready)", f"serve {WATCH_IQN}", f"hold {WATCH_IQN}"], got["said"]
+    assert got["said"][-1][1] < 10, "held late"
+    assert len(got["ended"]) == 1 and got["ended"][0] != "returned", "served on, blocklisted"
+
+
+@pytest.mark.timeout(300)
+def test_a_stale_watch_holds_the_target_until_it_is_live_again(cluster: Cluster) -> None:
+    """The cluster silent for 20 s (its OSD stopped): the agent stops
+    renewing and holds within STALE_S of the watch's last confirmation
+    (librados confirms every 5 s), then serves again once it has watched
+    again and caught up."""
+    from cxgbit_ext.reservations import RENEW_S, STALE_S
+
+    got = lost_watch(cluster, "stall")
+    said = [line for line, _ in got["said"]]
+    assert said[-3:] == [f"serve {WATCH_IQN}", f"hold {WATCH_IQN}", f"serve {WATCH_IQN}"], got["said"]
+    held, back = got["said"][-2][1], got["said"][-1][1]
+    assert STALE_S - 5 <= held <= STALE_S + RENEW_S + 1, f"held {held} s after the cluster went silent"
+    assert back >= 20, "served again while the cluster was still silent"
+    assert got["ended"] == ["returned"]
 
 
 def test_serve_says_why_it_cannot_start(capsys: pytest.CaptureFixture[str]) -> None:

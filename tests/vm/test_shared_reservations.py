@@ -25,10 +25,13 @@ The backstore is a RAM disk (brd) standing for the mapped RBD image."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import select
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,7 +44,7 @@ from iscsi_initiator import pr
 from iscsi_initiator.session import Connection, ScsiError
 from testbed import topo
 
-from .conftest import CFS, insmod, offloaded_peers
+from .conftest import CFS, TOP, insmod, offloaded_peers
 from .test_gateway_layout import cli
 
 IQN = "iqn.2026-11.org.cxgbit-ext:spr"
@@ -56,6 +59,8 @@ TCM_UNSUPPORTED_SCSI_OPCODE, TCM_LOGICAL_UNIT_COMMUNICATION_FAILURE = 0x02, 0x0A
 TUR = bytes(6)
 # NOT READY, LOGICAL UNIT NOT ACCESSIBLE, ASYMMETRIC ACCESS STATE TRANSITION
 HELD = (2, (0x04, 0x0A))
+# how long a serve lasts, the module's rule
+LEASE_S = int(re.search(r"#define CXE_SPR_LEASE_S\s+(\d+)", (TOP / "kmod/cxgbit-ext/pdu/cxe_spr.h").read_text())[1])
 NEIGHBOUR = "iqn.2026-11.org.cxgbit-ext:neighbour"
 
 
@@ -65,6 +70,30 @@ class Agent:
     def __init__(self) -> None:
         self.fd = os.open(DEV, os.O_RDWR | os.O_NONBLOCK)
         self.buf = b""
+        self.renewing: threading.Event | None = None
+
+    def serve(self, iqn: str = IQN) -> None:
+        """Serve iqn, renewed every second (the module's lease is 3 s), as
+        the agent does while its watch of the log is live."""
+        self.say(f"serve {iqn}")
+        self.stop_renewing()
+        stop = self.renewing = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(1):
+                with contextlib.suppress(OSError):
+                    self.say(f"serve {iqn}")
+
+        threading.Thread(target=renew, daemon=True).start()
+
+    def stop_renewing(self) -> None:
+        if self.renewing is not None:
+            self.renewing.set()
+            self.renewing = None
+
+    def hold(self, iqn: str = IQN) -> None:
+        self.stop_renewing()
+        self.say(f"hold {iqn}")
 
     def line(self, timeout: float = 20) -> str:
         end = time.monotonic() + timeout
@@ -93,6 +122,7 @@ class Agent:
         return self.done(tag)
 
     def close(self) -> None:
+        self.stop_renewing()
         os.close(self.fd)
 
 
@@ -118,7 +148,7 @@ def gateway(lio: None, module_ko: Path) -> Iterator[None]:
 @pytest.fixture
 def agent(gateway: None) -> Iterator[Agent]:
     a = Agent()
-    a.say(f"serve {IQN}")
+    a.serve()
     try:
         yield a
     finally:
@@ -227,7 +257,7 @@ def test_without_an_agent_a_sharing_target_refuses_and_others_keep_lio(gateway: 
     try:
         agent = Agent()
         try:
-            agent.say(f"serve {IQN}")
+            agent.serve()
             pool = ThreadPoolExecutor(1)
             pending: Future[None] = pool.submit(pr.prout, a, pr.REGISTER, 0, 0xA0A)
             assert agent.line().startswith("out ")
@@ -321,12 +351,18 @@ def test_a_sharing_target_serves_only_while_its_agent_serves(neighbour: None) ->
             for bad in (f"serve {NEIGHBOUR}", "serve", f"serve {IQN} 1", f"hold {NEIGHBOUR}"):
                 with pytest.raises(OSError):
                     agent.say(bad)
-            agent.say(f"serve {IQN}")
+            agent.serve()
             assert io_held(a) == served
-            agent.say(f"hold {IQN}")
+            agent.hold()
             assert io_held(a) == everything_held
             assert io_held(other) == served
-            agent.say(f"serve {IQN}")
+            agent.serve()
+            assert io_held(a) == served
+            # an agent that stops renewing (hung, or its watch stale) is held once the lease runs out
+            agent.stop_renewing()
+            time.sleep(LEASE_S + 1)
+            assert io_held(a) == everything_held, "served on past the lease"
+            agent.serve()
             assert io_held(a) == served
         finally:
             agent.close()
@@ -336,12 +372,12 @@ def test_a_sharing_target_serves_only_while_its_agent_serves(neighbour: None) ->
         # not said it applied that target's log
         agent = Agent()
         try:
-            agent.say(f"serve {IQN}")
+            agent.serve()
             assert io_held(a) == served
             (LINKS / f"{IQN}:tpgt_1").unlink()
             (LINKS / "gw1").symlink_to(TPGS / "tpgt_1")
             assert io_held(a) == everything_held, "a TPG linked anew served at once"
-            agent.say(f"serve {IQN}")
+            agent.serve()
             assert io_held(a) == served
         finally:
             agent.close()
@@ -365,7 +401,7 @@ def test_a_restored_gateway_is_held_until_its_agent_serves(gateway: None, tmp_pa
         assert io_held(a) == {"tur": True, "read": True, "write": True, "prin": True}, "served before its agent"
         agent = Agent()
         try:
-            agent.say(f"serve {IQN}")
+            agent.serve()
             assert io_held(a) == {"tur": False, "read": False, "write": False, "prin": False}
         finally:
             agent.close()

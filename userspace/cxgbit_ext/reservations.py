@@ -70,7 +70,16 @@ LINKS = Path("/sys/kernel/config/cxgbit_ext/reservations")
 LIO_ISCSI = Path("/sys/kernel/config/target/iscsi")
 LOCK_NAME = "append"
 LOCK_SECONDS = 30  # a lock holder that died lets go after this
-NOTIFY_MS = 10_000  # a gateway that has not applied within this is reported
+# A gateway serves while its module's lease (CXE_SPR_LEASE_S, 3 s) runs:
+# its agent renews it every RENEW_S while its watch of the log is live, that
+# is confirmed by the cluster within STALE_S (librados confirms it every 5 s).
+# A gateway cut off from the cluster is so held within STALE_S + RENEW_S + 3 s
+# of the watch's last confirmation, which came before the cut: a notify that
+# waits NOTIFY_MS, longer than that, finds every gateway that has not
+# answered held, and the command it orders runs only then.
+RENEW_S = 1.0
+STALE_S = 7.0
+NOTIFY_MS = 15_000
 HEAD = "head"
 
 
@@ -234,6 +243,11 @@ class Agent:
         self.order = threading.Lock()  # one application at a time, in order
         self.pending: dict[int, str] = {}  # the module's request id: its fields
         self._dead: list[Any] = []  # watches whose close failed: see _unwatch
+        self._state = threading.Lock()  # _serving and _watching, and the serve/hold lines
+        self._serving = False
+        self._watching: Any = None
+        self._lost = threading.Event()  # the watch failed or went stale: watch again
+        self._done = threading.Event()
 
     def catch_up(self, upto: int, own: bool = False) -> None:
         """Have the module run every entry up to seq ``upto`` not run yet,
@@ -298,37 +312,69 @@ class Agent:
         finally:
             self.ioctx.unlock(self.oid, LOCK_NAME, cookie)
 
-    def _watch(self, lost: threading.Event) -> Any:
+    def _watch(self) -> Any:
         # librados calls back with the error (and, in some releases, the watch's id)
-        return self.ioctx.watch(self.oid, self._notified, lambda *err: lost.set())
+        return self.ioctx.watch(self.oid, self._notified, lambda *err: self._lose(f"its watch failed {err}"))
+
+    def _lose(self, why: str) -> None:
+        """Hold the target: the log's watch is not live."""
+        with self._state:
+            if self._serving:
+                self._serving = False
+                self.chan.say(f"hold {self.iqn}")
+                log.warning("%s: %s: held until caught up again", self.iqn, why)
+            self._lost.set()
+
+    def _renew(self) -> None:
+        """The module's serve lease, renewed while the watch is live."""
+        while not self._done.wait(RENEW_S):
+            with self._state:
+                if not self._serving or self._watching is None:
+                    continue
+                try:
+                    age = self._watching.check().total_seconds()
+                except rados.Error as e:
+                    age, why = None, f"its watch failed ({e})"
+                if age is not None and age <= STALE_S:
+                    self.chan.say(f"serve {self.iqn}")
+                    continue
+            self._lose(why if age is None else f"its watch was last confirmed {age:.1f} s ago")
+
+    def _caught_up(self) -> None:
+        """Apply the log as it is now, then serve."""
+        self.catch_up(self.log.head())
+        with self._state:
+            self._serving = True
+            self.chan.say(f"serve {self.iqn}")
 
     def serve(self, ready: Callable[[], None] = lambda: None, stop: threading.Event | None = None) -> None:
         """Link the target, replay its log, then order its commands until stop.
 
         The module holds the target (serves no I/O) from its link until this
-        says serve, and again whenever its watch fails: a gateway that may
-        have missed another gateway's entry must not let a write by. A watch
-        that cannot be made again ends serve with the error (and the module,
-        the channel closed, holds the target)."""
+        says serve, and again whenever the log's watch fails or goes stale
+        (RENEW_S, STALE_S above): a gateway that may have missed another
+        gateway's entry must not let a write by. It then watches again and
+        catches up before it serves. A watch that cannot be made again ends
+        serve with the error (and the module, the channel closed, holds the
+        target)."""
         link_target(self.iqn, self.links, self.lio)
         self.log.ensure()
-        lost = threading.Event()
-        watch = self._watch(lost)
+        self._watching = self._watch()
+        renewer = threading.Thread(target=self._renew, name="cxgbit-ext-pr-lease", daemon=True)
         try:
-            self.catch_up(self.log.head())
-            self.chan.say(f"serve {self.iqn}")
+            self._caught_up()
+            renewer.start()
             log.info("%s: %d entries applied; serving", self.iqn, self.applied)
             ready()
             while stop is None or not stop.is_set():
-                if lost.is_set():
-                    self.chan.say(f"hold {self.iqn}")
-                    log.warning("%s: the log's watch failed: held until caught up again", self.iqn)
-                    lost.clear()
-                    dead, watch = watch, None
-                    self._unwatch(dead)
-                    watch = self._watch(lost)
-                    self.catch_up(self.log.head())
-                    self.chan.say(f"serve {self.iqn}")
+                if self._lost.is_set():
+                    self._lost.clear()
+                    with self._state:
+                        dead, self._watching = self._watching, None
+                    if dead is not None:
+                        self._unwatch(dead)
+                    self._watching = self._watch()
+                    self._caught_up()
                     log.info("%s: %d entries applied; serving again", self.iqn, self.applied)
                 try:
                     line = self.chan.outs.get(timeout=1)
@@ -336,18 +382,20 @@ class Agent:
                     continue
                 self.handle(line)
         finally:
-            if watch is not None:
-                with contextlib.suppress(AgentError):
-                    self._unwatch(watch)
+            self._done.set()
+            if renewer.is_alive():
+                renewer.join()
+            if self._watching is not None:
+                self._unwatch(self._watching)
 
     def _unwatch(self, watch: Any) -> None:
         """Close a watch. librados frees it even when the close fails (a
-        blocklisted client), but python3-rados (16.2) then closes it again
-        when the object goes, after it was freed: such a watch is kept
-        (until the caller shuts the cluster handle down, after which it is
-        not closed again) and the agent ends."""
+        blocklisted client, a watch the cluster dropped), but python3-rados
+        (16.2) then closes it again when the object goes, after it was
+        freed: such a watch is kept until the caller has shut the cluster
+        handle down (python3-rados closes nothing after that)."""
         try:
             watch.close()
         except rados.Error as e:
+            log.info("%s: closing its old watch: %s", self.iqn, e)
             self._dead.append(watch)
-            raise AgentError(f"{self.oid}: the log's watch failed and is gone ({e}): start the agent again") from e

@@ -10,10 +10,14 @@
  *	what run or apply did: LIO's sense_reason_t, 0 for GOOD; "gone"
  *	for a run whose command was no longer waiting
  * The agent writes, one line per write():
- *   serve <target>	target's linked TPGs serve: the agent has applied
- *			the cluster's log. A TPG is held (serves only what
+ *   serve <target>	target's linked TPGs serve for the next
+ *			CXE_SPR_LEASE_S seconds: the agent has applied the
+ *			cluster's log and its watch of the log is live. It
+ *			says so again every second or so while that holds.
+ *			A TPG is held (serves only what
  *			cxe_spr_held_allows() lets by) from its link until
- *			then, and again on hold or when the agent closes.
+ *			then, and again once its lease runs out, on hold, or
+ *			when the agent closes.
  *   hold <target>	target's linked TPGs are held
  *   run <id> <tag>	run request id's command now, on itself
  *   fail <id>		fail it (LOGICAL UNIT COMMUNICATION FAILURE)
@@ -34,6 +38,8 @@
 #define CXE_SPR_CDB_LEN		10
 #define CXE_SPR_ISID_LEN	6
 #define CXE_SPR_PARAM_MAX	4096	/* the longest parameter list carried */
+/* how long a serve holds: an agent that stops saying it is held soon */
+#define CXE_SPR_LEASE_S		3
 /* the longest line either side writes, newline included */
 #define CXE_SPR_LINE_MAX	(2 * CXE_SPR_NAME_MAX + 2 * CXE_SPR_PARAM_MAX + 128)
 
