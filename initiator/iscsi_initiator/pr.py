@@ -1,6 +1,6 @@
 """SCSI-3 persistent reservations (SPC-4 6.15, 6.16) over a Connection:
-PERSISTENT RESERVE OUT's CDB and basic parameter list, PERSISTENT RESERVE
-IN's READ KEYS and READ RESERVATION answers."""
+PERSISTENT RESERVE OUT's CDB, its basic parameter list and REGISTER AND
+MOVE's, PERSISTENT RESERVE IN's READ KEYS and READ RESERVATION answers."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .session import Connection, ScsiError
 PR_IN, PR_OUT = 0x5E, 0x5F
 # service actions of PERSISTENT RESERVE OUT
 REGISTER, RESERVE, RELEASE, CLEAR, PREEMPT, PREEMPT_AND_ABORT, REGISTER_AND_IGNORE = 0, 1, 2, 3, 4, 5, 6
+REGISTER_AND_MOVE = 7
 # of PERSISTENT RESERVE IN
 READ_KEYS, READ_RESERVATION = 0, 1
 # reservation types
@@ -31,6 +32,21 @@ def out_cdb(action: int, rtype: int = 0, length: int = PARAM_LEN) -> bytes:
 def out_params(key: int, sa_key: int = 0, aptpl: bool = False) -> bytes:
     """The basic parameter list: reservation key, service action key."""
     return struct.pack(">QQ4xBx2x", key, sa_key, 1 if aptpl else 0)
+
+
+def iscsi_port_id(initiator: str, isid: bytes) -> bytes:
+    """The TransportID of an iSCSI initiator port (SPC-4 7.6.4.6, format
+    01b): its name and ISID, NUL-terminated, padded to a multiple of 4."""
+    port = f"{initiator},i,0x{isid.hex()}".encode() + b"\0"
+    port += bytes(-len(port) % 4)
+    return struct.pack(">BxH", 0x40 | 0x05, len(port)) + port
+
+
+def move_params(key: int, sa_key: int, rtpi: int, port_id: bytes, unreg: bool = False) -> bytes:
+    """REGISTER AND MOVE's parameter list (SPC-4 6.16.4): the reservation
+    goes, with a registration of ``sa_key``, to the I_T nexus of initiator
+    port ``port_id`` and relative target port ``rtpi``."""
+    return struct.pack(">QQxBHI", key, sa_key, 2 if unreg else 0, rtpi, len(port_id)) + port_id
 
 
 def prout(c: Connection, action: int, key: int = 0, sa_key: int = 0, rtype: int = 0, lun: int = 0) -> None:

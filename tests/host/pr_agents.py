@@ -26,6 +26,9 @@ from cxgbit_ext import reservations
 
 IQN = "iqn.2026-11.org.cxgbit-ext:agents"
 WATCH_IQN = "iqn.2026-11.org.cxgbit-ext:watch"  # a log of its own
+# how long "stall" keeps the cluster silent: past a stale watch's hold (STALE_S + RENEW_S after
+# its last confirmation, at most 5 s before the stall)
+STALL_S = 12
 FIELDS = IQN + " {tpgt} 0 iqn.2026-11.org.cxgbit-ext:node-{node} 23d00000000{node} 5f000000000000001800 {param}"
 events: list[str] = []
 lock = threading.Lock()
@@ -65,7 +68,7 @@ def agent(conf: str, name: str) -> tuple[reservations.Agent, Recorder, object]:
 def watch_lost(conf: str, how: str, osd: int) -> None:
     """An agent serves until its watch of the log goes: its client is
     blocklisted (``blocklist``: the watch fails and cannot be made again,
-    serve must end) or the cluster stops answering for 20 s (``stall``, the
+    serve must end) or the cluster stops answering for STALL_S (``stall``, the
     OSD stopped, as a gateway cut off from the cluster sees it: the watch
     goes stale). Its module must be told hold first, and serve again only
     once it has watched again (``stall``). Prints what the module was told
@@ -114,7 +117,7 @@ def watch_lost(conf: str, how: str, osd: int) -> None:
             t.join(120)
         else:
             os.kill(osd, signal.SIGSTOP)
-            time.sleep(20)
+            time.sleep(STALL_S)
             os.kill(osd, signal.SIGCONT)
             end = time.monotonic() + 90
             while time.monotonic() < end and [line for _, line in said][-1].startswith("hold"):

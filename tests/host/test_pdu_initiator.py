@@ -471,3 +471,17 @@ def test_scsi_error_reads_both_sense_formats() -> None:
     assert (e.sense_key, e.asc_ascq, e.information) == (0x0B, (0x10, 0x03), 320)
     assert ScsiError(2, 0, desc[:8]).information is None
     assert (ScsiError(2, 0, b"").sense_key, ScsiError(2, 0, b"").asc_ascq) == (-1, (-1, -1))
+
+
+def test_register_and_move_parameters_follow_spc4() -> None:
+    """REGISTER AND MOVE's list (SPC-4 6.16.4) and the iSCSI initiator
+    port TransportID (7.6.4.6, format 01b) the VM tests hand LIO."""
+    from iscsi_initiator import pr
+
+    tid = pr.iscsi_port_id("iqn.x:a", bytes.fromhex("23d000000001"))
+    body = b"iqn.x:a,i,0x23d000000001\0"
+    assert tid[:4] == bytes([0x45, 0]) + (28).to_bytes(2, "big")  # iSCSI, format 01b; 25 bytes padded to 28
+    assert tid[4:] == body + bytes(3) and len(tid) % 4 == 0
+    p = pr.move_params(0xB0B, 0xA0A, 1, tid, unreg=True)
+    assert struct.unpack(">QQxBHI", p[:24]) == (0xB0B, 0xA0A, 2, 1, len(tid)) and p[24:] == tid
+    assert pr.out_cdb(pr.REGISTER_AND_MOVE, pr.WRITE_EXCLUSIVE, len(p))[:3] == bytes([0x5F, 7, 1])

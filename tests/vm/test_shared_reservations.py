@@ -199,6 +199,33 @@ def test_a_remote_nexus_reservation_is_held_and_enforced_here(agent: Agent) -> N
         a.close()
 
 
+def test_register_and_move_through_a_remote_nexus(agent: Agent) -> None:
+    """Node B, the holder through gateway 2, moves its reservation to node
+    A's I_T nexus through gateway 1 (relative port 1, as gateway create
+    pins it): A holds it here and writes. A's nexus is registered first:
+    LIO's REGISTER AND MOVE to a nexus that is not puts a device entry's
+    reference twice, stock or not (upstream/0013-*)."""
+    a = node_a()
+    try:
+        reg = pr.out_params(0, 0xB0B)
+        assert agent.apply(1, NODE_B, B_ISID, 2, pr.out_cdb(pr.REGISTER), reg) == "0"
+        assert agent.apply(4, NODE_A, a.isid.hex(), 1, pr.out_cdb(pr.REGISTER), pr.out_params(0, 0xA01)) == "0"
+        assert (
+            agent.apply(2, NODE_B, B_ISID, 2, pr.out_cdb(pr.RESERVE, pr.WRITE_EXCLUSIVE), pr.out_params(0xB0B)) == "0"
+        )
+        assert conflict(a)
+        move = pr.move_params(0xB0B, 0xA0A, 1, pr.iscsi_port_id(NODE_A, a.isid))
+        got = agent.apply(3, NODE_B, B_ISID, 2, pr.out_cdb(pr.REGISTER_AND_MOVE, pr.WRITE_EXCLUSIVE, len(move)), move)
+        assert got == "0", f"LIO's sense reason {got}"
+        held = pr.read_reservation(a)
+        assert (held.key, held.rtype) == (0xA0A, pr.WRITE_EXCLUSIVE), held
+        # A's key is the move's; B stays registered (UNREG 0)
+        assert sorted(pr.read_keys(a)[1]) == [0xA0A, 0xB0B]
+        assert not conflict(a), "node A, the reservation's new holder, was refused"
+    finally:
+        a.close()
+
+
 def test_a_local_prout_waits_for_the_agent(agent: Agent) -> None:
     a, watcher = node_a(), node_a()
     pool = ThreadPoolExecutor(1)
