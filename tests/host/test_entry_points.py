@@ -38,6 +38,7 @@ SCRIPTS = (
     "upstream/reproducers/mcs_mixed_transports.py",
     "upstream/reproducers/erl2_waiting_session.py",
     "upstream/reproducers/erl2_time2retain_expiry.py",
+    "upstream/reproducers/register_and_move_new_registration.py",
 )
 # executable, but started in a guest by testbed/run under .venv's python, not typed by a user
 GUEST_SCRIPTS = ("perf/target_vm.py", "perf/initiator_vm.py", "perf/scaleout_guest.py", "perf/rbd_backstores_guest.py")
