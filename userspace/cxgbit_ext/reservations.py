@@ -80,6 +80,9 @@ LOCK_SECONDS = 30  # a lock holder that died lets go after this
 RENEW_S = 1.0
 STALE_S = 7.0
 NOTIFY_MS = 15_000
+# The cluster drops a watch not confirmed for this long (Ceph's default is
+# 30 s): a notify waits for a dead gateway's watch until then at most.
+WATCH_S = 10
 HEAD = "head"
 
 
@@ -314,7 +317,7 @@ class Agent:
 
     def _watch(self) -> Any:
         # librados calls back with the error (and, in some releases, the watch's id)
-        return self.ioctx.watch(self.oid, self._notified, lambda *err: self._lose(f"its watch failed {err}"))
+        return self.ioctx.watch(self.oid, self._notified, lambda *err: self._lose(f"its watch failed {err}"), WATCH_S)
 
     def _lose(self, why: str) -> None:
         """Hold the target: the log's watch is not live."""
