@@ -19,7 +19,7 @@ VMTESTS ?= tests/vm
 # kind of host (1076-1147 s); a host that runs TCG slower on the day
 # (2026-11-30: both batches reached 2100 s at 93 % and 75 %) still finishes.
 VMTIMEOUT ?= 3000
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 20
 
 .PHONY: all deps modules check-kmod host-test lint vm-test scale-out test demo conformance fuzz-vm cxgb4-test debug-test soak perf-deps perf perf-micro deb deb-previous package-test clean
 
@@ -140,12 +140,14 @@ cxgb4-test: modules
 # PDU suite (every PDU path and digest, through soft0 and through the
 # cxgb4 glue on the stand-in) and the fuzz, T10-PI made as write data is
 # placed and in the PDU layer's own pass, the glue's connections,
-# recovery and detach, rmmod and resets under load. Left out, and why:
+# recovery and detach, rmmod and resets under load, shared reservations'
+# held commands, internal nexuses and agent channel. Left out, and why:
 # tests/README.md ("The debug kernels").
 DEBUG_TESTS ?= tests/vm/test_module.py tests/vm/test_example_backend.py tests/vm/test_steering.py \
 	tests/vm/test_adapters.py tests/vm/test_netdev_identity.py tests/vm/test_robustness.py \
 	tests/vm/test_cxgb4_conns.py tests/vm/test_cxgb4sim.py tests/vm/test_pdu_suite.py \
-	tests/vm/test_pdu_fuzz.py tests/vm/test_per_target.py tests/vm/test_pi.py tests/vm/test_fault_injection.py
+	tests/vm/test_pdu_fuzz.py tests/vm/test_per_target.py tests/vm/test_pi.py tests/vm/test_fault_injection.py \
+	tests/vm/test_shared_reservations.py
 DEBUG_KVERS = $(addsuffix -dbg,$(KVERS))
 DEBUG_TIMEOUT ?= 10800
 debug-test:

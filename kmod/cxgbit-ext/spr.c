@@ -68,6 +68,7 @@ struct cxe_spr_tpg {
 	struct se_portal_group	*se_tpg;
 	/* jiffies the serve lasts until, 0 when held; under tpgs_lock */
 	unsigned long		serve_until;
+	int			applying;	/* applies using it; written under tpgs_lock */
 	struct rcu_head		rcu;
 };
 
@@ -102,7 +103,13 @@ static struct {
 	struct list_head	lines;
 	u64			next_id;
 	wait_queue_head_t	wait;
-	struct mutex		tpgs_lock;	/* tpgs' writers; apply */
+	/*
+	 * tpgs' writers and each entry's applying. Never held while LIO runs
+	 * a command: REGISTER AND MOVE and SPEC_I_PT take configfs locks,
+	 * which configfs holds around allow_link.
+	 */
+	struct mutex		tpgs_lock;
+	wait_queue_head_t	applied;	/* an entry's applying fell to 0 */
 	struct list_head	tpgs;
 	struct workqueue_struct	*wq;
 } cxe_spr = {
@@ -111,6 +118,7 @@ static struct {
 	.lines		= LIST_HEAD_INIT(cxe_spr.lines),
 	.wait		= __WAIT_QUEUE_HEAD_INITIALIZER(cxe_spr.wait),
 	.tpgs_lock	= __MUTEX_INITIALIZER(cxe_spr.tpgs_lock),
+	.applied	= __WAIT_QUEUE_HEAD_INITIALIZER(cxe_spr.applied),
 	.tpgs		= LIST_HEAD_INIT(cxe_spr.tpgs),
 };
 
@@ -444,7 +452,7 @@ static int cxe_spr_set_serving(const char *target, bool serving)
 	return ret;
 }
 
-static struct se_portal_group *cxe_spr_find_tpg(const char *target, u16 tpgt)
+static struct cxe_spr_tpg *cxe_spr_find_tpg(const char *target, u16 tpgt)
 {
 	struct cxe_spr_tpg *t;
 
@@ -454,9 +462,33 @@ static struct se_portal_group *cxe_spr_find_tpg(const char *target, u16 tpgt)
 
 		if (tpg->se_tpg_tfo->tpg_get_tag(tpg) == tpgt &&
 		    !strcmp(tpg->se_tpg_tfo->tpg_get_wwn(tpg), target))
-			return tpg;
+			return t;
 	}
 	return NULL;
+}
+
+/*
+ * The linked TPG target/tpgt for an apply, NULL when there is none: its
+ * link (which pins the TPG) is not dropped until cxe_spr_put_tpg()
+ */
+static struct cxe_spr_tpg *cxe_spr_get_tpg(const char *target, u16 tpgt)
+{
+	struct cxe_spr_tpg *t;
+
+	mutex_lock(&cxe_spr.tpgs_lock);
+	t = cxe_spr_find_tpg(target, tpgt);
+	if (t)
+		WRITE_ONCE(t->applying, t->applying + 1);
+	mutex_unlock(&cxe_spr.tpgs_lock);
+	return t;
+}
+
+static void cxe_spr_put_tpg(struct cxe_spr_tpg *t)
+{
+	mutex_lock(&cxe_spr.tpgs_lock);
+	WRITE_ONCE(t->applying, t->applying - 1);
+	mutex_unlock(&cxe_spr.tpgs_lock);
+	wake_up(&cxe_spr.applied);
 }
 
 /*
@@ -469,6 +501,7 @@ static struct se_portal_group *cxe_spr_find_tpg(const char *target, u16 tpgt)
 static sense_reason_t cxe_spr_apply(const struct cxe_spr_msg *m)
 {
 	struct se_portal_group *tpg;
+	struct cxe_spr_tpg *t;
 	struct se_node_acl *nacl;
 	struct se_session *se_sess;
 	struct iscsit_session *sess;
@@ -480,19 +513,19 @@ static sense_reason_t cxe_spr_apply(const struct cxe_spr_msg *m)
 
 	if (m->cdb[0] != PERSISTENT_RESERVE_OUT)
 		return TCM_UNSUPPORTED_SCSI_OPCODE;
-	mutex_lock(&cxe_spr.tpgs_lock);
-	tpg = cxe_spr_find_tpg(m->nx.target, m->nx.tpgt);
-	if (!tpg) {
+	t = cxe_spr_get_tpg(m->nx.target, m->nx.tpgt);
+	if (!t) {
 		pr_warn_ratelimited("reservations: %s tpgt %u is not linked\n",
 				    m->nx.target, m->nx.tpgt);
-		goto out_unlock;
+		return ret;
 	}
+	tpg = t->se_tpg;
 	nacl = core_tpg_check_initiator_node_acl(tpg, (unsigned char *)m->nx.initiator);
 	if (!nacl) {
 		/* neither an ACL of the initiator nor demo mode: no registration */
 		pr_warn_ratelimited("reservations: %s has no ACL in %s tpgt %u\n",
 				    m->nx.initiator, m->nx.target, m->nx.tpgt);
-		goto out_unlock;
+		goto out_put;
 	}
 	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
 	ic = kzalloc(sizeof(*ic), GFP_KERNEL);
@@ -539,8 +572,8 @@ out_free:
 	kfree(param);
 	kfree(ic);
 	kfree(sess);
-out_unlock:
-	mutex_unlock(&cxe_spr.tpgs_lock);
+out_put:
+	cxe_spr_put_tpg(t);
 	return ret;
 }
 
@@ -751,6 +784,8 @@ static void cxe_spr_drop_link(struct config_item *src, struct config_item *targe
 	mutex_unlock(&cxe_spr.tpgs_lock);
 	if (!found)
 		return;
+	/* the link pins the TPG: until no apply uses it */
+	wait_event(cxe_spr.applied, !READ_ONCE(found->applying));
 	kfree_rcu(found, rcu);
 	module_put(THIS_MODULE);
 }
