@@ -457,8 +457,22 @@ def test_a_segment_past_the_chips_limit_drops_the_connection(c4_target: str) -> 
 
 def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
     """open-iscsi at QD32 with digests through the chip, with a stock
-    session on tgt1 writing at the same time: both verify."""
+    session on tgt1 writing at the same time: both verify.
+
+    LIO's DataOut timeout (3 s from each R2T; a node ACL's attribute,
+    which a dynamic ACL keeps at its default) can expire behind fio's 32
+    writes in flight through the stand-in under TCG (seen on 6.1 in make
+    test: the session recovered and verified, on a new connection whose
+    counters then missed the first writes): the initiator gets an ACL of
+    its own with 30 s, as test_cxgb4sim's sessions on a debug kernel."""
+    from rtslib_fb import FabricModule, MappedLUN, NodeACL
+
     off, stock = f"{OFF.tgt_ip}:3260", f"{STOCK.tgt_ip}:3260"
+    tpg = next(iter(next(t for t in FabricModule("iscsi").targets if t.wwn == IQN).tpgs))
+    acl = NodeACL(tpg, iscsiadm.INITIATORNAME.read_text().split("=", 1)[1].strip())
+    for lun in tpg.luns:
+        MappedLUN(acl, lun.lun, lun)
+    acl.set_attribute("dataout_timeout", "30")
     try:
         for portal in (off, stock):
             iscsiadm.discover(portal)
@@ -477,6 +491,7 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
         assert placed + copied >= 8 * topology.MiB and placed > copied, conn
     finally:
         iscsiadm.logout(IQN)
+        acl.delete()
     tids_back("a TID was not given back after logout")
 
 
