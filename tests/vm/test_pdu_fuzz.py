@@ -333,6 +333,10 @@ class Fuzzing:
         return self.run
 
 
+# bounded by STUCK_AFTER_S, not by the suite's default 300 s: the count
+# takes longer on a loaded host (274 s and over 300 s on 6.1 in make test,
+# 2026-12-01), which is no fault of the code under test
+@pytest.mark.timeout(int(STUCK_AFTER_S) + 300)
 @pytest.mark.parametrize("path", ["offload", "stock"])
 def test_seeded_malformed_pdus(
     path: str, request: pytest.FixtureRequest, background_fio: suite.BackgroundFio, lio_core: str
