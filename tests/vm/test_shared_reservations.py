@@ -33,7 +33,7 @@ import select
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -307,10 +307,11 @@ def test_without_an_agent_a_sharing_target_refuses_and_others_keep_lio(gateway: 
         a.close()
 
 
-def held(c: Connection, cdb: bytes, length: int) -> bool:
-    """Whether c's command ``cdb`` (reading up to ``length`` bytes) is held."""
+def held(command: Callable[[], object]) -> bool:
+    """Whether command() is held (NOT READY 04h/0Ah) rather than served;
+    any other error fails the test."""
     try:
-        c.scsi_in(cdb, length)
+        command()
     except ScsiError as e:
         assert (e.sense_key, e.asc_ascq) == HELD, e
         return True
@@ -319,19 +320,12 @@ def held(c: Connection, cdb: bytes, length: int) -> bool:
 
 def io_held(c: Connection) -> dict[str, bool]:
     """Each kind of command through c: held (True) or served."""
-    got = {"tur": held(c, TUR, 0), "read": held(c, bytes.fromhex("28000000000000000100"), 512)}
-    try:
-        c.scsi_write(16, os.urandom(512))
-        got["write"] = False
-    except ScsiError as e:
-        assert (e.sense_key, e.asc_ascq) == HELD, e
-        got["write"] = True
-    try:
-        pr.read_keys(c)
-        got["prin"] = False
-    except ScsiError as e:
-        assert (e.sense_key, e.asc_ascq) == HELD, e
-        got["prin"] = True
+    got = {
+        "tur": held(lambda: c.scsi_in(TUR, 0)),
+        "read": held(lambda: c.scsi_in(bytes.fromhex("28000000000000000100"), 512)),
+        "write": held(lambda: c.scsi_write(16, os.urandom(512))),
+        "prin": held(lambda: pr.read_keys(c)),
+    }
     # what a path checker and ALUA's handler ask is answered in any state
     c.scsi_in(bytes.fromhex("120000006000"), 96)  # INQUIRY
     c.scsi_in(bytes.fromhex("a30a00000000000002000000"), 512)  # REPORT TARGET PORT GROUPS
