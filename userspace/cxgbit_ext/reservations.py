@@ -21,7 +21,7 @@ import select
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,40 +99,48 @@ class AgentError(Exception):
     pass
 
 
+def _links(links: Path) -> Iterator[tuple[Path, Path]]:
+    """Each link in reservations/ with the TPG it points to: a link is
+    known by what it points to, never by its name (anything may be)."""
+    if links.is_dir():
+        for link in links.iterdir():
+            if link.is_symlink():
+                yield link, Path(os.readlink(link))
+
+
 def link_target(iqn: str, links: Path = LINKS, lio: Path = LIO_ISCSI) -> list[Path]:
     """Link every TPG of target ``iqn`` into the module's reservations/
-    (a TPG already linked stays); the links."""
+    (a TPG already linked stays, under its name); the links."""
     tpgs = sorted((lio / iqn).glob("tpgt_*"))
     if not tpgs:
         raise AgentError(f"no target {iqn} with TPGs in {lio}")
+    have = {tpg.name: link for link, tpg in _links(links) if tpg.parent.name == iqn}
     made = []
     for tpg in tpgs:
-        link = links / f"{iqn}:{tpg.name}"
-        if not link.is_symlink():
+        link = have.get(tpg.name)
+        if link is None:
+            link = links / f"{iqn}:{tpg.name}"
             link.symlink_to(tpg)
         made.append(link)
     return made
 
 
 def unlink_target(iqn: str, links: Path = LINKS) -> None:
-    for link in links.glob(f"{iqn}:tpgt_*"):
-        link.unlink()
+    for link, tpg in _links(links):
+        if tpg.parent.name == iqn:
+            link.unlink()
 
 
 def linked_targets(links: Path = LINKS) -> list[str]:
     """The targets with a TPG linked into reservations/ (none when the
-    module is not loaded), by the TPG each link points to."""
-    if not links.is_dir():
-        return []
-    return sorted({Path(os.readlink(link)).parent.name for link in links.iterdir() if link.is_symlink()})
+    module is not loaded)."""
+    return sorted({tpg.parent.name for _, tpg in _links(links)})
 
 
 def unlink_all(links: Path = LINKS) -> None:
     """Remove every link: LIO cannot remove a linked TPG."""
-    if links.is_dir():
-        for link in links.iterdir():
-            if link.is_symlink():
-                link.unlink()
+    for link, _ in _links(links):
+        link.unlink()
 
 
 class Channel:
