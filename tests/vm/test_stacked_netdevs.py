@@ -277,7 +277,8 @@ def wait_for(cond: Callable[[], bool], why: str, timeout: float = 30) -> None:
 
 def _verify(dev: str) -> object:
     try:
-        # several passes over the LUN so that I/O outlasts the failover on any host
-        return fio.write_verify(dev, size="16M", bs="64k", iodepth=8, loops=8)
+        # the link goes down after 64 of a pass's 256 writes: two more
+        # passes keep I/O going past the failover, and each is verified
+        return fio.write_verify(dev, size="16M", bs="64k", iodepth=8, loops=3)
     except (fio.FioError, OSError) as e:
         return e
