@@ -292,6 +292,31 @@ def test_a_connection_joins_its_leads_session() -> None:
                 s_.close()
 
 
+@pytest.mark.parametrize("operational_only", [False, True])
+def test_a_login_without_authentication_may_start_in_the_operational_stage(operational_only: bool) -> None:
+    """By default a login goes through security negotiation (AuthMethod
+    None) first; operational_only sends every key in one CSG 1 request
+    to full feature phase, and neither sends a key twice."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        c = Connection("127.0.0.1", srv.getsockname()[1], timeout=5)
+        t = srv.accept()[0]
+        try:
+            with ThreadPoolExecutor(1) as ex:
+                done = ex.submit(answer_login, t, 7, 1)
+                c.login("iqn.i", "iqn.t", operational_only=operational_only)
+                reqs = done.result()
+        finally:
+            t.close()
+            c.close()
+    stages = [(r.flags >> 2 & 3, r.flags & 3) for r in reqs]
+    assert stages == ([(1, 3)] if operational_only else [(0, 1), (1, 3)])
+    keys = [k for r in reqs for k in decode_keys(r.data)]
+    assert len(keys) == len(set(keys)), keys
+    assert {"InitiatorName", "SessionType", "TargetName", "HeaderDigest", "MaxBurstLength"} <= set(keys)
+    assert ("AuthMethod" in keys) is not operational_only
+    assert c.full_feature and c.tsih == 7
+
+
 # -- the malformed-PDU generator -------------------------------------------------
 
 

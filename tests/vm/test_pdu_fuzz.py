@@ -211,7 +211,8 @@ class Fuzzing:
                 conns.append(Connection(suite.ip_of(self.path), timeout=10))
                 if self.erl and self.isid:
                     conns[0].isid = self.isid
-                conns[0].login(INITIATOR, PDU_IQN, params)
+                # one round trip: the fuzz logs in some 2,500 times
+                conns[0].login(INITIATOR, PDU_IQN, params, operational_only=True)
                 self.isid = conns[0].isid
                 if self.erl:
                     conns.append(Connection(suite.ip_of(self.path), timeout=10))
