@@ -384,7 +384,8 @@ def test_lun_reset_under_io_offloaded(offload_target: None) -> None:
         before = lu_resets()
         writes0, _ = busy(dev)
         with ThreadPoolExecutor(1) as pool:
-            job = pool.submit(fio.write_verify, dev, "64M", "64k")  # the whole LUN
+            # the reset goes out at the first write seen: 16 MiB is far past it
+            job = pool.submit(fio.write_verify, dev, "16M", "64k")
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not job.done():
                 writes, inflight = busy(dev)
@@ -401,7 +402,7 @@ def test_lun_reset_under_io_offloaded(offload_target: None) -> None:
                 os.close(fd)
             assert not job.done(), "fio ended before the reset went out: not under I/O"
             (res,) = job.result()
-        assert res.write_bytes == 64 * topology.MiB
+        assert res.write_bytes == 16 * topology.MiB
         assert lu_resets() == before + 1
         assert peer in offloaded_peers()  # the same connection, still offloaded
     finally:
