@@ -27,6 +27,7 @@ SCRIPTS = (
     "testbed/scaleout",
     "perf/run",
     "perf/scaleout",
+    "perf/failover",
     "perf/rbd_backstores",
     "upstream/reproducers/extended_cdb_ahs.py",
     "upstream/reproducers/immediate_data_without_w.py",
