@@ -81,6 +81,9 @@ def test_images_are_spread_over_the_gateways_unless_owners_are_given() -> None:
         ({"port": 70000}, "not a TCP port"),
         ({"backstore": "rbd"}, "backstore 'rbd': one of iblock, user:rbd"),
         ({"shared": True, "offload": False}, "shared reservations need the offloaded portal"),
+        ({"cmd_time_out": 10}, "--cmd-time-out is user:rbd's"),
+        ({"cmd_time_out": 30, "backstore": "user:rbd"}, "--cmd-time-out 30: 1 to 29 s, below Linux initiators' 30 s"),
+        ({"cmd_time_out": 0, "backstore": "user:rbd"}, "--cmd-time-out 0: 1 to 29 s"),
     ],
 )
 def test_bad_layout_is_refused(kw: dict[str, object], why: str) -> None:
@@ -100,6 +103,10 @@ def test_expected_layout_enables_and_offloads_the_local_tpg_only() -> None:
     assert want["backstore"] == "iblock" and gateway.expected(layout(index=2, backstore="user:rbd")) != want
     # so is sharing reservations: a gateway laid out without cannot be "already laid out" with
     assert not want["shared"] and gateway.expected(layout(index=2, shared=True)) == {**want, "shared": True}
+    # and user:rbd's command timeout: the default, or the one given
+    assert want["cmd_time_out"] is None
+    assert gateway.expected(layout(index=2, backstore="user:rbd"))["cmd_time_out"] == gateway.USER_CMD_TIME_OUT
+    assert gateway.expected(layout(index=2, backstore="user:rbd", cmd_time_out=8))["cmd_time_out"] == 8
 
 
 def test_ipv6_portals_are_named_as_lio_lists_them() -> None:

@@ -295,7 +295,7 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
             raise gateway.GatewayError(f"gateway create needs {', '.join(missing)}")
         layout = gateway.Layout(iqn=a.iqn, images=tuple(a.rbd), portals=tuple(a.portals), index=a.gateway,
                                 owners=tuple(a.owner or ()), port=a.port, offload=a.offload,
-                                backstore=a.backstore, shared=a.reservations)  # fmt: skip
+                                backstore=a.backstore, shared=a.reservations, cmd_time_out=a.cmd_time_out)  # fmt: skip
         made = gateway.create(layout, devs=tuple(a.dev or ()))
         have = gateway.describe(a.iqn)
         images = range(len(layout.images))
@@ -469,6 +469,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--backstore", choices=tuple(gateway.BACKSTORES), default="iblock",
                    help="iblock on the krbd-mapped image (default), or user:rbd through tcmu-runner")  # fmt: skip
     g.add_argument("--no-offload", dest="offload", action="store_false", help="this gateway's portal stays stock TCP")
+    g.add_argument("--cmd-time-out", type=int, metavar="S",
+                   help="user:rbd: seconds before LIO fails a command tcmu-runner has not answered, which "
+                        "dm-multipath then retries on another gateway "
+                        f"(default {gateway.USER_CMD_TIME_OUT})")  # fmt: skip
     g.add_argument("--reservations", action="store_true",
                    help="the gateways share SCSI reservations: this gateway serves nothing until "
                         "'cxgbit-ext reservations serve' has applied the cluster's log")  # fmt: skip

@@ -77,6 +77,9 @@ BACKSTORES = {"iblock": "block", "user:rbd": "user"}
 # (below Linux initiators' 30 s SCSI timeout), and before it fails one
 # waiting for room in tcmu-runner's ring (ceph-iscsi's qfull_timeout)
 USER_CMD_TIME_OUT = 20
+# Linux initiators' SCSI command timeout: a cmd_time_out at or above it
+# leaves a command to the initiator's error handling
+INITIATOR_SCSI_TIMEOUT = 30
 USER_QFULL_TIME_OUT = 5
 
 
@@ -98,6 +101,7 @@ class Layout:
     offload: bool = True
     backstore: str = "iblock"  # or "user:rbd"
     shared: bool = False  # reservations shared by the gateways (module docstring)
+    cmd_time_out: int | None = None  # user:rbd's, seconds; None: USER_CMD_TIME_OUT
 
     def check(self) -> None:
         """Raise GatewayError unless the layout makes sense."""
@@ -132,6 +136,19 @@ class Layout:
             raise GatewayError("shared reservations need the offloaded portal (drop --no-offload)")
         if self.backstore not in BACKSTORES:
             raise GatewayError(f"backstore {self.backstore!r}: one of {', '.join(BACKSTORES)}")
+        if self.cmd_time_out is not None:
+            if self.backstore != "user:rbd":
+                raise GatewayError("--cmd-time-out is user:rbd's (LIO's timeout for tcmu-runner's answers)")
+            if not 1 <= self.cmd_time_out < INITIATOR_SCSI_TIMEOUT:
+                raise GatewayError(f"--cmd-time-out {self.cmd_time_out}: 1 to {INITIATOR_SCSI_TIMEOUT - 1} s, below "
+                                   f"Linux initiators' {INITIATOR_SCSI_TIMEOUT} s SCSI command timeout")  # fmt: skip
+
+    @property
+    def user_cmd_time_out(self) -> int | None:
+        """LIO's cmd_time_out for the layout's storage objects (user:rbd's only)."""
+        if self.backstore != "user:rbd":
+            return None
+        return USER_CMD_TIME_OUT if self.cmd_time_out is None else self.cmd_time_out
 
     @property
     def lio_portals(self) -> tuple[str, ...]:
@@ -220,7 +237,10 @@ def describe(iqn: str) -> dict[str, Any]:
     by_plugin = {v: k for k, v in BACKSTORES.items()}
     backstore = ",".join(sorted(by_plugin.get(p, p) for p in plugins))
     shared = target.wwn in reservations.linked_targets()
-    return {"iqn": target.wwn, "backstore": backstore, "shared": shared, "tpgs": tpgs}
+    timeouts = {int(lun.storage_object.get_attribute("cmd_time_out"))
+                for tpg in target.tpgs for lun in tpg.luns if lun.storage_object.plugin == "user"}  # fmt: skip
+    cmd_time_out = timeouts.pop() if len(timeouts) == 1 else sorted(timeouts) or None
+    return {"iqn": target.wwn, "backstore": backstore, "shared": shared, "cmd_time_out": cmd_time_out, "tpgs": tpgs}
 
 
 def expected(layout: Layout) -> dict[str, Any]:
@@ -233,7 +253,8 @@ def expected(layout: Layout) -> dict[str, Any]:
             "offload": [portal] if gw == layout.index and layout.offload else [],
             "luns": {lun: (layout.so_name(lun), layout.group(lun, gw)[0]) for lun in range(len(layout.images))},
         }
-    return {"iqn": layout.iqn, "backstore": layout.backstore, "shared": layout.shared, "tpgs": tpgs}
+    return {"iqn": layout.iqn, "backstore": layout.backstore, "shared": layout.shared,
+            "cmd_time_out": layout.user_cmd_time_out, "tpgs": tpgs}  # fmt: skip
 
 
 def held_port_ids(root: Path) -> dict[int, str]:
@@ -346,7 +367,7 @@ def _storage_object(layout: Layout, lun: int, dev: str, size: int) -> BlockStora
     try:
         if layout.backstore == "user:rbd":
             # LIO takes these only while nothing exports the device
-            so.set_attribute("cmd_time_out", str(USER_CMD_TIME_OUT))
+            so.set_attribute("cmd_time_out", str(layout.user_cmd_time_out))
             so.set_attribute("qfull_time_out", str(USER_QFULL_TIME_OUT))
         for gw in range(1, len(layout.portals) + 1):
             name, gid, state = layout.group(lun, gw)
