@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -45,6 +46,13 @@ class CephError(Exception):
     """The cluster did not come up, or a command against it failed."""
 
 
+def option_problem(name: str, value: str) -> str | None:
+    """Why ``name = value`` cannot go into ceph.conf, or None."""
+    if not re.fullmatch(r"[a-z][a-z0-9_ ]*", name) or not value or "\n" in value:
+        return f"ceph option {name!r} = {value!r}: a name of a-z, 0-9, _ and a one-line value"
+    return None
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Where the cluster lives: its directory, namespace and address."""
@@ -52,6 +60,13 @@ class Cluster:
     dir: Path = DEFAULT_DIR
     netns: str = DEFAULT_NS
     addr: str = DEFAULT_ADDR
+    # more of ceph.conf's [global] (name, value), over the defaults below
+    options: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in self.options:
+            if problem := option_problem(name, value):
+                raise CephError(problem)
 
     @property
     def ip(self) -> str:
@@ -151,7 +166,7 @@ class Cluster:
             f"pid file = {d}/run/$name.pid\n"
             f"mon data = {d}/mon/$cluster-$id\n"
             f"mgr data = {d}/mgr/$cluster-$id\n"
-            f"osd data = {d}/osd/$cluster-$id\n"
+            f"osd data = {d}/osd/$cluster-$id\n" + "".join(f"{name} = {value}\n" for name, value in self.options)
         )
 
     def running(self) -> bool:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from testbed.ceph import BRIDGE
+from testbed.ceph import BRIDGE, option_problem
 
 TOP = Path(__file__).resolve().parent.parent
 GUESTS = {  # name: (tap, mac, address on the cluster's bridge)
@@ -42,6 +42,26 @@ FAILURE_NAMES = {
 }
 # the most gateways a run can have (one guest each in GUESTS)
 MAX_GATEWAYS = 3
+# The cluster settings a gateway's failover depends on, as the testbed's
+# cluster has them and as docs/usage.md recommends them (NAME, VALUE);
+# none: Ceph's defaults.
+CEPH_OPTIONS: tuple[tuple[str, str], ...] = ()
+
+
+def ceph_options(given: list[str] | None) -> tuple[tuple[str, str], ...]:
+    """The cluster's options from NAME=VALUE arguments; CEPH_OPTIONS when
+    none is given."""
+    if not given:
+        return CEPH_OPTIONS
+    out = []
+    for arg in given:
+        name, eq, value = (part.strip() for part in arg.partition("="))
+        if not eq:
+            raise ValueError(f"--ceph-option {arg!r}: NAME=VALUE")
+        if problem := option_problem(name, value):
+            raise ValueError(f"--ceph-option {arg!r}: {problem}")
+        out.append((name, value))
+    return tuple(out)
 
 
 def guest_names(gateways: int = 2) -> list[str]:

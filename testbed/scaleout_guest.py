@@ -172,7 +172,8 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     # the initiator checks against the plan's owners
     create = (*cli, "gateway", "create", "--iqn", plan["iqn"], "--rbd", ",".join(plan["images"]),
               "--portals", portals, "--gateway", str(n), "--backstore", backstore,
-              *(("--reservations",) if plan.get("reservations") else ()))  # fmt: skip
+              *(("--reservations",) if plan.get("reservations") else ()),
+              *(("--cmd-time-out", str(plan["cmd_time_out"])) if plan.get("cmd_time_out") else ()))  # fmt: skip
     log(sh(*create).strip())
     again = sh(*create)
     assert again.startswith("already laid out"), again

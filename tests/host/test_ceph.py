@@ -24,11 +24,15 @@ from testbed.ceph import BRIDGE, PREFLIGHT_REFUSED, CephError, Cluster, _alive, 
 
 
 def test_cluster_serves_rbd_refuses_a_second_start_and_stops_clean(tmp_path: Path) -> None:
-    cluster = Cluster(tmp_path / "ceph", netns=f"cxe-ceph-t{os.getpid()}", addr="198.18.21.1/24")
+    cluster = Cluster(tmp_path / "ceph", netns=f"cxe-ceph-t{os.getpid()}", addr="198.18.21.1/24",
+                      options=(("osd_client_watch_timeout", "12"),))  # fmt: skip
     cluster.start()
     try:
         pids = cluster._pids()
         assert len(pids) == 3, f"mon, mgr and osd should be running: {pids}"
+        asok = tmp_path / "ceph/run/osd.0.asok"
+        got = cluster.run("ceph", "--admin-daemon", str(asok), "config", "get", "osd_client_watch_timeout")
+        assert json.loads(got.stdout) == {"osd_client_watch_timeout": "12"}, "the option did not reach the OSD"
 
         with pytest.raises(CephError, match="already set up"):
             cluster.start()
@@ -152,3 +156,10 @@ def test_a_monitor_that_keeps_refusing_fails_in_time(monkeypatch: pytest.MonkeyP
     with pytest.raises(CephError, match=PREFLIGHT_REFUSED):
         Cluster(tmp_path / "ceph", netns="cxe-ceph-none").ceph("health", timeout=1)
     assert 2 <= fake.calls <= 10
+
+
+@pytest.mark.parametrize("option", [("osd client\nwatch", "1"), ("Bad-Name", "1"), ("osd_x", ""), ("osd_x", "1\n2")])
+def test_a_malformed_option_is_refused_before_anything_starts(tmp_path: Path, option: tuple[str, str]) -> None:
+    with pytest.raises(CephError, match="ceph option"):
+        Cluster(tmp_path / "ceph", netns="cxe-ceph-none", options=(option,))
+    assert not (tmp_path / "ceph").exists()

@@ -28,6 +28,9 @@ def _netns() -> list[str]:
         (["--backstore", "iblock", "--failures", "cut,disable"], "cut must be the last failure"),
         (["--gateways", "4"], "invalid choice: 4"),
         (["--images", "-1"], "--images: at least one"),
+        (["--ceph-option", "osd_client_watch_timeout"], "NAME=VALUE"),
+        (["--ceph-option", "Bad-Name=1"], "a name of a-z"),
+        (["--cmd-time-out", "10"], "--cmd-time-out: only with --backstore user:rbd"),
     ],
 )
 def test_a_run_it_cannot_do_is_refused_before_anything_starts(args: list[str], why: str, tmp_path: Path) -> None:
