@@ -128,6 +128,25 @@ class Rendezvous:
     def wait(self, name: str, timeout: float) -> None:
         wait_for(lambda: self.has(name), f"waiting for {name}", timeout)
 
+    def ask(self, request: str, answer: str, timeout: float) -> None:
+        """Ask for ``request`` and wait for its ``answer``. An answerer acts
+        on a request that has no answer (answer()), so an earlier ask's
+        request and answer go first, in that order: the same request can
+        be made again, and is acted on once each time."""
+        for name in (request, answer):
+            (self.path / name).unlink(missing_ok=True)
+        self.put(request)
+        self.wait(answer, timeout)
+
+    def answer(self, request: str, answer: str, act: Callable[[], None]) -> bool:
+        """Act on ``request`` if it was asked and not answered yet, then
+        answer it; whether it acted."""
+        if not self.has(request) or self.has(answer):
+            return False
+        act()
+        self.put(answer)
+        return True
+
 
 def network(plan: dict[str, Any], mac: str, ip: str) -> None:
     nic = next(p.parent.name for p in Path("/sys/class/net").glob("*/address") if p.read_text().strip() == mac)
@@ -198,21 +217,31 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     rdv.put(f"ready-gw{n}")
     target = next(t for t in FabricModule("iscsi").targets if t.wwn == plan["iqn"])
     tpg = next(t for t in target.tpgs if t.tag == n)
+
+    def switch(on: bool) -> Callable[[], None]:
+        def act() -> None:
+            tpg.enable = on
+            log(f"TPG {n} {'enabled' if on else 'disabled'}")
+
+        return act
+
+    def kill_tcmu() -> None:
+        assert runner is not None
+        runner.kill()  # SIGKILL: a crash, not a shutdown
+        runner.wait(30)
+        log("tcmu-runner killed")
+
+    def start_tcmu() -> None:
+        nonlocal runner
+        runner = start_tcmu_runner()
+        log("tcmu-runner started again")
+
     while not rdv.has("done"):
-        for verb, on in (("disable", False), ("enable", True)):
-            if rdv.has(f"{verb}-gw{n}") and not rdv.has(f"{verb}d-gw{n}"):
-                tpg.enable = on
-                log(f"TPG {n} {verb}d")
-                rdv.put(f"{verb}d-gw{n}")
-        if runner is not None and rdv.has(f"killtcmu-gw{n}") and not rdv.has(f"tcmukilled-gw{n}"):
-            runner.kill()  # SIGKILL: a crash, not a shutdown
-            runner.wait(30)
-            log("tcmu-runner killed")
-            rdv.put(f"tcmukilled-gw{n}")
-        if runner is not None and rdv.has(f"starttcmu-gw{n}") and not rdv.has(f"tcmustarted-gw{n}"):
-            runner = start_tcmu_runner()
-            log("tcmu-runner started again")
-            rdv.put(f"tcmustarted-gw{n}")
+        rdv.answer(f"disable-gw{n}", f"disabled-gw{n}", switch(False))
+        rdv.answer(f"enable-gw{n}", f"enabled-gw{n}", switch(True))
+        if runner is not None:
+            rdv.answer(f"killtcmu-gw{n}", f"tcmukilled-gw{n}", kill_tcmu)
+            rdv.answer(f"starttcmu-gw{n}", f"tcmustarted-gw{n}", start_tcmu)
         time.sleep(0.5)
     c = Control().adapter("soft0").counters
     log(f"soft0 counters: {c}")
@@ -552,8 +581,7 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
     idle = {image: path_writes(devs[image]) for image in staying}
     fenced = blocklisted(rdv, gw_ips[failing - 1])
     t0 = time.monotonic()
-    rdv.put(f"{fail}-gw{failing}")
-    rdv.wait(f"{failed}-gw{failing}", fail_s)
+    rdv.ask(f"{fail}-gw{failing}", f"{failed}-gw{failing}", fail_s)
     stale: Future[None] | None = None
     newer = os.urandom(STALE_BYTES)
     if how == "cut":
@@ -592,8 +620,7 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
         ev["newer_data_written_after_s"] = round(time.monotonic() - t0, 1)
         _direct_write(devs[moving[0]], STALE_OFFSET_MB, newer)
     t0 = time.monotonic()
-    rdv.put(f"{back}-gw{failing}")
-    rdv.wait(f"{is_back}-gw{failing}", back_s)
+    rdv.ask(f"{back}-gw{failing}", f"{is_back}-gw{failing}", back_s)
     if how == "kill":
         ev["gateway_back_after_s"] = round(time.monotonic() - t0, 1)
     # a path's completed writes count failed ones too: the owner serves
