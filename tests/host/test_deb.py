@@ -432,6 +432,36 @@ def test_packaged_source_builds_under_dkms(built: Built, newest_kernel: str, tmp
     assert deps.stdout.strip() == "cxgbit_ext", deps.stdout
 
 
+def test_warmed_cache_serves_every_compile_of_a_later_dkms_build(
+    built: Built, newest_kernel: str, tmp_path: Path
+) -> None:
+    """scripts/warm-dkms-cache (make package-cache), as the package test's
+    guests rely on it: a second dkms build of the package, in a fresh dkms
+    tree, with the settings the cache says (CACHE/dkms.env), takes every
+    compile from what the first stored. A bad package is refused and
+    leaves no cache."""
+    script, deb = str(TOP / "scripts/warm-dkms-cache"), str(built.deb("cxgbit-ext-dkms").path)
+    cache = tmp_path / "cache"
+
+    def warm(*debs: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([script, str(cache), newest_kernel, *debs], capture_output=True, text=True,
+                              timeout=2 * BUILD_TIMEOUT)  # fmt: skip
+
+    p = warm(deb)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (cache / "dkms.env").read_text().split() == ["DEBIAN_KERNEL_USE_CCACHE=1", "LANG=C.UTF-8"]
+    p = warm(deb)
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = re.search(r"compiles already in the cache: (\d+) of (\d+)", p.stdout)
+    assert m and int(m.group(2)) > 0 and m.group(1) == m.group(2), p.stdout
+
+    other = tmp_path / "other"
+    p = subprocess.run([script, str(other), newest_kernel, str(built.deb("python3-cxgbit-ext").path)],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert p.returncode != 0 and "no dkms source" in p.stderr, p.stdout + p.stderr
+    assert not other.exists()
+
+
 def test_cxe_initiator_page_names_every_command_and_option() -> None:
     """debian/cxe-initiator.1 against the parser, as `--help` prints it."""
     page = (TOP / "debian/cxe-initiator.1").read_text().replace("\\-", "-")
