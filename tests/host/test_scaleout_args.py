@@ -1,8 +1,9 @@
 """testbed/scaleout refuses a run it cannot do before it starts anything.
 
 A failure kind it does not know, the tcmu-runner kill without tcmu-runner,
-or a cut before another failure on krbd (whose fenced mapping never comes
-back by itself) is an argument error: exit 2 with the reason, and no Ceph
+a cut before another failure on krbd (whose fenced mapping never comes
+back by itself), or a layout `gateway create` would refuse in the guests is
+an argument error: exit 2 with the reason, and no Ceph
 cluster or network namespace made.
 """
 
@@ -30,7 +31,10 @@ def _netns() -> list[str]:
         (["--images", "-1"], "--images: at least one"),
         (["--ceph-option", "osd_client_watch_timeout"], "NAME=VALUE"),
         (["--ceph-option", "Bad-Name=1"], "a name of a-z"),
-        (["--cmd-time-out", "10"], "--cmd-time-out: only with --backstore user:rbd"),
+        (["--cmd-time-out", "10"], "--cmd-time-out is user:rbd's"),
+        # what gateway create would refuse in every guest, refused here first
+        (["--backstore", "user:rbd", "--cmd-time-out", "30"], "--cmd-time-out 30: 1 to 29 s"),
+        (["--backstore", "user:rbd", "--cmd-time-out", "0"], "--cmd-time-out 0: 1 to 29 s"),
     ],
 )
 def test_a_run_it_cannot_do_is_refused_before_anything_starts(args: list[str], why: str, tmp_path: Path) -> None:
