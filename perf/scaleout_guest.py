@@ -35,9 +35,9 @@ from cxgbit_ext.control import Control  # noqa: E402
 from iscsi_initiator import iscsiadm  # noqa: E402
 from perf.perflib import cpu_jiffies  # noqa: E402
 from testbed import fio  # noqa: E402
+from testbed.gateways import Rendezvous  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 from testbed.scaleout_guest import (  # noqa: E402
-    Rendezvous,
     active_gateway,
     initiator_run,
     log,

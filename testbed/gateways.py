@@ -9,8 +9,11 @@ directory.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from testbed.ceph import BRIDGE, option_problem
@@ -77,6 +80,50 @@ def add_taps(netns: str, gateways: int = 2) -> None:
         ns = ["ip", "-n", netns]
         subprocess.run([*ns, "tuntap", "add", "mode", "tap", "name", tap], check=True)
         subprocess.run([*ns, "link", "set", tap, "master", BRIDGE, "up"], check=True)
+
+
+class Rendezvous:
+    """The run's shared directory, through which the host and the guests
+    ask each other to act: a name appears there whole (written aside,
+    then renamed) and is looked for by listing the directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def put(self, name: str, body: str = "") -> None:
+        tmp = self.path / f".{name}.tmp"
+        tmp.write_text(body)
+        tmp.rename(self.path / name)
+
+    def has(self, name: str) -> bool:
+        # a listing, not a lookup: no negative entry can be cached on 9p
+        return name in os.listdir(self.path)
+
+    def wait(self, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.has(name):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"waiting for {name}: not within {timeout:.0f} s")
+            time.sleep(0.2)
+
+    def ask(self, request: str, answer: str, timeout: float) -> None:
+        """Ask for ``request`` and wait for its ``answer``. An answerer acts
+        on a request that has no answer (answer()), so an earlier ask's
+        request and answer go first, in that order: the same request can
+        be made again, and is acted on once each time."""
+        for name in (request, answer):
+            (self.path / name).unlink(missing_ok=True)
+        self.put(request)
+        self.wait(answer, timeout)
+
+    def answer(self, request: str, answer: str, act: Callable[[], None]) -> bool:
+        """Act on ``request`` if it was asked and not answered yet, then
+        answer it; whether it acted."""
+        if not self.has(request) or self.has(answer):
+            return False
+        act()
+        self.put(answer)
+        return True
 
 
 def plan_guests(gateways: int = 2) -> dict[str, object]:

@@ -40,7 +40,7 @@ from cxgbit_ext.control import Control  # noqa: E402
 from iscsi_initiator import iscsiadm, pr  # noqa: E402
 from iscsi_initiator.session import Connection, ScsiError  # noqa: E402
 from testbed import fio  # noqa: E402
-from testbed.gateways import FAILURE_NAMES, FAILURES  # noqa: E402
+from testbed.gateways import FAILURE_NAMES, FAILURES, Rendezvous  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Cannot set dbroot")
@@ -110,42 +110,6 @@ def wait_for(cond: Any, what: str, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}: not within {timeout:.0f} s")
         time.sleep(0.2)
-
-
-class Rendezvous:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def put(self, name: str, body: str = "") -> None:
-        tmp = self.path / f".{name}.tmp"
-        tmp.write_text(body)
-        tmp.rename(self.path / name)
-
-    def has(self, name: str) -> bool:
-        # a listing, not a lookup: no negative entry can be cached on 9p
-        return name in os.listdir(self.path)
-
-    def wait(self, name: str, timeout: float) -> None:
-        wait_for(lambda: self.has(name), f"waiting for {name}", timeout)
-
-    def ask(self, request: str, answer: str, timeout: float) -> None:
-        """Ask for ``request`` and wait for its ``answer``. An answerer acts
-        on a request that has no answer (answer()), so an earlier ask's
-        request and answer go first, in that order: the same request can
-        be made again, and is acted on once each time."""
-        for name in (request, answer):
-            (self.path / name).unlink(missing_ok=True)
-        self.put(request)
-        self.wait(answer, timeout)
-
-    def answer(self, request: str, answer: str, act: Callable[[], None]) -> bool:
-        """Act on ``request`` if it was asked and not answered yet, then
-        answer it; whether it acted."""
-        if not self.has(request) or self.has(answer):
-            return False
-        act()
-        self.put(answer)
-        return True
 
 
 def network(plan: dict[str, Any], mac: str, ip: str) -> None:

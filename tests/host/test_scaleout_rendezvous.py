@@ -1,8 +1,9 @@
 """The scale-out guests' rendezvous: a request asked again is acted on again.
 
 The initiator asks a gateway to fail and come back (disable/enable,
-killtcmu/starttcmu) by files in a shared directory; a gateway acts on a
-request that has no answer yet. perf/failover repeats each failure in one
+killtcmu/starttcmu), and the host to cut and mend its link to the cluster,
+by files in a shared directory; the gateway or the host acts on a request
+that has no answer yet. perf/failover repeats each failure in one
 run, so every ask of a request must be acted on once, not answered by the
 file an earlier trial left.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from testbed.scaleout_guest import Rendezvous
+from testbed.gateways import Rendezvous
 
 
 def test_each_ask_is_acted_on_once_however_often_it_is_made(tmp_path: Path) -> None:
