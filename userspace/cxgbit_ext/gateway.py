@@ -61,6 +61,7 @@ from rtslib_fb import (
     Target,
     UserBackedStorageObject,
 )
+from rtslib_fb.tcm import StorageObject
 from rtslib_fb.utils import RTSLibError
 
 from cxgbit_ext import persist, portals, reservations, topology
@@ -223,11 +224,11 @@ def describe(iqn: str) -> dict[str, Any]:
     if target is None:
         return {}
     tpgs = {}
-    plugins = set()
+    objects: dict[str, StorageObject] = {}  # every gateway's TPG has a LUN of each: read each once
     # configfs lists TPGs and LUNs in no set order (a restore may change it)
     for tpg in sorted(target.tpgs, key=lambda t: t.tag):
         luns = sorted(tpg.luns, key=lambda lun: lun.lun)
-        plugins |= {lun.storage_object.plugin for lun in luns}
+        objects.update((lun.storage_object.path, lun.storage_object) for lun in luns)
         tpgs[tpg.tag] = {
             "enabled": tpg.enable,
             "portals": sorted(f"{np.ip_address}:{np.port}" for np in tpg.network_portals),
@@ -235,10 +236,9 @@ def describe(iqn: str) -> dict[str, Any]:
             "luns": {lun.lun: (lun.storage_object.name, lun.alua_tg_pt_gp_name) for lun in luns},
         }
     by_plugin = {v: k for k, v in BACKSTORES.items()}
-    backstore = ",".join(sorted(by_plugin.get(p, p) for p in plugins))
+    backstore = ",".join(sorted({by_plugin.get(so.plugin, so.plugin) for so in objects.values()}))
     shared = target.wwn in reservations.linked_targets()
-    timeouts = {int(lun.storage_object.get_attribute("cmd_time_out"))
-                for tpg in target.tpgs for lun in tpg.luns if lun.storage_object.plugin == "user"}  # fmt: skip
+    timeouts = {int(so.get_attribute("cmd_time_out")) for so in objects.values() if so.plugin == "user"}
     cmd_time_out = timeouts.pop() if len(timeouts) == 1 else sorted(timeouts) or None
     return {"iqn": target.wwn, "backstore": backstore, "shared": shared, "cmd_time_out": cmd_time_out, "tpgs": tpgs}
 
