@@ -325,6 +325,11 @@ def initiator(plan: dict[str, Any]) -> int:
             iscsiadm.discover(portal)
             # fail a dead path within seconds, not open-iscsi's 120 s
             iscsiadm.set_node(plan["iqn"], portal, "node.session.timeo.replacement_timeout", str(RECOVERY_TMO))
+            if noop := plan.get("noop"):
+                # how soon a connection whose gateway is gone is noticed:
+                # a NOP-Out every noop s, each answered within noop s
+                for key in ("noop_out_interval", "noop_out_timeout"):
+                    iscsiadm.set_node(plan["iqn"], portal, f"node.conn[0].timeo.{key}", str(noop))
             iscsiadm.login(plan["iqn"], portal)
         start_multipath()
         wait_for(lambda: len(maps()) == len(images) and all(len(p) == len(gw_ips) for p in maps().values()),
@@ -347,6 +352,13 @@ def initiator(plan: dict[str, Any]) -> int:
         tmo = {p.parent.name: int(p.read_text()) for p in Path("/sys/class/iscsi_session").glob("*/recovery_tmo")}
         log(f"recovery_tmo: {tmo}")
         result["recovery_tmo"] = tmo
+        # the kernel's NOP-Out timers of each connection, as iscsid set them
+        noop = {p.name: [int((p / f).read_text()) for f in ("recv_tmo", "ping_tmo")]
+                for p in Path("/sys/class/iscsi_connection").glob("connection*")}  # fmt: skip
+        log(f"NOP-Out interval, timeout: {noop}")
+        result["noop_out"] = noop
+        if plan.get("noop"):
+            assert all(v == [plan["noop"]] * 2 for v in noop.values()), f"NOP-Out timers {noop}, not {plan['noop']} s"
         assert len(tmo) == len(gw_ips) and set(tmo.values()) == {RECOVERY_TMO}, (
             f"sessions hold a lost connection's commands {tmo} s, not {RECOVERY_TMO}"
         )

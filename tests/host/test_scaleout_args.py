@@ -35,6 +35,7 @@ def _netns() -> list[str]:
         # what gateway create would refuse in every guest, refused here first
         (["--backstore", "user:rbd", "--cmd-time-out", "30"], "--cmd-time-out 30: 1 to 29 s"),
         (["--backstore", "user:rbd", "--cmd-time-out", "0"], "--cmd-time-out 0: 1 to 29 s"),
+        (["--noop", "0"], "--noop 0: 1 to 30 s"),
     ],
 )
 def test_a_run_it_cannot_do_is_refused_before_anything_starts(args: list[str], why: str, tmp_path: Path) -> None:
