@@ -101,20 +101,26 @@ def run(*cmd: str, netns: bool = False, timeout: float = 600, check: bool = True
 
 def apt_get(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """apt-get ARGS as root on the target host, its output (stderr with
-    stdout) kept in the results directory's apt.log with each line's
-    seconds since the command began: where an install's minutes go."""
+    stdout) written as it comes to the results directory's apt.log, each
+    line with its seconds since the command began: where an install's
+    minutes go, also while it runs."""
     t0 = time.monotonic()
+    results = os.environ.get("CXE_RESULTS")
     lines = [f"# apt-get {' '.join(args)}\n"]
-    with subprocess.Popen(["apt-get", *args], env=ENV, cwd="/", text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as p:  # fmt: skip
+    with (
+        open(Path(results) / "apt.log" if results else os.devnull, "a") as log,
+        subprocess.Popen(
+            ["apt-get", *args], env=ENV, cwd="/", text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ) as p,
+    ):
         assert p.stdout is not None
+        log.write(lines[0])
         for line in p.stdout:
             lines.append(f"{time.monotonic() - t0:7.1f} {line}")
+            log.write(lines[-1])
+            log.flush()
         rc = p.wait()
     out = "".join(lines)
-    if results := os.environ.get("CXE_RESULTS"):
-        with open(Path(results) / "apt.log", "a") as f:
-            f.write(out)
     assert not check or rc == 0, f"apt-get {' '.join(args)}: exit {rc}\n{out}"
     return subprocess.CompletedProcess(["apt-get", *args], rc, out, "")
 
