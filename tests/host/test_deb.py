@@ -452,7 +452,7 @@ def test_warmed_cache_serves_every_compile_of_a_later_dkms_build(
     assert (cache / "dkms.env").read_text().split() == ["DEBIAN_KERNEL_USE_CCACHE=1", "LANG=C.UTF-8"]
     p = warm(deb)
     assert p.returncode == 0, p.stdout + p.stderr
-    m = re.search(r"compiles already in the cache: (\d+) of (\d+)", p.stdout)
+    m = re.search(r"compiles served by the cache: (\d+) of (\d+)", p.stdout)
     assert m and int(m.group(2)) > 0 and m.group(1) == m.group(2), p.stdout
 
     other = tmp_path / "other"

@@ -225,12 +225,13 @@ def offline_apt(kver: str) -> Iterator[None]:
 @contextmanager
 def compiler_cache() -> Iterator[None]:
     """dkms's builds with Debian's kernel headers' compiler cache switch
-    (DEBIAN_KERNEL_USE_CCACHE=1, with the locale: CACHE/dkms.env) on a copy
-    of what the host compiled for the same packages and kernels: a build runs every compiler command, and
-    takes the object from the cache where ccache finds the same compiler,
-    arguments and inputs, in seconds instead of the 10-15 min gcc takes
-    under TCG. Without the host's cache, dkms compiles everything here.
-    How many compiles the cache served is printed when the test ends."""
+    (DEBIAN_KERNEL_USE_CCACHE=1, with the locale: CACHE/dkms.env) on a
+    copy of what the host compiled for the same packages and kernels: a
+    build runs every compiler command, and takes the object from the
+    cache where ccache finds the same compiler, arguments and inputs, in
+    seconds instead of the 10-15 min gcc takes under TCG. Without the
+    host's cache, dkms compiles everything here. How many compiles the
+    cache served is printed when the test ends."""
     if not DKMS_CACHE.is_dir():
         print(f"no {DKMS_CACHE.relative_to(TOP)} (make package-cache): dkms compiles everything under TCG")
         yield
@@ -249,11 +250,8 @@ def compiler_cache() -> Iterator[None]:
     try:
         yield
     finally:
-        stats = run("ccache", "--print-stats", check=False).stdout
-        counts = dict(line.split("\t", 1) for line in stats.splitlines() if "\t" in line)
-        hits = int(counts.get("direct_cache_hit", 0)) + int(counts.get("preprocessed_cache_hit", 0))
-        misses = int(counts.get("cache_miss", 0))
-        print(f"dkms compiles served by the host's cache: {hits} of {hits + misses}")
+        served = run(str(TOP / "scripts/warm-dkms-cache"), "--served", str(where), check=False)
+        print(f"dkms: {served.stdout.strip() or served.stderr.strip()}")
         ENV.clear()
         ENV.update(saved)
         shutil.rmtree(where, ignore_errors=True)
