@@ -101,10 +101,11 @@ conformance: modules
 	cp $(BUILD)/conformance/conformance-junit.xml conformance/results/libiscsi-junit.xml
 	@head -4 conformance/results/libiscsi.md
 
-# the seeded malformed-PDU fuzz on both paths with a new seed (make test
-# runs the offloaded path's with a fixed one), on the first kernel with
-# LIO's iSCSI core patched by upstream/ (FUZZ_LIO=kernel: the kernel's own,
-# which the stock path brings down on Debian 6.1). FUZZ_ARGS="--fuzz-seed N"
+# the seeded malformed-PDU fuzz on both paths, 10,000 PDUs with a new seed
+# (make test replays the start of a fixed seed's on the offloaded path), on
+# the first kernel with LIO's iSCSI core patched by upstream/
+# (FUZZ_LIO=kernel: the kernel's own, which the stock path brings down on
+# Debian 6.1). FUZZ_ARGS="--fuzz-seed N"
 # replays a run, "--fuzz-semantic" adds the mutations of meaning (not yet in
 # make test: see that file).
 FUZZ_LIO ?= patched
@@ -114,7 +115,7 @@ fuzz-vm: modules
 		--results $(BUILD)/fuzz -- $(if $(filter patched,$(FUZZ_LIO)),tests/vm/test_upstream_patches.py) \
 		tests/vm/test_pdu_fuzz.py --lio-fuzz \
 		$(if $(filter patched,$(FUZZ_LIO)),--patched-lio --fuzz-erl 2) \
-		--fuzz-seed $$(od -An -N4 -tu4 /dev/urandom) $(FUZZ_ARGS)
+		--fuzz-seed $$(od -An -N4 -tu4 /dev/urandom) --fuzz-pdus 10000 $(FUZZ_ARGS)
 
 # The cxgb4 backend on the test-only cxgb4 stand-in, every kernel with
 # each chip: the stand-in's own tests, the connections, the PDU suite, the
@@ -127,7 +128,8 @@ C4SUITES := tests/vm/test_pdu_suite.py tests/vm/test_pdu_fuzz.py tests/vm/test_c
 cxgb4-test: modules
 	@mkdir -p $(BUILD)/results; rc=0; for chip in t5 t6; do pids=""; for k in $(KVERS); do \
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout 3600 --results $(BUILD)/results/cxgb4-$$chip-$$k \
-			-- $(C4SUITES) --every-share --cxgb4-sim $$chip -k "cxgb4sim or mainline or cxgb4_conns" \
+			-- $(C4SUITES) --every-share --cxgb4-sim $$chip --fuzz-pdus 10000 \
+			-k "cxgb4sim or mainline or cxgb4_conns" \
 			>$(BUILD)/results/cxgb4-$$chip-$$k.out 2>&1 & pids="$$pids$$! "; \
 	done; for k in $(KVERS); do \
 		wait $${pids%% *} || rc=1; pids=$${pids#* }; tail -3 $(BUILD)/results/cxgb4-$$chip-$$k.out; \

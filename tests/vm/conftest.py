@@ -70,6 +70,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="test_conformance.py: seconds one iscsi-test-cu run may take before it fails, naming where it was",
     )  # fmt: skip
     parser.addoption(
+        "--fuzz-pdus", type=int, default=None,
+        help="test_pdu_fuzz.py: PDUs per path in sessions of one connection (make test: a regression run's "
+        "count; make fuzz-vm and make cxgb4-test: 10000)",
+    )  # fmt: skip
+    parser.addoption(
         "--fuzz-erl", type=int, default=0,
         help="test_pdu_fuzz.py: also fuzz sessions of two connections at this ErrorRecoveryLevel (make fuzz-vm: 2)",
     )  # fmt: skip

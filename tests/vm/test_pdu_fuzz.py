@@ -1,9 +1,10 @@
-"""10,000 seeded malformed PDUs per path, beside a live offloaded session.
+"""Seeded malformed PDUs on each path, beside a live offloaded session.
 
 The target, the two paths and the background session (open-iscsi over the
 offloaded path running fio write+verify passes on LUN 1) are those of
 test_pdu_suite, made again for this module. On each path the test writes a
-block range on LUN 0 from a clean session, then sends FUZZ_PDUS PDUs from
+block range on LUN 0 from a clean session, then sends ``--fuzz-pdus`` PDUs
+(make test: MAKE_TEST_PDUS; make fuzz-vm and make cxgb4-test: FUZZ_PDUS) from
 iscsi_initiator.fuzz after login, in windows of WINDOW PDUs back to back,
 each window closed by an immediate NOP-Out whose answer says the target
 read everything before it. The generator is random.Random(seed): make test
@@ -84,16 +85,21 @@ def dual_target(iscsid: None, module_ko: Path, kver: str, request: pytest.Fixtur
         yield
 
 
-# The count the issue asks for, per path. The run is bounded by its
-# steps, not by a budget for the whole: a ping unanswered for PING_TIMEOUT
-# s ends that connection, a target that stops logging us in fails the
-# test. How long the count takes depends on the machine (97-164 s for the
-# offloaded path under TCG on two cores, more on a loaded one), so a whole
-# run is only cut at STUCK_AFTER_S, far above that; the offloaded path must
-# send every PDU, stock's count is recorded (it reconnects more: it reads
-# the data of a PDU it refused as the next PDUs, see
-# test_pdu_suite.STOCK_DEVIATIONS).
+# The count the issue asks for, per path: make fuzz-vm and make cxgb4-test
+# send it (--fuzz-pdus), each run of fuzz-vm with a new seed. make test
+# replays the first MAKE_TEST_PDUS of DEFAULT_SEED's stream, every kind of
+# PDU and of mutation among them, as a regression test: the whole count
+# costs 268 s of the first series' batch (a third of its PDUs end their
+# connection, each loss a new login under TCG), over make test's budget.
+# The run is bounded by its steps, not by a budget for the whole: a ping
+# unanswered for PING_TIMEOUT s ends that connection, a target that stops
+# logging us in fails the test. How long a count takes depends on the
+# machine, so a whole run is only cut at STUCK_AFTER_S, far above that; the
+# offloaded path must send every PDU, stock's count is recorded (it
+# reconnects more: it reads the data of a PDU it refused as the next PDUs,
+# see test_pdu_suite.STOCK_DEVIATIONS).
 FUZZ_PDUS = 10_000
+MAKE_TEST_PDUS = 2_500
 # in sessions of two connections each connection lost costs two logins
 RECOVERY_FUZZ_PDUS = 4_000
 STUCK_AFTER_S = 600.0
@@ -372,7 +378,8 @@ def seeded_malformed_pdus(
     seed = request.config.getoption("--fuzz-seed")
     seed = DEFAULT_SEED if seed is None else seed
     semantic = bool(request.config.getoption("--fuzz-semantic"))
-    count = RECOVERY_FUZZ_PDUS if erl else FUZZ_PDUS
+    asked: int | None = request.config.getoption("--fuzz-pdus")
+    count = RECOVERY_FUZZ_PDUS if erl else (asked or MAKE_TEST_PDUS)
     Path("/dev/kmsg").write_text(f"cxe-test: pdu fuzz on {path}: seed {seed}, {count} PDUs\n")
     print(f"{path}: seed {seed} (--fuzz-seed {seed} replays it)")
     print(f"{path}: mutations of " + ("framing and meaning" if semantic else "framing (--fuzz-semantic adds meaning)"))
