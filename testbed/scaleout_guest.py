@@ -385,9 +385,12 @@ def initiator(plan: dict[str, Any]) -> int:
         result["failovers"] = []
         for how in plan["failures"]:
             result["failovers"].append(failover_under_fio(plan, rdv, devs, how))
-        # each owner serves again: a last pass goes through them
-        for image, dm in devs.items():
-            _ok(_verify(dm, loops=1), f"{image}: fio verify after failback")
+        # each owner serves again: a last pass goes through them, the
+        # images side by side as in the failovers
+        with ThreadPoolExecutor(len(devs)) as pool:
+            last = {image: pool.submit(_verify, dm, 1) for image, dm in devs.items()}
+        for image, res in last.items():
+            _ok(res.result(), f"{image}: fio verify after failback")
         if plan.get("reservations"):
             result["reservations"] = reservations_across_gateways(plan, rdv)
     return 0 if result["ok"] else 1
