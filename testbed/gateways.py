@@ -67,11 +67,16 @@ def ceph_options(given: list[str] | None) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def guest_names(gateways: int = 2) -> list[str]:
-    """The guests of a run with ``gateways`` gateways: gw1..gwN, then the initiator."""
+def gateway_names(gateways: int = 2) -> list[str]:
+    """The gateways of a run with ``gateways`` of them: gw1..gwN."""
     if not 1 <= gateways <= MAX_GATEWAYS:
         raise ValueError(f"{gateways} gateways: the testbed has guests for 1 to {MAX_GATEWAYS}")
-    return [f"gw{n}" for n in range(1, gateways + 1)] + ["ini"]
+    return [f"gw{n}" for n in range(1, gateways + 1)]
+
+
+def guest_names(gateways: int = 2) -> list[str]:
+    """The guests of a run with ``gateways`` gateways: gw1..gwN, then the initiator."""
+    return [*gateway_names(gateways), "ini"]
 
 
 def add_taps(netns: str, gateways: int = 2) -> None:
@@ -129,7 +134,7 @@ class Rendezvous:
 def plan_guests(gateways: int = 2) -> dict[str, object]:
     """The plan's entries for the guests' NICs."""
     return {
-        "gateways": [{"mac": GUESTS[g][1], "ip": GUESTS[g][2]} for g in guest_names(gateways)[:-1]],
+        "gateways": [{"mac": GUESTS[g][1], "ip": GUESTS[g][2]} for g in gateway_names(gateways)],
         "initiator": {"mac": GUESTS["ini"][1], "ip": GUESTS["ini"][2]},
     }
 
