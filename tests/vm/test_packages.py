@@ -57,6 +57,7 @@ from typing import Any
 import pytest
 
 from testbed import fio, topo
+from testbed.follow import Follow
 from testbed.kmod import SRC_CACHE
 
 from .conftest import TOP, connection_lines, lun_disk, wait_for
@@ -103,16 +104,21 @@ def apt_get(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """apt-get ARGS as root on the target host, its output (stderr with
     stdout) written as it comes to the results directory's apt.log, each
     line with its seconds since the command began: where an install's
-    minutes go, also while it runs."""
+    minutes go, also while it runs. dkms's make.log of each build the
+    command runs goes to dkms-make.log the same way: dkms prints nothing
+    while it builds."""
     t0 = time.monotonic()
     results = os.environ.get("CXE_RESULTS")
     lines = [f"# apt-get {' '.join(args)}\n"]
     with (
         open(Path(results) / "apt.log" if results else os.devnull, "a") as log,
+        open(Path(results) / "dkms-make.log" if results else os.devnull, "a") as make_log,
+        Follow("/var/lib/dkms/cxgbit-ext/*/build/make.log", make_log, t0),
         subprocess.Popen(
             ["apt-get", *args], env=ENV, cwd="/", text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         ) as p,
     ):
+        make_log.write(lines[0])
         assert p.stdout is not None
         log.write(lines[0])
         for line in p.stdout:
