@@ -30,9 +30,10 @@ TCG thread for each dkms build of the module (~20 s of CPU on the host):
 kernel into build/dkms-ccache, and the guest's dkms builds take those
 objects through Debian's kernel headers' ccache switch (compiler_cache
 below). With every compile served from it, the install test took 1121 s
-on 6.12 (2026-12-01), 1944 s without: the install 756 s (1636 s), the
-remove 189 s; apt.log in the results directory has each line of apt's
-output with its time. /boot shows the guest's kernel alone, as on a host
+on 6.12 and 1151 s on 6.1 (2026-12-01), 1944 s on 6.12 without: the
+install 756 s and 821 s (1636 s), the remove 189 s and 156 s. apt.log in
+the results directory has each line of apt's output with its time,
+dkms-make.log each line of dkms's make.log. /boot shows the guest's kernel alone, as on a host
 with one kernel installed (dkms would also build for the newest one in
 /boot). `make package-test` runs both tests on every kernel, side by
 side:
