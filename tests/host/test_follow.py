@@ -66,3 +66,26 @@ def test_no_matching_file_writes_nothing(tmp_path: Path) -> None:
     with Follow(str(tmp_path / "none/*.log"), log, time.monotonic(), interval=0.01):
         time.sleep(0.05)
     assert log.getvalue() == ""
+
+
+def test_only_what_is_written_during_the_block_is_copied(tmp_path: Path) -> None:
+    """A build's make.log left from an earlier command (the install's, when
+    the remove runs) is not copied again with the new command's times; a
+    build that replaces it (dkms removes its build directory first) is
+    read from its start, even once longer than the old one."""
+    make_log = tmp_path / "make.log"
+    make_log.write_text("the install's build\n")
+    log = io.StringIO()
+    with Follow(str(make_log), log, time.monotonic(), interval=60) as follow:
+        with make_log.open("a") as f:
+            f.write("appended while following\n")
+        follow.read()
+        make_log.unlink()
+        make_log.write_text("a new build, line 1, longer than all before it together\n")
+    got = [ln if ln.startswith("#") else STAMPED.match(ln).group(1) for ln in lines_of(log)]  # type: ignore[union-attr]
+    assert got == [
+        f"# {make_log}",
+        "appended while following",
+        f"# {make_log}",
+        "a new build, line 1, longer than all before it together",
+    ]
