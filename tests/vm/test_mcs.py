@@ -153,14 +153,18 @@ def test_a_session_of_two_connections(
         second.close()
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_session_of_four_connections(mcs_target: None, layout: str) -> None:
+@pytest.mark.parametrize("layout", SESSIONS)
+def test_a_session_of_four_connections(mcs_target: None, layout: str, request: pytest.FixtureRequest) -> None:
     """As many connections as the TPG allows (4): each joins, LIO lists all
     four, each connection's write is read back through the next one in one
     CmdSN order; they leave one by one, the last CID first, and the
-    session goes on over the lead until its logout."""
-    link, _ = LAYOUTS[layout]
-    conns = [Connection(link.tgt_ip) for _ in range(4)]
+    session goes on over the lead until its logout. Over two adapters the
+    connections alternate between them (CIDs 0 and 2 on soft0, 1 and 3 on
+    soft1), so each read goes through the other adapter than its write."""
+    links = SESSIONS[layout]
+    if links[0] is not links[1]:
+        request.getfixturevalue("soft1")
+    conns = [Connection(links[cid % 2].tgt_ip) for cid in range(4)]
     try:
         keys = conns[0].login(PDU_INITIATOR, IQN, Params(max_connections=4))
         assert keys.get("MaxConnections") == "4", keys
@@ -168,7 +172,8 @@ def test_a_session_of_four_connections(mcs_target: None, layout: str) -> None:
         for cid in (1, 2, 3):
             conns[cid].join(conns[0], PDU_INITIATOR, IQN, cid=cid)
             assert listed_within(set(range(cid + 1))), f"after CID {cid} joined, LIO lists {session_cids()}"
-        assert [adapter(c) for c in conns] == ADAPTERS[layout][:1] * 4, f"{layout}: {connection_lines()}"
+        want = [ADAPTERS[layout][cid % 2] for cid in range(4)]
+        assert [adapter(c) for c in conns] == want, f"{layout}: {connection_lines()}"
         for i in range(ROUNDS):
             w, r = conns[i % 4], conns[(i + 1) % 4]
             data = os.urandom(LBAS * 512)
