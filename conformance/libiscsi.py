@@ -17,12 +17,18 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 
-def run(url: str, initiator: str, timeout: float = 1200, test: str = "ALL") -> dict[str, str]:
-    """Run iscsi-test-cu -t test (ALL, or ALL.SUITE.TEST) on url; {SUITE.TEST: passed|failed}."""
+def run(url: str, initiator: str, timeout: float = 1200, test: str = "ALL", url2: str | None = None) -> dict[str, str]:
+    """Run iscsi-test-cu -t test (ALL, or ALL.SUITE.TEST) on url; {SUITE.TEST: passed|failed}.
+
+    The tests that need a second I_T nexus log in as initiator + "-2":
+    through url too, or, given url2 (the same logical unit through another
+    target port), through url2 (the tool's multipath mode, which first
+    checks that both report the same identifiers)."""
     with tempfile.TemporaryDirectory() as tmp:
         try:
             p = subprocess.run(
-                ["iscsi-test-cu", "-x", "-d", "-t", test, "-i", initiator, "-I", initiator + "-2", url],
+                ["iscsi-test-cu", "-x", "-d", "-t", test, "-i", initiator, "-I", initiator + "-2", url,
+                 *([url2] if url2 else [])],
                 cwd=tmp, capture_output=True, text=True, timeout=timeout,
                 # SIGPIPE stays ignored, as Python has it: libiscsi writes a
                 # PDU's data with writev(), not send(MSG_NOSIGNAL), and a

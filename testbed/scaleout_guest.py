@@ -35,6 +35,7 @@ from typing import Any
 TOP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOP))
 
+from conformance import libiscsi  # noqa: E402
 from cxgbit_ext import reservations  # noqa: E402
 from cxgbit_ext.control import Control  # noqa: E402
 from iscsi_initiator import iscsiadm, pr  # noqa: E402
@@ -392,6 +393,7 @@ def initiator(plan: dict[str, Any]) -> int:
         for image, res in last.items():
             _ok(res.result(), f"{image}: fio verify after failback")
         if plan.get("reservations"):
+            result["pr_suites"] = pr_suites_across_gateways(plan)
             result["reservations"] = reservations_across_gateways(plan, rdv)
     return 0 if result["ok"] else 1
 
@@ -643,6 +645,32 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
     for image, done in results.items():
         assert done and not isinstance(done[0], Exception), f"{image}: fio verify over the failover: {done}"
     ev["fio_passes"] = {image: done[0] for image, done in results.items()}
+    return ev
+
+
+# libiscsi's reservation suites (PERSISTENT RESERVE IN and OUT)
+PR_SUITES = "ALL.Pr*"
+PR_INITIATOR = "iqn.2026-11.org.cxgbit-ext:libiscsi-pr"
+
+
+def pr_suites_across_gateways(plan: dict[str, Any]) -> dict[str, Any]:
+    """libiscsi's reservation suites on image 0 with their two I_T nexuses
+    on different gateways: the first initiator through one gateway, the
+    second (the tests' other nexus: the one refused, preempted, moved to)
+    through the other, then the other way round, so that each gateway's
+    kernel serves each side. Every test must pass, as on one target."""
+    gw1, gw2 = (g["ip"] for g in plan["gateways"][:2])
+    ev: dict[str, Any] = {}
+    for first, second in ((gw1, gw2), (gw2, gw1)):
+        t0 = time.monotonic()
+        got = libiscsi.run(f"iscsi://{first}/{plan['iqn']}/0", PR_INITIATOR, timeout=1200, test=PR_SUITES,
+                           url2=f"iscsi://{second}/{plan['iqn']}/0")  # fmt: skip
+        failed = sorted(t for t, v in got.items() if v != "passed")
+        run = f"{first} and {second}"
+        ev[run] = {"tests": len(got), "failed": failed, "took_s": round(time.monotonic() - t0, 1)}
+        log(f"libiscsi {PR_SUITES} through {run}: {ev[run]}")
+        assert len(got) >= 20, f"libiscsi ran {len(got)} reservation tests through {run}: {sorted(got)}"
+        assert not failed, f"libiscsi's reservation tests failed through {run}: {failed}"
     return ev
 
 
