@@ -60,18 +60,28 @@ def jobs(report: dict[str, Any]) -> list[JobResult]:
 
 
 def write_verify(
-    dev: str, size: str = "64M", bs: str = "64k", iodepth: int = 32, loops: int = 1, bssplit: str | None = None
+    dev: str,
+    size: str = "64M",
+    bs: str = "64k",
+    iodepth: int = 32,
+    loops: int = 1,
+    bssplit: str | None = None,
+    backlog: int | None = None,
 ) -> list[JobResult]:
     """Write ``size`` of random blocks with crc32c headers to ``dev``, then
     read all of it back and verify, ``loops`` times; raise FioError on any
     mismatch. ``bssplit`` (fio's, e.g. ``4k/50:64k/50``) mixes block sizes
-    instead of ``bs``."""
+    instead of ``bs``. With ``backlog`` N, fio reads back and verifies
+    every N blocks written as it goes (its verify_backlog), so that writes
+    never stop for a whole read pass; every block is still verified."""
     sizes = f"--bssplit={bssplit}" if bssplit else f"--bs={bs}"
+    interleave = [f"--verify_backlog={backlog}"] if backlog else []
     report = run(
         [
             f"--name=verify:{dev}", f"--filename={dev}", "--rw=randwrite", sizes,
             f"--size={size}", "--direct=1", "--ioengine=libaio", f"--iodepth={iodepth}",
             "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--randrepeat=0", f"--loops={loops}",
+            *interleave,
         ]
     )  # fmt: skip
     res = jobs(report)

@@ -793,10 +793,13 @@ def _direct_read(dev: str, offset_mb: int, size: int) -> bytes:
 
 def _verify_until(dev: str, stop: threading.Event) -> object:
     """Passes of write+verify over the whole device until ``stop``; each
-    pass reads back what it wrote. The count, or the first failure."""
+    pass reads back what it wrote, 16 blocks at a time as it writes: the
+    checks watch where writes complete, and a pass that wrote all its
+    blocks first and then only read would hide for the length of its read
+    phase where the map sends them. The count, or the first failure."""
     passes = 0
     while not stop.is_set():
-        res = _verify(dev, loops=1)
+        res = _verify(dev, loops=1, backlog=16)
         if isinstance(res, Exception):
             return res
         passes += 1
@@ -807,9 +810,9 @@ def _ok(res: object, what: str) -> None:
     assert not isinstance(res, Exception), f"{what}: {res}"
 
 
-def _verify(dev: str, loops: int = 4) -> object:
+def _verify(dev: str, loops: int = 4, backlog: int | None = None) -> object:
     try:
-        return fio.write_verify(dev, size="32M", bs="64k", iodepth=8, loops=loops)
+        return fio.write_verify(dev, size="32M", bs="64k", iodepth=8, loops=loops, backlog=backlog)
     except (fio.FioError, OSError) as e:
         return e
 
