@@ -17,6 +17,7 @@ when the initiator writes ``restart-gwN``.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -394,6 +395,7 @@ def initiator(plan: dict[str, Any]) -> int:
             _ok(res.result(), f"{image}: fio verify after failback")
         if plan.get("reservations"):
             result["pr_suites"] = pr_suites_across_gateways(plan)
+            result["sg_persist"] = sg_persist_across_gateways(plan)
             result["reservations"] = reservations_across_gateways(plan, rdv)
     return 0 if result["ok"] else 1
 
@@ -648,9 +650,52 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
     return ev
 
 
-# libiscsi's reservation suites (PERSISTENT RESERVE IN and OUT)
+# libiscsi's reservation suites (PERSISTENT RESERVE IN and OUT, and the
+# others the pattern takes: PRE-FETCH, PREVENT ALLOW MEDIUM REMOVAL)
 PR_SUITES = "ALL.Pr*"
 PR_INITIATOR = "iqn.2026-11.org.cxgbit-ext:libiscsi-pr"
+# the tests in which the second nexus reads or writes the logical unit
+# (libiscsi's verify_persistent_reserve_access with a registrant or
+# non-registrant allowed access)
+SECOND_NEXUS_IO = {f"ALL.ProutReserve.Access{t}" for t in ("WE", "EARO", "WERO", "EAAR", "WEAR")}
+
+
+def pr_specs(backstore: str) -> tuple[list[str], list[str]]:
+    """What iscsi-test-cu runs with the nexuses on two gateways, and what
+    with both on one, as its -t specs (a whole suite where none of its
+    tests is set apart). On user:rbd the tests whose second nexus reads or
+    writes run on one gateway: tcmu-runner's rbd handler serves an image
+    through the gateway that holds its lock, and answers the first command
+    through another with BUSY while it moves the lock there (its implicit
+    ALUA transition), which an initiator retries and the test tool does
+    not. krbd (iblock) serves it through every gateway."""
+    tests = [t for t in libiscsi.listed() if t.count(".") == 2 and fnmatch.fnmatch(t, PR_SUITES)]
+    apart = sorted(SECOND_NEXUS_IO & set(tests)) if backstore == "user:rbd" else []
+    across: list[str] = []
+    for suite in dict.fromkeys(t.rsplit(".", 1)[0] for t in tests):
+        mine = [t for t in tests if t.startswith(f"{suite}.")]
+        kept = [t for t in mine if t not in apart]
+        across += [suite] if kept == mine else kept
+    return across, apart
+
+
+def take_image_lock(plan: dict[str, Any], ip: str) -> None:
+    """Make the gateway at ``ip`` hold image 0's lock (user:rbd): a write
+    through it, BUSY tried again while its tcmu-runner takes the lock."""
+    c = Connection(ip, timeout=60)
+    try:
+        c.login(PR_INITIATOR, plan["iqn"])
+        for _ in range(8):
+            try:
+                c.scsi_in(bytes(6), 0)
+                break
+            except ScsiError as e:
+                if e.sense_key != 6:
+                    raise
+        assert not pr.write_refused(c, PR_LBA, busy_s=120), f"{ip} refused a write with no reservation held"
+        c.logout()
+    finally:
+        c.close()
 
 
 def pr_suites_across_gateways(plan: dict[str, Any]) -> dict[str, Any]:
@@ -658,19 +703,121 @@ def pr_suites_across_gateways(plan: dict[str, Any]) -> dict[str, Any]:
     on different gateways: the first initiator through one gateway, the
     second (the tests' other nexus: the one refused, preempted, moved to)
     through the other, then the other way round, so that each gateway's
-    kernel serves each side. Every test must pass, as on one target."""
+    kernel serves each side. Every test must pass, as on one target. The
+    tests pr_specs sets apart run with both nexuses on the first gateway."""
     gw1, gw2 = (g["ip"] for g in plan["gateways"][:2])
-    ev: dict[str, Any] = {}
+    across, apart = pr_specs(plan["backstore"])
+    ev: dict[str, Any] = {"one gateway": apart}
     for first, second in ((gw1, gw2), (gw2, gw1)):
         t0 = time.monotonic()
-        got = libiscsi.run(f"iscsi://{first}/{plan['iqn']}/0", PR_INITIATOR, timeout=1200, test=PR_SUITES,
-                           url2=f"iscsi://{second}/{plan['iqn']}/0")  # fmt: skip
-        failed = sorted(t for t, v in got.items() if v != "passed")
+        if plan["backstore"] == "user:rbd":
+            take_image_lock(plan, first)
+        got: dict[str, str] = {}
+        for spec in across:
+            got |= libiscsi.run(f"iscsi://{first}/{plan['iqn']}/0", PR_INITIATOR, timeout=600, test=spec,
+                                url2=f"iscsi://{second}/{plan['iqn']}/0")  # fmt: skip
+        alone: dict[str, str] = {}
+        for spec in apart:
+            alone |= libiscsi.run(f"iscsi://{first}/{plan['iqn']}/0", PR_INITIATOR, timeout=600, test=spec)
+        failed = sorted(t for t, v in (got | alone).items() if v != "passed")
         run = f"{first} and {second}"
-        ev[run] = {"tests": len(got), "failed": failed, "took_s": round(time.monotonic() - t0, 1)}
+        ev[run] = {"across": len(got), "one gateway": len(alone), "failed": failed,
+                   "took_s": round(time.monotonic() - t0, 1)}  # fmt: skip
         log(f"libiscsi {PR_SUITES} through {run}: {ev[run]}")
-        assert len(got) >= 20, f"libiscsi ran {len(got)} reservation tests through {run}: {sorted(got)}"
+        assert len(got) >= 20, f"libiscsi ran {len(got)} reservation tests across {run}: {sorted(got)}"
         assert not failed, f"libiscsi's reservation tests failed through {run}: {failed}"
+    return ev
+
+
+# fence_scsi's reservation: Write Exclusive, Registrants Only
+WE_RO = 5
+SG_IFACE, SG_NODE_B = "node-b", "iqn.2026-11.org.cxgbit-ext:sg-node-b"
+SG_KEY_A, SG_KEY_B = 0x5A5A, 0x6B6B
+
+
+def session_disk(ip: str, initiator: str, lun: int, missing_ok: bool = False) -> str | None:
+    """The sd device of ``lun`` in the open-iscsi session of ``initiator``
+    to the gateway at ``ip`` (None with ``missing_ok`` while it has none)."""
+    for s in Path("/sys/class/iscsi_session").glob("session*"):
+        conns = list(Path("/sys/class/iscsi_connection").glob(f"connection{s.name[len('session') :]}:*"))
+        if not conns or (conns[0] / "persistent_address").read_text().strip() != ip:
+            continue
+        if (s / "initiatorname").read_text().strip() != initiator:
+            continue
+        for blk in (s / "device").glob(f"target*/*:*:*:{lun}/block/*"):
+            return blk.name
+    if missing_ok:
+        return None
+    raise AssertionError(f"no disk of LUN {lun} in {initiator}'s session to {ip}")
+
+
+def sg_persist(sd: str, *args: str) -> str:
+    return sh("sg_persist", "--no-inquiry", *args, f"/dev/{sd}")
+
+
+def sg_write_refused(sd: str) -> bool:
+    """Whether a 4 KiB direct write at PR_LBA of path ``sd`` is refused for
+    a reservation: the block layer fails it with EBADE ("Invalid exchange",
+    its errno for RESERVATION CONFLICT). Any other failure is raised."""
+    p = subprocess.run(["dd", "if=/dev/urandom", f"of=/dev/{sd}", "bs=4k", "count=1", f"seek={PR_LBA // 8}",
+                        "oflag=direct", "conv=notrunc"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    if p.returncode == 0:
+        return False
+    assert "Invalid exchange" in p.stderr, f"a write on {sd} failed otherwise than for a reservation: {p.stderr}"
+    return True
+
+
+def sg_persist_across_gateways(plan: dict[str, Any]) -> dict[str, Any]:
+    """fence_scsi's sequence with sg_persist from two open-iscsi initiators
+    on image 0: this initiator (node A) through gateway 1, and an iface with
+    another initiator name (node B) logged in through gateway 2 only. A
+    registers and reserves Write Exclusive, Registrants Only; B registers
+    and sees both keys and A's reservation; both write; B fences A
+    (PREEMPT AND ABORT of A's key); A's writes are then refused through
+    gateway 1 and its key is gone there too; B clears."""
+    gw1, gw2 = (g["ip"] for g in plan["gateways"][:2])
+    node_a = iscsiadm.INITIATORNAME.read_text().split("=", 1)[1].strip()
+    ev: dict[str, Any] = {}
+    sh("iscsiadm", "-m", "iface", "-I", SG_IFACE, "-o", "new")
+    sh("iscsiadm", "-m", "iface", "-I", SG_IFACE, "-o", "update", "-n", "iface.initiatorname", "-v", SG_NODE_B)
+    sh("iscsiadm", "-m", "discovery", "-t", "sendtargets", "-p", f"{gw2}:3260", "-I", SG_IFACE)
+    sh("iscsiadm", "-m", "node", "-T", plan["iqn"], "-p", f"{gw2}:3260", "-I", SG_IFACE, "--login")
+    wait_for(lambda: session_disk(gw2, SG_NODE_B, 0, missing_ok=True) is not None, "node B's disk of LUN 0", 60)
+    a, b = str(session_disk(gw1, node_a, 0)), str(session_disk(gw2, SG_NODE_B, 0))
+    ev["disks"] = {"node A through gateway 1": a, "node B through gateway 2": b}
+    # each new nexus starts with unit attentions; a TEST UNIT READY takes them
+    for sd in (a, b):
+        for _ in range(8):
+            if subprocess.run(["sg_turs", f"/dev/{sd}"], capture_output=True).returncode == 0:
+                break
+    sg_persist(a, "--out", "--register", f"--param-sark={SG_KEY_A:#x}")
+    sg_persist(a, "--out", "--reserve", f"--param-rk={SG_KEY_A:#x}", f"--prout-type={WE_RO}")
+    sg_persist(b, "--out", "--register", f"--param-sark={SG_KEY_B:#x}")
+    keys = sg_persist(b, "--in", "--read-keys")
+    held = sg_persist(b, "--in", "--read-reservation")
+    log(f"sg_persist: node B through gateway 2 reads keys:\n{keys}reservation:\n{held}")
+    assert f"{SG_KEY_A:#x}" in keys and f"{SG_KEY_B:#x}" in keys, f"gateway 2 does not show both keys:\n{keys}"
+    assert f"Key={SG_KEY_A:#x}" in held and "Write Exclusive, registrants only" in held, (
+        f"gateway 2 does not show node A's reservation:\n{held}"
+    )
+    assert not sg_write_refused(a) and not sg_write_refused(b), "a registrant's write was refused"
+    sg_persist(b, "--out", "--preempt-abort", f"--param-rk={SG_KEY_B:#x}", f"--param-sark={SG_KEY_A:#x}",
+               f"--prout-type={WE_RO}")  # fmt: skip
+    # node A's next commands get the preemption's unit attention first
+    for _ in range(8):
+        if subprocess.run(["sg_turs", f"/dev/{a}"], capture_output=True).returncode == 0:
+            break
+    assert sg_write_refused(a), "node A wrote through gateway 1 after node B fenced it"
+    keys = sg_persist(a, "--in", "--read-keys")
+    assert f"{SG_KEY_A:#x}" not in keys and f"{SG_KEY_B:#x}" in keys, f"gateway 1 still shows node A's key:\n{keys}"
+    assert not sg_write_refused(b), "node B, the holder, was refused"
+    ev["fenced"] = True
+    sg_persist(b, "--out", "--clear", f"--param-rk={SG_KEY_B:#x}")
+    assert "no registered reservation keys" in sg_persist(a, "--in", "--read-keys").lower()
+    sh("iscsiadm", "-m", "node", "-T", plan["iqn"], "-p", f"{gw2}:3260", "-I", SG_IFACE, "--logout")
+    sh("iscsiadm", "-m", "node", "-T", plan["iqn"], "-p", f"{gw2}:3260", "-I", SG_IFACE, "-o", "delete")
+    iscsiadm.iface_delete(SG_IFACE)
+    log(f"sg_persist: {ev}")
     return ev
 
 
