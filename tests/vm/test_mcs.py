@@ -106,13 +106,14 @@ def soft1(mcs_target: None) -> Iterator[None]:
         d.rmdir()
 
 
-def connect(request: pytest.FixtureRequest, layout: str) -> tuple[Connection, Connection]:
-    """The lead's and the second connection of a SESSIONS layout, soft1
+def connect(request: pytest.FixtureRequest, layout: str, n: int = 2) -> list[Connection]:
+    """n connections of a SESSIONS layout, the lead's first: CID i on the
+    lead's link where i is even, the joining one's where it is odd; soft1
     made for the two adapters' one."""
-    lead_link, join_link = SESSIONS[layout]
-    if lead_link is not join_link:
+    links = SESSIONS[layout]
+    if links[0] is not links[1]:
         request.getfixturevalue("soft1")
-    return Connection(lead_link.tgt_ip), Connection(join_link.tgt_ip)
+    return [Connection(links[cid % 2].tgt_ip) for cid in range(n)]
 
 
 @pytest.mark.parametrize("layout", SESSIONS)
@@ -161,10 +162,7 @@ def test_a_session_of_four_connections(mcs_target: None, layout: str, request: p
     session goes on over the lead until its logout. Over two adapters the
     connections alternate between them (CIDs 0 and 2 on soft0, 1 and 3 on
     soft1), so each read goes through the other adapter than its write."""
-    links = SESSIONS[layout]
-    if links[0] is not links[1]:
-        request.getfixturevalue("soft1")
-    conns = [Connection(links[cid % 2].tgt_ip) for cid in range(4)]
+    conns = connect(request, layout, 4)
     try:
         keys = conns[0].login(PDU_INITIATOR, IQN, Params(max_connections=4))
         assert keys.get("MaxConnections") == "4", keys
