@@ -679,19 +679,32 @@ def pr_specs(backstore: str) -> tuple[list[str], list[str]]:
     return across, apart
 
 
+def pr_node(iqn: str, name: str, ip: str, isid: bytes | None = None) -> Connection:
+    """A PDU-level node logged in to ``iqn`` through ``ip`` (with isid: the
+    same I_T nexus as before), its unit attentions taken (a new nexus of a
+    target with several LUNs has REPORTED LUNS DATA HAS CHANGED pending)
+    with TEST UNIT READY, as an initiator's scan would."""
+    c = Connection(ip, timeout=60)
+    if isid is not None:
+        c.isid = isid
+    c.login(name, iqn)
+    for _ in range(8):
+        try:
+            c.scsi_in(bytes(6), 0)
+            return c
+        except ScsiError as e:
+            if e.sense_key != 6:
+                c.close()
+                raise
+    c.close()
+    raise AssertionError(f"{name} through {ip}: unit attentions without end")
+
+
 def take_image_lock(plan: dict[str, Any], ip: str) -> None:
     """Make the gateway at ``ip`` hold image 0's lock (user:rbd): a write
     through it, BUSY tried again while its tcmu-runner takes the lock."""
-    c = Connection(ip, timeout=60)
+    c = pr_node(plan["iqn"], PR_INITIATOR, ip)
     try:
-        c.login(PR_INITIATOR, plan["iqn"])
-        for _ in range(8):
-            try:
-                c.scsi_in(bytes(6), 0)
-                break
-            except ScsiError as e:
-                if e.sense_key != 6:
-                    raise
         assert not pr.write_refused(c, PR_LBA, busy_s=120), f"{ip} refused a write with no reservation held"
         c.logout()
     finally:
@@ -738,17 +751,24 @@ SG_KEY_A, SG_KEY_B = 0x5A5A, 0x6B6B
 def session_disk(ip: str, initiator: str, lun: int, missing_ok: bool = False) -> str | None:
     """The sd device of ``lun`` in the open-iscsi session of ``initiator``
     to the gateway at ``ip`` (None with ``missing_ok`` while it has none)."""
-    for s in Path("/sys/class/iscsi_session").glob("session*"):
-        conns = list(Path("/sys/class/iscsi_connection").glob(f"connection{s.name[len('session') :]}:*"))
-        if not conns or (conns[0] / "persistent_address").read_text().strip() != ip:
-            continue
-        if (s / "initiatorname").read_text().strip() != initiator:
+    for session in iscsiadm.sessions():
+        s = Path(f"/sys/class/iscsi_session/session{session.sid}")
+        if session.address != ip or (s / "initiatorname").read_text().strip() != initiator:
             continue
         for blk in (s / "device").glob(f"target*/*:*:*:{lun}/block/*"):
             return blk.name
     if missing_ok:
         return None
     raise AssertionError(f"no disk of LUN {lun} in {initiator}'s session to {ip}")
+
+
+def take_unit_attentions(sd: str) -> None:
+    """TEST UNIT READY on path ``sd`` until it answers GOOD (at most 8):
+    a new nexus, or one whose registration was preempted, has unit
+    attentions pending."""
+    for _ in range(8):
+        if subprocess.run(["sg_turs", f"/dev/{sd}"], capture_output=True).returncode == 0:
+            return
 
 
 def sg_persist(sd: str, *args: str) -> str:
@@ -780,16 +800,12 @@ def sg_persist_across_gateways(plan: dict[str, Any]) -> dict[str, Any]:
     ev: dict[str, Any] = {}
     sh("iscsiadm", "-m", "iface", "-I", SG_IFACE, "-o", "new")
     sh("iscsiadm", "-m", "iface", "-I", SG_IFACE, "-o", "update", "-n", "iface.initiatorname", "-v", SG_NODE_B)
-    sh("iscsiadm", "-m", "discovery", "-t", "sendtargets", "-p", f"{gw2}:3260", "-I", SG_IFACE)
-    sh("iscsiadm", "-m", "node", "-T", plan["iqn"], "-p", f"{gw2}:3260", "-I", SG_IFACE, "--login")
+    iscsiadm.login_all([f"{gw2}:3260"], iface=SG_IFACE)
     wait_for(lambda: session_disk(gw2, SG_NODE_B, 0, missing_ok=True) is not None, "node B's disk of LUN 0", 60)
     a, b = str(session_disk(gw1, node_a, 0)), str(session_disk(gw2, SG_NODE_B, 0))
     ev["disks"] = {"node A through gateway 1": a, "node B through gateway 2": b}
-    # each new nexus starts with unit attentions; a TEST UNIT READY takes them
     for sd in (a, b):
-        for _ in range(8):
-            if subprocess.run(["sg_turs", f"/dev/{sd}"], capture_output=True).returncode == 0:
-                break
+        take_unit_attentions(sd)
     sg_persist(a, "--out", "--register", f"--param-sark={SG_KEY_A:#x}")
     sg_persist(a, "--out", "--reserve", f"--param-rk={SG_KEY_A:#x}", f"--prout-type={WE_RO}")
     sg_persist(b, "--out", "--register", f"--param-sark={SG_KEY_B:#x}")
@@ -803,10 +819,7 @@ def sg_persist_across_gateways(plan: dict[str, Any]) -> dict[str, Any]:
     assert not sg_write_refused(a) and not sg_write_refused(b), "a registrant's write was refused"
     sg_persist(b, "--out", "--preempt-abort", f"--param-rk={SG_KEY_B:#x}", f"--param-sark={SG_KEY_A:#x}",
                f"--prout-type={WE_RO}")  # fmt: skip
-    # node A's next commands get the preemption's unit attention first
-    for _ in range(8):
-        if subprocess.run(["sg_turs", f"/dev/{a}"], capture_output=True).returncode == 0:
-            break
+    take_unit_attentions(a)
     assert sg_write_refused(a), "node A wrote through gateway 1 after node B fenced it"
     keys = sg_persist(a, "--in", "--read-keys")
     assert f"{SG_KEY_A:#x}" not in keys and f"{SG_KEY_B:#x}" in keys, f"gateway 1 still shows node A's key:\n{keys}"
@@ -837,22 +850,7 @@ def reservations_across_gateways(plan: dict[str, Any], rdv: Rendezvous) -> dict[
     ev: dict[str, Any] = {}
 
     def node(name: str, ip: str, isid: bytes | None = None) -> Connection:
-        """A node logged in (with isid: the same I_T nexus as before), its
-        unit attentions taken (a new nexus of a target with several LUNs
-        has REPORTED LUNS DATA HAS CHANGED pending) with TEST UNIT READY,
-        as an initiator's scan would."""
-        c = Connection(ip, timeout=60)
-        if isid is not None:
-            c.isid = isid
-        c.login(name, plan["iqn"])
-        for _ in range(8):
-            try:
-                c.scsi_in(bytes(6), 0)
-                return c
-            except ScsiError as e:
-                if e.sense_key != 6:
-                    raise
-        raise AssertionError(f"{name} through {ip}: unit attentions without end")
+        return pr_node(plan["iqn"], name, ip, isid)
 
     def refused(c: Connection) -> bool:
         # on user:rbd a gateway answers BUSY while its tcmu-runner waits
