@@ -41,6 +41,7 @@ from .conftest import (
     cxgb4_counters,
     lun_disk,
     offloaded_peers,
+    settle_sessions,
     wait_for,
 )
 
@@ -491,6 +492,7 @@ def test_fio_verify_through_the_chip_beside_stock(c4_target: str) -> None:
         assert placed + copied >= 8 * topology.MiB and placed > copied, conn
     finally:
         iscsiadm.logout(IQN)
+        settle_sessions()
         acl.delete()
     tids_back("a TID was not given back after logout")
 

@@ -39,6 +39,7 @@ from .conftest import (
     dmesg_since,
     kmsg_mark,
     offloaded_target,
+    settle_sessions,
 )
 
 OFF, STOCK = topo.LINKS
@@ -191,6 +192,7 @@ def test_unregister_ends_live_connections(soft1: Path) -> None:
         neighbour.close()
     finally:
         topo.sh("ip", "-n", topo.TGT_NS, "link", "del", EXTRA.tgt_dev, check=False)
+        settle_sessions()
         acl.delete()
 
 

@@ -70,6 +70,7 @@ from .conftest import (
     offloaded_peers,
     offloaded_target,
     record,
+    settle_sessions,
     soft0_counters,
     target_at_erl,
     target_tpg_params,
@@ -1031,6 +1032,7 @@ def test_target_nop_in_is_answered(path: str) -> None:
         moved(drops=0)
         c.logout()
     finally:
+        settle_sessions()
         acl.delete()
 
 
