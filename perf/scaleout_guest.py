@@ -4,17 +4,19 @@
     perf/scaleout_guest.py gateway N --plan PLAN.json
     perf/scaleout_guest.py initiator --plan PLAN.json
 
-Two images, each laid out on both gateways with ``cxgbit-ext gateway
-create`` under its own target name, image i owned (Active/Optimized) by
-gateway i. A gateway answers the initiator's requests in the rendezvous
-directory: ``req-gwN-K`` holds one of ``snap`` (this VM's TCG instruction
-count, CPU jiffies, offloaded connections and soft0 counters), ``offload``
-/ ``stock`` (its portals' offload switch), ``disable`` / ``enable`` (its
-TPGs); it answers in ``ans-gwN-K``. The initiator logs in to both
-gateways for both images, and for each transport (offload, then stock)
-runs the fio points with both gateways serving (each image through its
-owner), then with gateway 2's TPGs disabled (both images through gateway
-1), snapshotting both gateways around each point.
+One image per gateway, each laid out on every gateway with ``cxgbit-ext
+gateway create`` under its own target name, image i owned
+(Active/Optimized) by gateway i. A gateway answers the initiator's
+requests in the rendezvous directory: ``req-gwN-K`` holds one of ``snap``
+(this VM's TCG instruction count, CPU jiffies, offloaded connections and
+soft0 counters), ``offload`` / ``stock`` (its portals' offload switch),
+``disable`` / ``enable`` (its TPGs); it answers in ``ans-gwN-K``. The
+initiator logs in to every gateway for every image, and for each
+transport (offload, then stock) runs the fio points with every gateway
+serving (each image through its owner), then with the last gateway's
+TPGs disabled, then the one before it, down to gateway 1 alone (each
+image through the gateway dm-multipath moved it to, as its path counters
+show), snapshotting every gateway around each point.
 """
 
 from __future__ import annotations
@@ -260,15 +262,18 @@ def initiator(plan: dict[str, Any]) -> int:
                     fio.run([f"--name=fill:{dev}", f"--filename={dev}", "--rw=write", "--bs=1M", "--size=64M",
                              "--direct=1", "--ioengine=libaio", "--iodepth=4"], timeout=600)  # fmt: skip
             result["rows"] += measure(plan, gws, devs, transport, owners)
-            # gateway 2 goes: both images through gateway 1
-            gws.ask(2, "disable")
-            t0 = time.monotonic()
-            for image, dev in devs.items():
-                wait_for(lambda d=dev: active_gateway(d, gw_ips) == 1, f"{image} on gateway 1", 180)
-            log(f"{transport}: both images on gateway 1 after {time.monotonic() - t0:.1f} s")
-            one = dict.fromkeys(devs, 1)
-            check_transport(gws, transport, one)
-            result["rows"] += measure(plan, gws, devs, transport, one)
+            # the last gateway goes, then the one before it, down to gateway 1
+            for gone in range(len(gw_ips), 1, -1):
+                gws.ask(gone, "disable")
+                t0 = time.monotonic()
+                for image, dev in devs.items():
+                    wait_for(lambda d=dev, g=gone: (active_gateway(d, gw_ips) or g) < g,
+                             f"{image} on gateways 1-{gone - 1}", 180)  # fmt: skip
+                serving = {image: active_gateway(dev, gw_ips) or 0 for image, dev in devs.items()}
+                log(f"{transport}: gateway {gone} disabled, images served by {serving} after "
+                    f"{time.monotonic() - t0:.1f} s")  # fmt: skip
+                check_transport(gws, transport, serving)
+                result["rows"] += measure(plan, gws, devs, transport, serving)
             logout_all()
     return 0 if result["ok"] else 1
 
