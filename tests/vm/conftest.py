@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 import time
@@ -21,7 +20,7 @@ import pytest
 
 from cxgbit_ext.control import Connection as OffloadedConnection
 from cxgbit_ext.control import Control
-from cxgbit_ext.topology import Topology
+from cxgbit_ext.topology import Topology, settle_sessions
 from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, ScsiError
 from testbed import topo
@@ -259,45 +258,6 @@ def iscsid() -> None:
     iscsiadm.start_iscsid()
 
 
-LIO_ISCSI = Path("/sys/kernel/config/target/iscsi")
-LIVE_STATES = {"TARG_SESS_STATE_LOGGED_IN", "TARG_CONN_STATE_LOGGED_IN"}
-
-
-def closing_sessions() -> list[str]:
-    """The explicit ACLs (TARGET/tpgt_N/acls/NAME) whose info lists a
-    session on its way down: a session or connection state other than
-    logged in, or a session with no connection left."""
-    closing = []
-    for info in LIO_ISCSI.glob("*/tpgt_*/acls/*/info"):
-        try:
-            text = info.read_text()
-        except OSError:
-            continue  # removed meanwhile
-        if "No active iSCSI Session" in text:
-            continue
-        states = re.findall(r"TARG_(?:SESS|CONN)_STATE_\w+", text)
-        if not any(st.startswith("TARG_CONN") for st in states) or set(states) - LIVE_STATES:
-            closing.append(str(info.parent.relative_to(LIO_ISCSI)))
-    return closing
-
-
-def settle_sessions(seconds: float = 15) -> None:
-    """Wait, up to seconds, until no ACL lists a session on its way down.
-
-    Deleting an ACL (or setting its queue depth) while one of its sessions
-    closes crashes the kernels' LIO, stock and offloaded alike:
-    target_shutdown_sessions() takes the session off the ACL's list and
-    lets the list's lock go before it calls close_session(), while the
-    session's own close (a logout, a dropped connection) deregisters it,
-    clearing its fabric_sess_ptr, and frees it (a NULL pointer dereference
-    in lio_tpg_close_session()). A session that is up is closed by the
-    deletion safely, so only those on their way down are waited for; one
-    that takes longer is left to the deletion as before."""
-    deadline = time.monotonic() + seconds
-    while closing_sessions() and time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
 def lio_clear() -> None:
     from rtslib_fb import RTSRoot
 
@@ -362,9 +322,8 @@ def offloaded_target(
         # also when the target could not be made: the module must go
         iscsiadm.logout()
         iscsiadm.delete_nodes()
-        settle_sessions()
         if created:
-            topology.delete(topo_.iqn)
+            topology.delete(topo_.iqn)  # once its ACLs' sessions are down
         deadline = time.monotonic() + 15
         while connection_lines() and time.monotonic() < deadline:
             time.sleep(0.1)

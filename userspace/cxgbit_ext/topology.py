@@ -8,6 +8,8 @@ fails, what was made is deleted again and the error is raised.
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -29,6 +31,10 @@ from rtslib_fb.utils import RTSLibError
 from cxgbit_ext import portals, reservations
 
 Backstore = Literal["ramdisk", "fileio", "nullio"]  # nullio: ramdisk that stores nothing
+# a session and a connection that are up, as an ACL's info file names their states
+LIVE_STATES = {"TARG_SESS_STATE_LOGGED_IN", "TARG_CONN_STATE_LOGGED_IN"}
+# how long delete() waits for the sessions of a target's ACLs to finish closing
+SETTLE_S = 15.0
 MiB = 1 << 20
 
 
@@ -137,13 +143,53 @@ def _undo(target: Target | None, sos: list[RDMCPStorageObject | FileIOStorageObj
             image.unlink(missing_ok=True)
 
 
+def closing_sessions(iqn: str = "*", lio: Path = reservations.LIO_ISCSI) -> list[str]:
+    """The explicit ACLs (TARGET/tpgt_N/acls/NAME) of target ``iqn`` (every
+    target: "*") whose info lists a session on its way down: a session or
+    connection state other than logged in, or a session with no connection
+    left."""
+    closing = []
+    for info in sorted(lio.glob(f"{iqn}/tpgt_*/acls/*/info")):
+        try:
+            text = info.read_text()
+        except OSError:
+            continue  # removed meanwhile
+        if "No active iSCSI Session" in text:
+            continue
+        states = re.findall(r"TARG_(?:SESS|CONN)_\w+", text)
+        if not any(st.startswith("TARG_CONN") for st in states) or set(states) - LIVE_STATES:
+            closing.append(str(info.parent.relative_to(lio)))
+    return closing
+
+
+def settle_sessions(iqn: str = "*", seconds: float = SETTLE_S, lio: Path = reservations.LIO_ISCSI) -> list[str]:
+    """Wait, up to ``seconds``, until no ACL of target ``iqn`` lists a
+    session on its way down; the ACLs that still do.
+
+    Deleting an ACL (as deleting its target does, or setting its queue
+    depth) while one of its sessions closes crashes the kernels' LIO:
+    target_shutdown_sessions() takes the session off the ACL's list and
+    lets the list's lock go before it calls close_session(), while the
+    session's own close (a logout, a dropped connection) deregisters and
+    frees it (a NULL pointer dereference in lio_tpg_close_session()). A
+    session that is up is closed by the deletion safely, so only those on
+    their way down are waited for."""
+    deadline = time.monotonic() + seconds
+    while (closing := closing_sessions(iqn, lio)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return closing
+
+
 def delete(iqn: str) -> None:
-    """Delete a target and the storage objects only it used, fileio images included."""
+    """Delete a target and the storage objects only it used, fileio images
+    included, once no session of its ACLs is on its way down (settle_sessions();
+    one still closing after SETTLE_S seconds is left to the deletion)."""
     fabric = FabricModule("iscsi")
     matches = [t for t in fabric.targets if t.wwn == iqn]
     if not matches:
         raise TopologyError(f"no target {iqn}")
     target = matches[0]
+    settle_sessions(iqn)
     sos = {lun.storage_object.path: lun.storage_object for tpg in target.tpgs for lun in tpg.luns}
     target.delete()
     in_use = {lun.storage_object.path for t in RTSRoot().targets for tpg in t.tpgs for lun in tpg.luns}
