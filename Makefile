@@ -52,13 +52,14 @@ host-test: lint check-kmod
 # kernels take the two cores a CI machine has. Each batch's report is
 # printed whole when it ends, in kernels.conf's order.
 vm-test: modules
-	@mkdir -p $(BUILD)/results; pids=""; for k in $(KVERS); do \
+	@mkdir -p $(BUILD)/results; pids=""; t0=$$(date +%s); for k in $(KVERS); do \
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout $(VMTIMEOUT) \
 			--results $(BUILD)/results/$$k -- $(VMTESTS) >$(BUILD)/results/$$k.out 2>&1 & \
-		pids="$$pids$$! "; echo "vm-test: $$k batch started"; \
+		pids="$$pids$$! "; echo "vm-test: $$k batch started at $$(date +%T)"; \
 	done; rc=0; for k in $(KVERS); do \
 		wait $${pids%% *} || rc=1; pids=$${pids#* }; \
 		cat $(BUILD)/results/$$k.out; \
+		echo "vm-test: $$k batch reported, $$(( $$(date +%s) - t0 )) s after the batches started"; \
 	done; exit $$rc
 
 # SCALEOUT_GATEWAYS offloaded gateways on Ceph RBD images (one per
