@@ -34,9 +34,7 @@ def test_every_gateway_computes_the_same_serial_and_groups() -> None:
     one, two = layout(index=1, owners=(2,)), layout(index=2, owners=(2,))
     assert one.wwn(0) == two.wwn(0) and one.so_name(0) == two.so_name(0) == "rbd.disk0"
     assert [one.group(0, g) for g in (1, 2)] == [two.group(0, g) for g in (1, 2)]
-    assert one.group(0, 2) == ("ao", 102, AO, True) and one.group(0, 1) == ("ano1", 101, ANO, False)
-    # two gateways: one survivor, nothing to rank
-    assert one.successor(0) is None
+    assert one.group(0, 2) == ("ao", 102, AO) and one.group(0, 1) == ("ano1", 101, ANO)
     assert layout(images=("rbd/disk1",)).wwn(0) != one.wwn(0)
 
 
@@ -51,10 +49,7 @@ def test_images_are_spread_over_the_gateways_unless_owners_are_given() -> None:
         v.check()
         assert [v.owner(lun) for lun in range(5)] == [1, 2, 3, 1, 2]
         assert [v.group(lun, v.owner(lun))[2] for lun in range(5)] == [AO] * 5
-        assert [v.group(1, gw) for gw in (1, 2, 3)] == [("ano1", 101, ANO, False), ("ao", 102, AO, True),
-                                                        ("ano3", 103, ANO, False)]  # fmt: skip
-        # no survivor ranked unless asked: only the owner's group has PREF
-        assert [v.successor(lun) for lun in range(5)] == [None] * 5
+        assert [v.group(1, gw) for gw in (1, 2, 3)] == [("ano1", 101, ANO), ("ao", 102, AO), ("ano3", 103, ANO)]
     assert len({views[0].wwn(lun) for lun in range(5)}) == 5
     given = layout(images=images[:2], portals=three, owners=(3, 3))
     assert [given.owner(0), given.owner(1)] == [3, 3]
@@ -63,46 +58,6 @@ def test_images_are_spread_over_the_gateways_unless_owners_are_given() -> None:
     assert tpgs[3]["luns"] == {0: ("rbd.disk0", "ano3"), 1: ("rbd.disk1", "ano3"), 2: ("rbd.disk2", "ao"),
                                3: ("rbd.disk3", "ano3"), 4: ("rbd.disk4", "ano3")}  # fmt: skip
     assert tpgs[1]["luns"][0] == ("rbd.disk0", "ao") and tpgs[1]["luns"][3] == ("rbd.disk3", "ao")
-
-
-def test_a_failed_gateways_images_are_ranked_over_the_survivors() -> None:
-    """--rank-survivors, three gateways and six images on iblock: each
-    gateway owns two, and its two go to different survivors when it fails
-    (successor: the owner's j-th image takes the j-th gateway after it), the
-    same on every gateway. What dm-multipath's ALUA prioritizer scores with
-    exclusive_pref_bit puts the owner first, the successor second and the
-    last survivor third; without it, the successor would come first, which
-    is why the ranking is asked for, not the default."""
-    three = ("198.18.20.11", "198.18.20.12", "198.18.20.13")
-    images = tuple(f"rbd/disk{i}" for i in range(6))
-    views = [layout(images=images, portals=three, index=gw, rank_survivors=True) for gw in (1, 2, 3)]
-    for v in views:
-        v.check()
-        assert [v.owner(lun) for lun in range(6)] == [1, 2, 3, 1, 2, 3]
-        assert [v.successor(lun) for lun in range(6)] == [2, 3, 1, 3, 1, 2]
-        assert [v.group(0, gw) for gw in (1, 2, 3)] == [("ao", 101, AO, True), ("next2", 102, ANO, True),
-                                                        ("ano3", 103, ANO, False)]  # fmt: skip
-
-    def score(v: Layout, lun: int, gw: int, exclusive_pref_bit: bool) -> int:
-        _, _, state, pref = v.group(lun, gw)
-        return {AO: 50, ANO: 10}[state] + (80 if pref and (state != AO or exclusive_pref_bit) else 0)
-
-    v = views[0]
-    for lun in range(6):
-        ranked = sorted((1, 2, 3), key=lambda gw: -score(v, lun, gw, True))
-        assert ranked[:2] == [v.owner(lun), v.successor(lun)], (lun, ranked)
-        assert max((1, 2, 3), key=lambda gw: score(v, lun, gw, False)) == v.successor(lun)
-    for failed in (1, 2, 3):
-        went = {v.successor(lun) for lun in range(6) if v.owner(lun) == failed}
-        assert went == {1, 2, 3} - {failed}, (failed, went)
-    # given owners: an owner's images still take its survivors in turn
-    given = layout(images=images[:3], portals=three, owners=(2, 2, 2), rank_survivors=True)
-    assert [given.successor(lun) for lun in range(3)] == [3, 1, 3]
-    # the layout is another one: a gateway laid out without it is not "already laid out" with it
-    tpgs = gateway.expected(views[2])["tpgs"]
-    assert tpgs[3]["luns"][1] == ("rbd.disk1", "next3") and gateway.expected(
-        layout(images=images, portals=three, index=3)
-    ) != gateway.expected(views[2])
 
 
 @pytest.mark.parametrize(
@@ -127,7 +82,6 @@ def test_a_failed_gateways_images_are_ranked_over_the_survivors() -> None:
         ({"backstore": "rbd"}, "backstore 'rbd': one of iblock, user:rbd"),
         ({"shared": True, "offload": False}, "shared reservations need the offloaded portal"),
         ({"cmd_time_out": 10}, "--cmd-time-out is user:rbd's"),
-        ({"rank_survivors": True, "backstore": "user:rbd"}, "--rank-survivors: iblock only"),
         ({"cmd_time_out": 30, "backstore": "user:rbd"}, "--cmd-time-out 30: 1 to 29 s, below Linux initiators' 30 s"),
         ({"cmd_time_out": 0, "backstore": "user:rbd"}, "--cmd-time-out 0: 1 to 29 s"),
     ],

@@ -10,7 +10,7 @@
     cxgbit-ext topology create --iqn IQN [--luns N] [--size 512M] ...
     cxgbit-ext topology delete --iqn IQN
     cxgbit-ext gateway create --iqn IQN --rbd POOL/IMAGE[,...] --portals IP,IP[,...] --gateway N [--owner N[,...]]
-                              [--rank-survivors] [--reservations]
+                              [--reservations]
     cxgbit-ext gateway show|delete --iqn IQN
     cxgbit-ext exporter [--listen ADDR:PORT]   (Prometheus metrics, until stopped)
 
@@ -295,22 +295,19 @@ def cmd_gateway(ctl: Control, a: argparse.Namespace) -> int:
             raise gateway.GatewayError(f"gateway create needs {', '.join(missing)}")
         layout = gateway.Layout(iqn=a.iqn, images=tuple(a.rbd), portals=tuple(a.portals), index=a.gateway,
                                 owners=tuple(a.owner or ()), port=a.port, offload=a.offload,
-                                backstore=a.backstore, shared=a.reservations, cmd_time_out=a.cmd_time_out,
-                                rank_survivors=a.rank_survivors)  # fmt: skip
+                                backstore=a.backstore, shared=a.reservations, cmd_time_out=a.cmd_time_out)  # fmt: skip
         made = gateway.create(layout, devs=tuple(a.dev or ()))
         have = gateway.describe(a.iqn)
         images = range(len(layout.images))
         if a.json:
             out({"created": made, "wwns": [layout.wwn(n) for n in images],
-                 "owners": [layout.owner(n) for n in images],
-                 "successors": [layout.successor(n) for n in images], **have})  # fmt: skip
+                 "owners": [layout.owner(n) for n in images], **have})  # fmt: skip
             return 0
         print(f"{'laid out' if made else 'already laid out'}: gateway {a.gateway} of {len(a.portals)} "
               f"on {a.backstore}")  # fmt: skip
         for n in images:
-            after = layout.successor(n)
             print(f"  LUN {n}: {layout.images[n]}, unit serial {layout.wwn(n)}, Active/Optimized on gateway "
-                  f"{layout.owner(n)}{'' if after is None else f', then gateway {after}'}")  # fmt: skip
+                  f"{layout.owner(n)}")  # fmt: skip
     else:
         have = gateway.describe(a.iqn)
         if not have:
@@ -479,10 +476,6 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--reservations", action="store_true",
                    help="the gateways share SCSI reservations: this gateway serves nothing until "
                         "'cxgbit-ext reservations serve' has applied the cluster's log")  # fmt: skip
-    g.add_argument("--rank-survivors", action="store_true",
-                   help="iblock: each image's successor (a survivor, in turn per owner) gets PREF, so a failed "
-                        "gateway's images spread over the survivors; only for initiators whose ALUA "
-                        "prioritizer honours exclusive_pref_bit (docs/usage.md)")  # fmt: skip
     r = sub.add_parser("reservations", help="share a gateway target's SCSI reservations through Ceph, until stopped")
     r.add_argument("action", choices=("serve",))
     r.add_argument("--iqn", required=True, help="the gateway target (gateway create's --iqn)")

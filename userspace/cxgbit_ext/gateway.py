@@ -11,25 +11,7 @@ the gateway that owns the image, "ano<N>" (Active/Non-optimized) on the
 others. ALUA groups belong to a storage object, so each image has its own
 owner: by default image i is owned by gateway (i mod N) + 1, which spreads
 the images' Active/Optimized paths over the gateways as ceph-nvmeof
-spreads namespaces over its ANA groups.
-
-With ``rank_survivors`` (iblock only), where an image goes when its owner
-fails is ranked too, so that a failed gateway's images spread over the
-survivors instead of all landing on one: each image has a successor, a
-survivor taken in turn for each image of the same owner, whose group is
-"next<N>": Active/Non-optimized with the PREF bit, which the owner's
-group has as well. dm-multipath's ALUA prioritizer with
-``exclusive_pref_bit`` (ceph-iscsi's documented initiator setting, the
-scale-out's) then scores the owner 130, the successor 90 and the others
-10: I/O goes to the owner, to the successor when the owner fails, and
-back when it returns. Without ``exclusive_pref_bit`` (multipath-tools'
-built-in entry for LIO-ORG) PREF adds nothing to an Active/Optimized
-group and 80 to an Active/Non-optimized one, so the successor would
-outrank the owner: hence opt-in. tcmu-runner (``user:rbd``) answers REPORT
-TARGET PORT GROUPS itself, by the image's lock: Active/Optimized where the
-lock is, Standby elsewhere, PREF as configured; a preferred successor
-holding the lock would outrank the returning owner (Standby with PREF)
-and keep the image for good, so user:rbd refuses it. Because every gateway makes the
+spreads namespaces over its ANA groups. Because every gateway makes the
 TPGs and their LUNs in the same order, LIO before 6.5 numbers the relative
 target ports (per device, in LUN creation order) the same on every
 gateway; where the TPG has an ``rtpi`` attribute (6.5 on), LIO numbers
@@ -121,7 +103,6 @@ class Layout:
     backstore: str = "iblock"  # or "user:rbd"
     shared: bool = False  # reservations shared by the gateways (module docstring)
     cmd_time_out: int | None = None  # user:rbd's, seconds; None: USER_CMD_TIME_OUT
-    rank_survivors: bool = False  # each image's successor preferred (module docstring)
 
     def check(self) -> None:
         """Raise GatewayError unless the layout makes sense."""
@@ -156,11 +137,6 @@ class Layout:
             raise GatewayError("shared reservations need the offloaded portal (drop --no-offload)")
         if self.backstore not in BACKSTORES:
             raise GatewayError(f"backstore {self.backstore!r}: one of {', '.join(BACKSTORES)}")
-        if self.rank_survivors and self.backstore != "iblock":
-            raise GatewayError(
-                "--rank-survivors: iblock only (tcmu-runner reports user:rbd's ALUA states by the "
-                "image's lock, and a preferred successor holding it would keep the image)"
-            )
         if self.cmd_time_out is not None:
             if self.backstore != "user:rbd":
                 raise GatewayError("--cmd-time-out is user:rbd's (LIO's timeout for tcmu-runner's answers)")
@@ -205,28 +181,12 @@ class Layout:
         from the image."""
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"rbd:{self.images[lun]}"))
 
-    def successor(self, lun: int) -> int | None:
-        """With ``rank_survivors``, the gateway image ``lun`` goes to when its
-        owner fails (module docstring): the owner's images take the gateways
-        after it in turn, so the j-th image of an owner goes to the
-        (j mod (N - 1))-th survivor after it. None without, or with one
-        gateway."""
-        n = len(self.portals)
-        if not self.rank_survivors or n < 2:
-            return None
-        owner = self.owner(lun)
-        j = sum(1 for other in range(lun) if self.owner(other) == owner)
-        return (owner + j % (n - 1)) % n + 1
-
-    def group(self, lun: int, gateway: int) -> tuple[str, int, int, bool]:
-        """(name, tg_pt_gp_id, ALUA state, PREF bit) of gateway's target
-        port group for image ``lun``."""
-        gid = GROUP_ID_BASE + gateway
+    def group(self, lun: int, gateway: int) -> tuple[str, int, int]:
+        """(name, tg_pt_gp_id, ALUA state) of gateway's target port group
+        for image ``lun``."""
         if gateway == self.owner(lun):
-            return "ao", gid, AO, True
-        if gateway == self.successor(lun):
-            return f"next{gateway}", gid, ANO, True
-        return f"ano{gateway}", gid, ANO, False
+            return "ao", GROUP_ID_BASE + gateway, AO
+        return f"ano{gateway}", GROUP_ID_BASE + gateway, ANO
 
 
 def mapped_device(image: str) -> str:
@@ -410,11 +370,11 @@ def _storage_object(layout: Layout, lun: int, dev: str, size: int) -> BlockStora
             so.set_attribute("cmd_time_out", str(layout.user_cmd_time_out))
             so.set_attribute("qfull_time_out", str(USER_QFULL_TIME_OUT))
         for gw in range(1, len(layout.portals) + 1):
-            name, gid, state, pref = layout.group(lun, gw)
+            name, gid, state = layout.group(lun, gw)
             g = ALUATargetPortGroup(so, name, tag=gid)
             g.alua_access_type = IMPLICIT
             g.alua_access_state = state
-            g.preferred = int(pref)
+            g.preferred = int(state == AO)
     except (RTSLibError, OSError):
         so.delete()
         raise
