@@ -421,6 +421,16 @@ def active_gateway(dm: str, gw_ips: list[str]) -> int | None:
 def maps() -> dict[str, list[str]]:
     """Each multipath map's WWID and its sd paths."""
     out = subprocess.run(["multipath", "-ll"], capture_output=True, text=True).stdout
+    return parse_maps(out)
+
+
+# a path's line in multipath -ll: its H:C:T:L padded to the map's widest
+# (a map of hosts 9 and 10 reads "9:0:0:0  sdd"), then its sd device
+_PATH = r"\d+:\d+:\d+:\d+\s+(sd\w+)\s"
+
+
+def parse_maps(out: str) -> dict[str, list[str]]:
+    """multipath -ll's maps: each map's WWID and its sd paths."""
     res: dict[str, list[str]] = {}
     wwid = ""
     for line in out.splitlines():
@@ -429,8 +439,15 @@ def maps() -> dict[str, list[str]]:
             wwid = m.group(1)
             res[wwid] = []
         elif wwid:
-            res[wwid] += re.findall(r"\d+:\d+:\d+:\d+ (sd\w+) ", line)
+            res[wwid] += re.findall(_PATH, line)
     return res
+
+
+def active_sd(out: str) -> str | None:
+    """The sd device of the active path group in multipath -ll's ``out``
+    for one map, if that path is up."""
+    m = re.search(r"status=active\n[ |`-]+" + _PATH + r"\s*\S+\s+active", out)
+    return m.group(1) if m else None
 
 
 def logout_all() -> None:
@@ -495,8 +512,7 @@ def active_path(dm: str) -> str | None:
     except subprocess.TimeoutExpired:
         return None  # every path down: the read waits in the queue
     out = subprocess.run(["multipath", "-ll", Path(dm).name], capture_output=True, text=True).stdout
-    m = re.search(r"status=active\n[ |`-]+\d+:\d+:\d+:\d+ (sd\w+)\s+\S+\s+active", out)
-    return m.group(1) if m else None
+    return active_sd(out)
 
 
 def path_writes(dm: str, reads: bool = False) -> dict[str, int]:
