@@ -478,3 +478,31 @@ def test_cxe_initiator_page_names_every_command_and_option() -> None:
         words |= set(re.findall(r"--[\w-]+", helptext(sub)))
     missing = sorted(w for w in words - {"--help"} if w not in page)
     assert not missing, f"debian/cxe-initiator.1 lacks {missing}"
+
+
+def test_a_clone_without_release_tags_skips_the_upgrade_saying_why(tmp_path: Path) -> None:
+    """A checkout without the previous release's tag (cloned without tags,
+    or shallow) cannot build what the upgrade test starts from: the
+    script says so and exits 3, and `make deb-previous` (make test's
+    package lane) goes on without it, the upgrade test then skipping with
+    its reason, instead of failing the whole run."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-tags", str(TOP), str(clone)], check=True)
+    # this tree's script and Makefile, in a history without the tag
+    for f in ("scripts/build-deb-previous", "Makefile"):
+        shutil.copy2(TOP / f, clone / f)
+    out = tmp_path / "previous"
+    p = subprocess.run(
+        [str(clone / "scripts/build-deb-previous"), str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "no release tag" in p.stderr and "git fetch --tags" in p.stderr, p.stderr
+    assert not list(out.glob("*.deb"))
+    m = subprocess.run(
+        ["make", "-C", str(clone), "deb-previous", f"BUILD={tmp_path / 'build'}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert m.returncode == 0, m.stdout + m.stderr
+    assert "no release tag" in m.stderr, m.stderr
