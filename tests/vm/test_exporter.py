@@ -41,8 +41,9 @@ from testbed import fio, topo
 
 from .conftest import CFS, connection_lines, insmod, offloaded_target, wait_for
 
-# the exporter reads our files: user space: one kernel (tests/vm/shares.py)
-pytestmark = pytest.mark.dealt
+# On every kernel, not dealt: what it scrapes is the module's configfs
+# tree and LIO's as each kernel has them, and the module unloaded and
+# loaded again under the scrapes (~25 s a kernel)
 IQN = "iqn.2026-11.org.cxgbit-ext:metrics"
 T0, T1 = topo.LINKS
 UNSERVED = (T1.tgt_ip, 3261)  # on tgt1, which no adapter serves
