@@ -51,6 +51,9 @@ class Row:
     max: float
     failback_p50: float | None
     fenced_p50: float | None
+    # unasked tcmu-runner deaths during its trials (the daemon was started
+    # again, as docs/usage.md's drop-in does): the trials still count
+    tcmu_deaths: int = 0
 
     @property
     def within(self) -> bool:
@@ -68,9 +71,10 @@ def summarize(failovers: list[dict[str, Any]], kinds: list[str]) -> list[Row]:
         moved = [float(ev["io_moved_after_s"]) for ev in evs]
         back = [float(ev["failed_back_after_s"]) for ev in evs if "failed_back_after_s" in ev]
         fenced = [float(ev["fenced_after_s"]) for ev in evs if "fenced_after_s" in ev]
+        deaths = sum(len(ev.get("tcmu_runner_died", ())) for ev in evs)
         rows.append(
             Row(kind, len(evs), percentile(moved, 50), percentile(moved, 95), max(moved),
-                percentile(back, 50) if back else None, percentile(fenced, 50) if fenced else None)
+                percentile(back, 50) if back else None, percentile(fenced, 50) if fenced else None, deaths)
         )  # fmt: skip
     return rows
 
@@ -91,14 +95,22 @@ def render(rows: list[Row], meta: dict[str, Any]) -> str:
         f"The bound is {BOUND_S:.0f} s at the 95th percentile; before this work I/O moved in {BEFORE}. "
         "Every trial's blocks verified (the run fails otherwise). Nearest-rank percentiles.",
         "",
-        "| failure | trials | moved p50 | moved p95 | moved max | within 15 s (p95) | failback p50 | fenced p50 |",
-        "|---|---:|---:|---:|---:|---|---:|---:|",
+        "| failure | trials | moved p50 | moved p95 | moved max | within 15 s (p95) | failback p50 | fenced p50 "
+        "| tcmu-runner crashed |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {FAILURE_NAMES[r.kind]} | {r.trials} | {s(r.p50)} | {s(r.p95)} | {s(r.max)} | "
-            f"{'yes' if r.within else '**no**'} | {s(r.failback_p50)} | {s(r.fenced_p50)} |"
+            f"{'yes' if r.within else '**no**'} | {s(r.failback_p50)} | {s(r.fenced_p50)} | {r.tcmu_deaths} |"
         )
+    if any(r.tcmu_deaths for r in rows):
+        lines += [
+            "",
+            "*tcmu-runner crashed*: a gateway's tcmu-runner died during the kind's trials without being "
+            "killed by the run, and was started again a second later, as docs/usage.md's systemd drop-in "
+            "does on a gateway host; those trials' figures include it (failovers.json: `tcmu_runner_died`).",
+        ]
     if meta.get("settings"):
         lines += ["", "What decides these figures, as the run had them:", ""]
         lines += [f"- {k}: {v}" for k, v in meta["settings"].items()]

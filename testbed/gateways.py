@@ -9,12 +9,14 @@ directory.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from testbed.ceph import BRIDGE, option_problem
 
@@ -129,6 +131,27 @@ class Rendezvous:
         act()
         self.put(answer)
         return True
+
+
+# a gateway's tcmu-runner that died unasked, one file each in the
+# rendezvous (scaleout_guest.TcmuRunner)
+TCMU_DIED = "tcmu-died-"
+
+
+def put_tcmu_death(rdv: Rendezvous, gateway: int, how: str) -> None:
+    """Gateway ``gateway``'s tcmu-runner died unasked, ``how``."""
+    rdv.put(f"{TCMU_DIED}gw{gateway}-{time.time_ns()}.json", json.dumps({"gateway": gateway, "how": how}))
+
+
+def tcmu_deaths(rdv: Rendezvous) -> dict[str, dict[str, Any]]:
+    """Every unasked tcmu-runner death the gateways have put in the
+    rendezvous so far, by file name (``gateway``: its number, ``how``:
+    "signal 11 (SIGSEGV)" or "exit N")."""
+    return {
+        name: json.loads((rdv.path / name).read_text())
+        for name in sorted(os.listdir(rdv.path))
+        if name.startswith(TCMU_DIED) and name.endswith(".json")
+    }
 
 
 def plan_guests(gateways: int = 2) -> dict[str, object]:

@@ -21,6 +21,7 @@ import fnmatch
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -42,7 +43,7 @@ from cxgbit_ext.control import Control  # noqa: E402
 from iscsi_initiator import iscsiadm, pr  # noqa: E402
 from iscsi_initiator.session import Connection, ScsiError  # noqa: E402
 from testbed import fio  # noqa: E402
-from testbed.gateways import FAILURE_NAMES, FAILURES, Rendezvous  # noqa: E402
+from testbed.gateways import FAILURE_NAMES, FAILURES, Rendezvous, put_tcmu_death, tcmu_deaths  # noqa: E402
 from testbed.kmod import insmod, module_ko  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Cannot set dbroot")
@@ -139,7 +140,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     network(plan, me["mac"], me["ip"])
     backstore = plan.get("backstore", "iblock")
     devs: list[str] = []
-    runner: subprocess.Popen[bytes] | None = None
+    runner: TcmuRunner | None = None
     if backstore == "iblock":
         sh("modprobe", "rbd")
         for image in plan["images"]:
@@ -150,7 +151,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
             devs.append(sh("rbd", "map", "-o", f"osd_request_timeout={KRBD_REQUEST_TIMEOUT}", image).strip())
             log(f"{image} mapped at {devs[-1]}")
     else:
-        runner = start_tcmu_runner()
+        runner = TcmuRunner(rdv, n)
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
     p = insmod(module_ko())
     assert p.returncode == 0, p.stderr
@@ -196,19 +197,19 @@ def gateway(plan: dict[str, Any], n: int) -> int:
 
     def kill_tcmu() -> None:
         assert runner is not None
-        runner.kill()  # SIGKILL: a crash, not a shutdown
-        runner.wait(30)
+        runner.kill()
         log("tcmu-runner killed")
 
     def start_tcmu() -> None:
-        nonlocal runner
-        runner = start_tcmu_runner()
+        assert runner is not None
+        runner.start()
         log("tcmu-runner started again")
 
     while not rdv.has("done"):
         rdv.answer(f"disable-gw{n}", f"disabled-gw{n}", switch(False))
         rdv.answer(f"enable-gw{n}", f"enabled-gw{n}", switch(True))
         if runner is not None:
+            runner.watch()
             rdv.answer(f"killtcmu-gw{n}", f"tcmukilled-gw{n}", kill_tcmu)
             rdv.answer(f"starttcmu-gw{n}", f"tcmustarted-gw{n}", start_tcmu)
         time.sleep(0.5)
@@ -223,14 +224,67 @@ def gateway(plan: dict[str, Any], n: int) -> int:
     for dev in devs:
         sh("rbd", "unmap", dev)
     if runner is not None:
-        runner.terminate()
-        runner.wait(30)
+        runner.stop()
         # when each gateway asked for, took and lost the image's lock: the
         # failover's timeline on the target side, beside the initiator's
         for log_file in (Path("/var/log/tcmu-runner.log"), Path("/run/tcmu-runner.out")):
             if log_file.exists():
                 rdv.put(f"gw{n}-{log_file.name}", log_file.read_text(errors="replace"))
     return 0
+
+
+# seconds between a tcmu-runner's death and its start again: the drop-in
+# docs/usage.md gives gateway hosts (Restart=on-failure, RestartSec=1)
+TCMU_RESTART_S = 1.0
+
+
+class TcmuRunner:
+    """A gateway's tcmu-runner, kept as a host with docs/usage.md's drop-in
+    keeps it: one that dies unasked (a crash: librados has segfaulted in
+    it after a blocklist) is started again TCMU_RESTART_S later, and each
+    such death is put in the rendezvous (testbed.gateways.tcmu_deaths) for
+    the run to report (a start that fails ends the gateway, as a unit
+    whose start fails). A kill asked for (the ``tcmu`` failure) leaves it
+    down until a start is asked for: that failure stands for a daemon that
+    stays down, as under Debian's unit, which restarts nothing."""
+
+    def __init__(self, rdv: Rendezvous, gateway: int,
+                 start: Callable[[], subprocess.Popen[bytes]] | None = None) -> None:  # fmt: skip
+        self.rdv = rdv
+        self.gateway = gateway
+        self._start = start or start_tcmu_runner
+        self.proc: subprocess.Popen[bytes] | None = self._start()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash, and no start again until start()."""
+        assert self.proc is not None, "tcmu-runner is down already"
+        self.proc.kill()
+        self.proc.wait(30)
+        self.proc = None
+
+    def start(self) -> None:
+        assert self.proc is None, "tcmu-runner runs already"
+        self.proc = self._start()
+
+    def watch(self) -> bool:
+        """If it died unasked: put the death in the rendezvous, wait
+        TCMU_RESTART_S and start it again. Whether it had died."""
+        if self.proc is None or self.proc.poll() is None:
+            return False
+        code = self.proc.returncode
+        how = f"signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit {code}"
+        log(f"tcmu-runner died unasked ({how}); starting it again in {TCMU_RESTART_S:.0f} s")
+        put_tcmu_death(self.rdv, self.gateway, how)
+        self.proc = None
+        time.sleep(TCMU_RESTART_S)
+        self.proc = self._start()
+        return True
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(30)
+            self.proc = None
 
 
 def start_tcmu_runner() -> subprocess.Popen[bytes]:
@@ -577,6 +631,7 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
     for image, dm in devs.items():
         writes_move(dm, {first[image]}, f"{image} written through its owner", t0, 120)
     ev: dict[str, Any] = {"failure": FAILURE_NAMES[how], "gateway": failing}
+    died = set(tcmu_deaths(rdv))
     (fail, failed, fail_s), (back, is_back, back_s) = FAILURES[how]
     idle = {image: path_writes(devs[image]) for image in staying}
     fenced = blocklisted(rdv, gw_ips[failing - 1])
@@ -666,6 +721,9 @@ def failover_under_fio(plan: dict[str, Any], rdv: Rendezvous, devs: dict[str, st
     for image, done in results.items():
         assert done and not isinstance(done[0], Exception), f"{image}: fio verify over the failover: {done}"
     ev["fio_passes"] = {image: done[0] for image, done in results.items()}
+    # a gateway's tcmu-runner that died unasked during the trial (and was
+    # started again): its figures count, and say so
+    ev["tcmu_runner_died"] = [d for name, d in tcmu_deaths(rdv).items() if name not in died]
     return ev
 
 

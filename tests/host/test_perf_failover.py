@@ -42,8 +42,22 @@ def test_rows_per_kind_and_the_bound() -> None:
     md = failoverlib.render([disable, cut], {"command": "perf/failover --trials 2", "kernel": "6.12",
                                              "backstore": "user:rbd", "gateways": 2, "commit": "abc1234",
                                              "date": "2026-12-01", "wall_s": 600})  # fmt: skip
-    assert "| TPG disabled | 2 | 8.5 s | 9.5 s | 9.5 s | yes | 25.9 s | - |" in md
-    assert "| cluster link cut | 2 | 12.0 s | 28.4 s | 28.4 s | **no** | 60.0 s | 29.2 s |" in md
+    assert "| TPG disabled | 2 | 8.5 s | 9.5 s | 9.5 s | yes | 25.9 s | - | 0 |" in md
+    assert "| cluster link cut | 2 | 12.0 s | 28.4 s | 28.4 s | **no** | 60.0 s | 29.2 s | 0 |" in md
+    assert "started again" not in md
+
+
+def test_tcmu_runner_deaths_are_counted_per_kind_and_explained() -> None:
+    # an entry recorded before the gateways kept tcmu-runner has no list
+    crash = {"gateway": 1, "how": "signal 11 (SIGSEGV)"}
+    failovers = [DISABLE, {**CUT, "tcmu_runner_died": [crash]}, {**CUT, "tcmu_runner_died": [crash, crash]}]
+    disable, cut = failoverlib.summarize(failovers, ["disable", "cut"])
+    assert (disable.tcmu_deaths, cut.tcmu_deaths) == (0, 3)
+    md = failoverlib.render([disable, cut], {"command": "perf/failover", "kernel": "6.12", "backstore": "user:rbd",
+                                             "gateways": 2, "commit": "abc1234", "date": "2026-12-02",
+                                             "wall_s": 600})  # fmt: skip
+    assert "| cluster link cut | 2 | 28.4 s | 28.4 s | 28.4 s | **no** | 60.0 s | 29.2 s | 3 |" in md
+    assert "started again a second later" in md
 
 
 def test_a_kind_without_a_trial_is_an_error() -> None:
