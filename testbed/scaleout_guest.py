@@ -21,6 +21,7 @@ import fnmatch
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -151,6 +152,7 @@ def gateway(plan: dict[str, Any], n: int) -> int:
             devs.append(sh("rbd", "map", "-o", f"osd_request_timeout={KRBD_REQUEST_TIMEOUT}", image).strip())
             log(f"{image} mapped at {devs[-1]}")
     else:
+        keep_cores(rdv, n)
         runner = TcmuRunner(rdv, n)
     subprocess.run(["modprobe", "iscsi_target_mod"], check=True)
     p = insmod(module_ko())
@@ -285,6 +287,14 @@ class TcmuRunner:
             self.proc.terminate()
             self.proc.wait(30)
             self.proc = None
+
+
+def keep_cores(rdv: Rendezvous, n: int) -> None:
+    """A process of this gateway (and its children) that crashes leaves
+    its core in the rendezvous, as core-gwN.<command>.<pid>, for gdb on
+    the host, whose binaries the guest runs."""
+    Path("/proc/sys/kernel/core_pattern").write_text(f"{rdv.path}/core-gw{n}.%e.%p\n")
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
 def start_tcmu_runner() -> subprocess.Popen[bytes]:
