@@ -57,6 +57,18 @@ BAD_PATTERNS: tuple[str, ...] = (
 _BAD = re.compile("|".join(f"(?:{p})" for p in BAD_PATTERNS))
 
 
+# A kernel that has stopped for good: panic()'s line (kernel/panic.c), and
+# the early-exception halt before the console is up (arch/x86's
+# early_fixup_exception). With panic=-1 the first reboots the guest, which
+# virtme-ng does not boot again; the second halts it.
+_STOPPED = re.compile(r"Kernel panic - not syncing|PANIC: early exception")
+
+
+def stopped(lines: Iterable[str]) -> str | None:
+    """The line saying the kernel stopped for good, if one does."""
+    return next((line for line in lines if _STOPPED.search(line)), None)
+
+
 # One WARN is not ours, nor LIO's: the open-iscsi initiator in the same guest
 # tears a session down on an iscsi_ctrl workqueue (WQ_MEM_RECLAIM), and
 # scsi_remove_target -> device_del -> pm_runtime_remove flushes the SCSI
