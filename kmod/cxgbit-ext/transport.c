@@ -559,6 +559,27 @@ static int cxe_handle_nop_out(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hd
 	return iscsit_process_nop_out(c->conn, cmd, nop);
 }
 
+/*
+ * LIO refuses a Text request it does not take (keys other than
+ * SendTargets, too long, several PDUs) by turning its task into a Reject
+ * with iscsit_reject_cmd(), which lists the task nowhere: nothing would
+ * ever free it or its text (the fix in LIO itself is upstream/0014-*). A
+ * refused task on no list goes on the connection's, as LIO puts every new
+ * task it refuses (iscsit_add_reject_cmd()): freed once the initiator
+ * acknowledges the Reject's StatSN, or with the connection.
+ */
+static int cxe_text_done(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
+			 int rc)
+{
+	if (rc >= 0 || cmd->iscsi_opcode != ISCSI_OP_REJECT)
+		return rc;
+	spin_lock_bh(&conn->cmd_lock);
+	if (list_empty(&cmd->i_conn_node))
+		list_add_tail(&cmd->i_conn_node, &conn->conn_cmd_list);
+	spin_unlock_bh(&conn->cmd_lock);
+	return rc;
+}
+
 static int cxe_handle_text(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 {
 	struct iscsi_text *t = (struct iscsi_text *)hdr;
@@ -568,14 +589,15 @@ static int cxe_handle_text(struct cxe_conn *c, struct iscsit_cmd *cmd, u8 *hdr)
 
 	rc = iscsit_setup_text_cmd(c->conn, cmd, t);
 	if (rc < 0)
-		return rc;
+		return cxe_text_done(c->conn, cmd, rc);
 	if (dlen) {
 		rc = cxe_recv_kbuf(c, dlen, &text);
 		if (rc)
 			return rc;
 		cmd->text_in_ptr = text;
 	}
-	return iscsit_process_text_cmd(c->conn, cmd, t);
+	return cxe_text_done(c->conn, cmd,
+			     iscsit_process_text_cmd(c->conn, cmd, t));
 }
 
 /*
