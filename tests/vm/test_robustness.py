@@ -194,7 +194,13 @@ def test_refused_text_requests_leak_nothing_offloaded(robust_target: None) -> No
     the task and its text are freed with the connection: 200 of them leave
     no text buffer behind (the slab's slack is a few objects per CPU)."""
     grown = refused_texts(OFF.tgt_ip, REFUSED)
-    assert grown < REFUSED // 4, f"{grown} {TEXT_SLAB} objects more after {REFUSED} refused Text requests"
+    print(f"offloaded: {TEXT_SLAB} {grown:+d} after {REFUSED} refused Text requests")
+    if debug_kernel():
+        # KASAN's quarantine keeps freed objects counted a while: the
+        # judge there is kmemleak's scan after the batch (testbed/run)
+        print("debug kernel: the slab's count is not the judge, kmemleak is")
+    else:
+        assert grown < REFUSED // 4, f"{grown} {TEXT_SLAB} objects more after {REFUSED} refused Text requests"
     c = login()
     assert c.nop() is not None
     c.logout()
@@ -207,6 +213,7 @@ def test_refused_text_requests_leak_on_stock_lio(robust_target: None) -> None:
     if debug_kernel():
         pytest.skip("stock LIO's leak would be kmemleak's report of the run")
     grown = refused_texts(topo.LINKS[1].tgt_ip, REFUSED)
+    print(f"stock: {TEXT_SLAB} {grown:+d} after {REFUSED} refused Text requests")
     assert grown >= REFUSED * 3 // 4, f"only {grown} {TEXT_SLAB} objects more: stock LIO no longer leaks them?"
 
 
