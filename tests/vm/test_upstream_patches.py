@@ -8,6 +8,7 @@ patched one; make test skips it and says why."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -88,6 +89,19 @@ def test_reproducer_on_the_patched_core(
         assert a in out, f"{name} --case {case}: no '{a}':\n{out}"
     for line in logged:
         assert any(line in ln for ln in dmesg_since(mark)), f"{name} --case {case}: the kernel did not log '{line}'"
+
+
+def test_refused_text_requests_leave_no_text_behind(patched_target: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Patch 0014: 200 sessions' Text requests LIO refuses each get a
+    Reject, and their tasks and text go with their connections: the text
+    buffers' slab does not grow by them (unpatched: by 200)."""
+    rc = reproducer("refused_text").main([LINK.tgt_ip, IQN, "--sessions", "200"])
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 0, out
+    grown = re.search(r"objects in use \(([-+]\d+) after 200 sessions\)", out)
+    assert grown, out
+    assert int(grown.group(1)) < 50, out
 
 
 def test_a_session_logged_out_while_one_of_its_connections_closes(
