@@ -39,6 +39,7 @@ SCRIPTS = (
     "upstream/reproducers/mcs_mixed_transports.py",
     "upstream/reproducers/erl2_waiting_session.py",
     "upstream/reproducers/erl2_time2retain_expiry.py",
+    "upstream/reproducers/refused_text.py",
     "upstream/reproducers/register_and_move_new_registration.py",
 )
 # executable, but started in a guest by testbed/run under .venv's python, not typed by a user
