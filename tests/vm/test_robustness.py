@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cxgbit_ext import topology
-from iscsi_initiator.pdu import Op, login_request, scsi_command, text_request
-from iscsi_initiator.session import Connection, ConnectionClosed, Params
+from iscsi_initiator.pdu import Op, encode_keys, login_request, scsi_command
+from iscsi_initiator.session import Connection, Params
 from testbed import topo
 
 from .conftest import (
@@ -32,6 +32,7 @@ from .conftest import (
     set_offload,
     soft0_counters,
 )  # fmt: skip
+from .test_upstream_patches import reproducer
 
 # module references and login threads, the same over either kernel: one kernel (tests/vm/shares.py)
 pytestmark = pytest.mark.dealt
@@ -150,43 +151,30 @@ def test_resets_mid_write_leak_nothing(robust_target: None) -> None:
     c.logout()
 
 
-# A Text request LIO refuses (its key is not SendTargets), whose data a
-# target keeps in a buffer of kmalloc-8k whichever path reads it (LIO's
-# rounds the 5000 bytes up to 4, ours adds a NUL)
-BAD_TEXT_KEYS = {"X-cxgbit-ext-bogus": "x" * 4980}
-TEXT_SLAB = "kmalloc-8k"
+# upstream/0014's reproducer owns the Text request LIO refuses (5000
+# bytes, not SendTargets: kmalloc-8k on either path, LIO rounding up to
+# 4, ours adding a NUL) and the count of that slab
+REFUSED_TEXT = reproducer("refused_text")
+TEXT_SLAB = REFUSED_TEXT.SLAB
 REFUSED = 200
-
-
-def slab_objects(cache: str) -> int:
-    """The objects of ``cache`` in use, as /proc/slabinfo counts them."""
-    for line in Path("/proc/slabinfo").read_text().splitlines():
-        f = line.split()
-        if f and f[0] == cache:
-            return int(f[1])
-    raise AssertionError(f"no {cache} in /proc/slabinfo")
 
 
 def refused_texts(ip: str, n: int) -> int:
     """``n`` sessions that each send a Text request LIO refuses; LIO
     answers with a Reject and ends the connection. The growth of the text
     buffers' slab once they are gone."""
-    before = slab_objects(TEXT_SLAB)
+    assert len(encode_keys(REFUSED_TEXT.KEYS)) == 5000
+    before = REFUSED_TEXT.slab_objects()
+    assert before is not None, f"no {TEXT_SLAB} in /proc/slabinfo"
     for _ in range(n):
-        c = Connection(ip)
-        c.login(PDU_INITIATOR, IQN, Params())
-        req = text_request(itt=c.next_itt(), cmdsn=c.cmdsn, expstatsn=c.expstatsn, keys=BAD_TEXT_KEYS)
-        assert len(req.data) == 5000
-        c.send(req)
-        try:
-            rsp = c.recv()
-            assert rsp.opcode == Op.REJECT, f"a refused Text request answered with {rsp.opcode!r}"
-        except (ConnectionClosed, ConnectionResetError):
-            pass  # the Reject may not make it before the close
-        c.sock.close()
+        answer = REFUSED_TEXT.refuse(ip, 3260, IQN, PDU_INITIATOR)
+        # the Reject may not make it before the close
+        assert answer.startswith("Reject") or answer == "the connection closed", (
+            f"a refused Text request answered with {answer}"
+        )
     assert wait_for(lambda: offloaded() == 0), (CFS / "connections").read_text()
     time.sleep(1)  # the last sessions' teardown
-    return slab_objects(TEXT_SLAB) - before
+    return REFUSED_TEXT.slab_objects() - before
 
 
 def test_refused_text_requests_leak_nothing_offloaded(robust_target: None) -> None:
