@@ -483,8 +483,8 @@ def test_cxe_initiator_page_names_every_command_and_option() -> None:
 def test_a_clone_without_release_tags_skips_the_upgrade_saying_why(tmp_path: Path) -> None:
     """A checkout without the previous release's tag (cloned without tags,
     or shallow) cannot build what the upgrade test starts from: the
-    script says so and exits 3, and `make deb-previous` (make test's
-    package lane) goes on without it, the upgrade test then skipping with
+    script says so and exits 3, and `make deb-previous` (make
+    package-test's) goes on without it, the upgrade test then skipping with
     its reason, instead of failing the whole run."""
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--no-tags", str(TOP), str(clone)], check=True)
