@@ -220,11 +220,13 @@ deb-previous:
 # kernel headers' ccache switch instead of running gcc under TCG
 DKMS_CACHE := $(BUILD)/dkms-ccache
 PACKAGE_UPGRADE ?= 1
+# non-empty when the lane runs the upgrade and needs the previous release
+package_upgrade = $(filter 1,$(PACKAGE_UPGRADE))
 package-cache: deb
-	$(if $(filter 1,$(PACKAGE_UPGRADE)),$(MAKE) -C $(TOP) deb-previous)
+	$(if $(package_upgrade),$(MAKE) -C $(TOP) deb-previous)
 	$(TOP)/scripts/warm-dkms-cache $(DKMS_CACHE) $$(echo $(KVERS) | tr ' ' ,) \
 		$(BUILD)/deb/cxgbit-ext-dkms_*.deb \
-		$(if $(filter 1,$(PACKAGE_UPGRADE)),$$(ls $(BUILD)/deb-previous/cxgbit-ext-dkms_*.deb 2>/dev/null))
+		$(if $(package_upgrade),$$(ls $(BUILD)/deb-previous/cxgbit-ext-dkms_*.deb 2>/dev/null))
 
 # The packages installed, used and removed, and upgraded from the previous
 # release with a session live, in a guest of each kernel, both side by side
@@ -239,7 +241,7 @@ package-test: package-cache
 	@mkdir -p $(BUILD)/results; pids=""; t0=$$(date +%s); for k in $(KVERS); do \
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout 3600 \
 			--results $(BUILD)/results/packages-$$k -- tests/vm/test_packages.py $(PACKAGE_SHARES) \
-			$(if $(filter 0,$(PACKAGE_UPGRADE)),-k 'not upgrade') \
+			$(if $(package_upgrade),,-k 'not upgrade') \
 			>$(BUILD)/results/packages-$$k.out 2>&1 & pids="$$pids$$! "; \
 		echo "package-test: $$k started at $$(date +%T)"; \
 	done; rc=0; for k in $(KVERS); do \
