@@ -111,6 +111,16 @@ def sh(*cmd: str, timeout: float = 120, check: bool = True) -> str:
     return p.stdout
 
 
+def udev_settle(check: bool = True) -> None:
+    """Wait for udev's queue to empty. Under TCG each SCSI disk's events
+    (its rules, multipath's, the path checker's first look) take seconds,
+    so the wait grows with the disks: 60 s and 15 s per disk (eight
+    images on two gateways are 16)."""
+    disks = len(list(Path("/sys/block").glob("sd*")))
+    limit = 60 + 15 * disks
+    sh("udevadm", "settle", f"--timeout={limit}", timeout=limit + 30, check=check)
+
+
 def wait_for(cond: Any, what: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -333,7 +343,7 @@ def start_multipath() -> None:
     # multipath-tools learn of paths and make /dev/mapper nodes through udev
     subprocess.run(["/lib/systemd/systemd-udevd", "--daemon"], check=True)
     sh("udevadm", "trigger", "--action=add", "--subsystem-match=block")
-    sh("udevadm", "settle", "--timeout=60")
+    udev_settle()
     subprocess.run(["multipathd"], check=True)
 
 
@@ -415,7 +425,7 @@ def initiator(plan: dict[str, Any]) -> int:
         devs = {images[sd_lun(sds[0])]: f"/dev/mapper/{wwid}" for wwid, sds in maps().items()}
         # multipathd makes the maps; udev makes their /dev/mapper nodes,
         # after multipath -ll already shows them
-        sh("udevadm", "settle", "--timeout=60", check=False)
+        udev_settle(check=False)
         for dm in devs.values():
             wait_for(lambda dm=dm: Path(dm).exists(), f"udev: {dm}", 60)
         # multipathd has set the maps' paths up: each session now holds a
@@ -523,7 +533,7 @@ def logout_all() -> None:
     so the maps are flushed again after the logout until they are gone."""
     for wwid in maps():
         sh("dmsetup", "message", wwid, "0", "fail_if_no_path", check=False)
-    sh("udevadm", "settle", "--timeout=60", check=False)
+    udev_settle(check=False)
     try:
         wait_for(flushed, "multipath maps flushed before logout", 60)
     except TimeoutError:
