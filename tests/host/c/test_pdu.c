@@ -843,6 +843,147 @@ static void test_pi(void)
 	free(data);
 }
 
+/*
+ * The oracle for a read's check, block by block as sbc_dif_verify() goes:
+ * an escaped application tag passes the block, then the guard, then the
+ * reference tag, each if asked for. Returns the failure and its block.
+ */
+static enum cxe_pi_fail pi_verify_oracle(const u8 *prot, const u8 *data,
+					 u32 blocks, u32 block, u32 ref0,
+					 u8 asked, u32 *bad)
+{
+	for (u32 i = 0; i < blocks; i++) {
+		const u8 *t = prot + i * CXE_PI_TUPLE_LEN;
+		u16 guard = crc_t10dif_bitwise(data + (size_t)i * block, block);
+
+		*bad = i;
+		if (t[2] == 0xff && t[3] == 0xff)
+			continue;
+		if (asked & CXE_PI_CHECK_GUARD &&
+		    (t[0] != guard >> 8 || t[1] != (guard & 0xff)))
+			return CXE_PI_BAD_GUARD;
+		if (asked & CXE_PI_CHECK_REF && be32_at(t + 4) != ref0 + i)
+			return CXE_PI_BAD_REF;
+	}
+	*bad = blocks;
+	return CXE_PI_OK;
+}
+
+static void test_pi_check(void)
+{
+	u32 block, blocks, pos, n, got, bad, want_bad;
+	enum cxe_pi_fail want;
+	struct cxe_pi_gen g;
+	struct pi_buf b;
+	int fails[3] = {};
+	u8 *data;
+
+	data = malloc(64 * 4096);
+	for (u32 i = 0; i < 64 * 4096; i++)
+		data[i] = random();
+	for (int round = 0; round < 600; round++) {
+		u32 ref0 = round == 5 ? 0xfffffffeu : (u32)random();
+		u8 asked = round % 4;	/* none, guard, ref, both */
+
+		block = round % 3 == 2 ? 4096 : 512;
+		blocks = 1 + random() % (round % 3 == 2 ? 16 : 64);
+		/* good tuples, made by the generator (checked above) */
+		pi_buf_init(&b, blocks, 1 + random() % 16);
+		CHECK(cxe_pi_gen_init(&g, block, blocks * block, blocks, ref0, true));
+		CHECK(cxe_pi_gen_feed(&g, 0, data, blocks * block, pi_map, &b) == blocks);
+		/* then spoilt: a field of a block, an escape before or on it */
+		for (int k = round % 5; k < 3; k++) {
+			u8 *t = b.prot + (random() % blocks) * CXE_PI_TUPLE_LEN;
+
+			switch (random() % 4) {
+			case 0: t[random() % 2] ^= 1 << random() % 8; break;
+			case 1: t[4 + random() % 4] ^= 1 << random() % 8; break;
+			case 2: t[2] = 0xff; t[3] = 0xff; break;
+			default: t[2] ^= 0x10; break;	/* no check reads it */
+			}
+		}
+		want = pi_verify_oracle(b.prot, data, blocks, block, ref0, asked,
+					&want_bad);
+		fails[want]++;
+		b.maps = 0;
+		CHECK(cxe_pi_chk_init(&g, block, blocks * block, blocks, ref0, asked));
+		for (pos = 0, got = 0; pos < blocks * block; pos += n) {
+			n = 1 + random() % (round % 2 ? 3 * block : 700);
+			if (n > blocks * block - pos)
+				n = blocks * block - pos;
+			got += cxe_pi_gen_feed(&g, pos, data + pos, n, pi_map, &b);
+		}
+		CHECK(cxe_pi_chk_failed(&g, &bad) == want);
+		CHECK(got == want_bad);
+		if (want) {
+			CHECK(bad == want_bad && !cxe_pi_gen_done(&g));
+		} else {
+			CHECK(cxe_pi_gen_done(&g));
+		}
+	}
+	/* every outcome came up, so each branch above was taken */
+	CHECK(fails[CXE_PI_OK] && fails[CXE_PI_BAD_GUARD] && fails[CXE_PI_BAD_REF]);
+
+	/* a failure is an answer: nothing more is fed, and it is no gap */
+	pi_buf_init(&b, 4, 4);
+	CHECK(cxe_pi_gen_init(&g, 512, 4 * 512, 4, 9, true));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 4 * 512, pi_map, &b) == 4);
+	b.prot[CXE_PI_TUPLE_LEN + 7] ^= 1;
+	CHECK(cxe_pi_chk_init(&g, 512, 4 * 512, 4, 9, CXE_PI_CHECK_GUARD | CXE_PI_CHECK_REF));
+	CHECK(cxe_pi_gen_feed(&g, 0, data, 1536, pi_map, &b) == 1);
+	CHECK(cxe_pi_gen_feed(&g, 1536, data + 1536, 512, pi_map, &b) == 0);
+	CHECK(cxe_pi_chk_failed(&g, &bad) == CXE_PI_BAD_REF && bad == 1 && !g.broken);
+	/* the tuples are read, never written */
+	CHECK(b.prot[2] == 0 && b.prot[3] == 0 && be32_at(b.prot + 4) == 9);
+	free(data);
+}
+
+/*
+ * A read's digests made ahead (struct cxe_din) are taken PDU by PDU as the
+ * burst planner cuts the read, the first CXE_DIN_CRCS of them, each once
+ */
+static void test_din(void)
+{
+	for (int round = 0; round < 2000; round++) {
+		u32 total = 1 + random() % (round % 3 ? 300000 : 5000000);
+		u32 mbl = 512 * (1 + random() % (round % 2 ? 8 : 1024));
+		u32 mrdsl = 512 * (1 + random() % 512), idx = 0, crc, skip;
+		struct cxe_din d = { .mbl = mbl, .mrdsl = mrdsl, .len = total };
+		struct cxe_seg_pdu pdu;
+
+		for (u32 i = 0; i < CXE_DIN_CRCS; i++)
+			d.crc[i] = 1000 + i;
+		d.n = CXE_DIN_CRCS;
+		skip = round % 5 == 4 ? random() % 20 : ~0u;
+		for (u32 off = 0; off < total; off += mbl) {
+			struct cxe_seg_burst b = {
+				.offset = off,
+				.len = total - off < mbl ? total - off : mbl,
+				.max_pdu = mrdsl,
+			};
+
+			for (u32 k = 0; cxe_seg_pdu(&b, k, &pdu); k++, idx++) {
+				bool want = idx < CXE_DIN_CRCS && idx < skip;
+
+				/* the cut ends where the planner's PDU ends */
+				CHECK(cxe_din_pdu_end(&d, pdu.offset) == pdu.offset + pdu.len);
+				if (idx == skip)
+					continue;	/* sent otherwise: the rest too */
+				crc = 0;
+				CHECK(cxe_din_crc(&d, pdu.offset, pdu.len, &crc) == want);
+				CHECK(crc == (want ? 1000 + idx : 0));
+			}
+		}
+	}
+	/* none made: none given */
+	{
+		struct cxe_din d = { .mbl = 512, .mrdsl = 512, .len = 512 };
+		u32 crc = 7;
+
+		CHECK(!cxe_din_crc(&d, 0, 512, &crc) && crc == 7);
+	}
+}
+
 int main(void)
 {
 	srandom(1);
@@ -863,6 +1004,8 @@ int main(void)
 	test_datain_hdr();
 	test_ddp();
 	test_pi();
+	test_pi_check();
+	test_din();
 	printf("test_pdu: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
