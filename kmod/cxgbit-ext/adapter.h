@@ -76,6 +76,7 @@ struct cxe_data {
 	u32			len;	/* bytes that belong in sgl/buf */
 	struct cxe_sg_pos	*walk;	/* the task's, with sgl; or NULL */
 	struct cxe_pi_dout	*pi;	/* receive, with sgl: see above; or NULL */
+	struct cxe_din		*din;	/* send, with sgl: the task's, or NULL */
 };
 
 /* One Data-In burst for the adapter to segment into PDUs. */
@@ -89,6 +90,7 @@ struct cxe_burst {
 	u32			datasn;	/* DataSN of the first PDU */
 	bool			status;	/* the last PDU carries status (S) */
 	struct cxe_sg_pos	*walk;	/* the task's, or NULL */
+	struct cxe_din		*din;	/* the task's, or NULL */
 };
 
 /* The burst as the pure planner (pdu/cxe_seg.h) cuts it into PDUs */
@@ -113,8 +115,12 @@ struct cxe_task {
 	struct cxe_sg_pos walk;		/* the adapter's, in the task's pages */
 	/* the PDU layer's own: the data buffer lent from its cache (dcache.c) */
 	struct cxe_dbuf	*dbuf;
-	/* and the protection information the adapter makes (pi.c) */
+	/*
+	 * and the protection information the adapter makes (pi.c), or, on a
+	 * read, the PDU layer checks; the read's data digests made then
+	 */
 	struct cxe_pi_dout pi;
+	struct cxe_din	din;
 	/* LIO's execute_cmd of a shared PERSISTENT RESERVE OUT (spr.c) */
 	sense_reason_t	(*spr_execute)(struct se_cmd *se_cmd);
 };
@@ -319,7 +325,7 @@ struct cxe_limits {
  * cxe_np and cxe_adapter, enum cxe_stat, and what cxgbit_ext.h declares
  * or inlines for backends.
  */
-#define CXE_BACKEND_CONTRACT	4
+#define CXE_BACKEND_CONTRACT	5
 
 struct cxe_backend {
 	/* these two first, in every version: a mismatch can still be named */

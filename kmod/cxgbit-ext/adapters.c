@@ -57,6 +57,7 @@ const char *const cxe_stat_names[CXE_STAT_MAX] = {
 	[CXE_STAT_LOGINS_STALLED] = "logins_stalled",
 	[CXE_STAT_PI_BLOCKS]	= "pi_blocks",
 	[CXE_STAT_PI_PASSES]	= "pi_passes",
+	[CXE_STAT_PI_CHECKED]	= "pi_checked",
 };
 
 static LIST_HEAD(cxe_adapters);

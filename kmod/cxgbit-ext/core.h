@@ -112,6 +112,7 @@ enum target_prot_op cxe_pi_sup_prot_ops(struct iscsit_conn *conn);
 void cxe_pi_session_check(struct iscsit_conn *conn);
 struct cxe_pi_dout *cxe_pi_dout(struct cxe_conn *c, struct iscsit_cmd *cmd);
 void cxe_pi_dout_finish(struct cxe_conn *c, struct iscsit_cmd *cmd);
+sense_reason_t cxe_pi_din_check(struct cxe_conn *c, struct iscsit_cmd *cmd);
 
 /* spr.c: reservations shared by gateways */
 void cxe_spr_hook(struct iscsit_cmd *cmd);

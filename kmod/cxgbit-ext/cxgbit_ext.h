@@ -64,6 +64,7 @@ enum cxe_stat {
 	CXE_STAT_LOGINS_STALLED, /* connections closed before a whole first Login request */
 	CXE_STAT_PI_BLOCKS,	/* blocks whose T10-PI the adapter made, not LIO */
 	CXE_STAT_PI_PASSES,	/* writes whose T10-PI took a pass of its own (pi.c) */
+	CXE_STAT_PI_CHECKED,	/* read blocks whose T10-PI the PDU layer checked, not LIO */
 	CXE_STAT_MAX,
 };
 

@@ -41,6 +41,13 @@ static struct cxe_sg_pos *cxe_task_walk(struct iscsit_cmd *cmd)
 	return &task->walk;
 }
 
+static struct cxe_din *cxe_task_din(struct iscsit_cmd *cmd)
+{
+	struct cxe_task *task = iscsit_priv_cmd(cmd);
+
+	return &task->din;
+}
+
 /* Receive a data segment straight into the command's pages at off. */
 static int cxe_recv_place(struct cxe_conn *c, struct iscsit_cmd *cmd, u32 off,
 			  u32 len, u32 dlen, bool *bad)
@@ -107,6 +114,7 @@ static int cxe_send_datain_bursts(struct cxe_conn *c, struct iscsit_cmd *cmd,
 			.datasn = datasn,
 			.status = status,
 			.walk = walk,
+			.din = cxe_task_din(cmd),
 		};
 
 		if (status) {
@@ -148,6 +156,7 @@ static int cxe_xmit_pdu(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
 			.offset = datain->offset,
 			.len = datain->length,
 			.walk = cxe_task_walk(cmd),
+			.din = cxe_task_din(cmd),
 		};
 	ret = cxe_ops(c)->send_pdu(c, cmd->pdu, &src);
 	if (ret)
@@ -199,7 +208,7 @@ static bool cxe_inline_allowed(struct cxe_conn *c, struct iscsit_conn *conn)
 	       list_empty_careful(&conn->response_queue_list);
 }
 
-/* iscsit_queue_data_in and iscsit_queue_status (good status only) */
+/* iscsit_queue_status (good status only), and Data-In once checked */
 static int cxe_queue_rsp(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 {
 	struct cxe_conn *c = conn->context;
@@ -226,6 +235,22 @@ static int cxe_queue_rsp(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
 	/* 1: the immediate queue has work; its producer woke the TX thread */
 	cxe_cstat(c, CXE_STAT_TX_INLINE, 1);
 	return 0;
+}
+
+/*
+ * iscsit_queue_data_in: a read whose PI LIO left to the transport is
+ * checked before anything of it is sent (pi.c); one that fails is answered
+ * as LIO's core answers it (target_complete_ok_work()), with no data.
+ */
+static int cxe_queue_data_in(struct iscsit_conn *conn, struct iscsit_cmd *cmd)
+{
+	struct cxe_conn *c = conn->context;
+	sense_reason_t rc = c ? cxe_pi_din_check(c, cmd) : 0;
+
+	if (rc)
+		return transport_send_check_condition_and_sense(&cmd->se_cmd,
+								rc, 0);
+	return cxe_queue_rsp(conn, cmd);
 }
 
 static int cxe_immediate_queue(struct iscsit_conn *conn, struct iscsit_cmd *cmd,
@@ -864,7 +889,7 @@ struct iscsit_transport cxe_transport = {
 	.iscsit_immediate_queue	= cxe_immediate_queue,
 	.iscsit_response_queue	= cxe_response_queue,
 	.iscsit_get_dataout	= iscsit_build_r2ts_for_cmd,
-	.iscsit_queue_data_in	= cxe_queue_rsp,
+	.iscsit_queue_data_in	= cxe_queue_data_in,
 	.iscsit_queue_status	= cxe_queue_rsp,
 	.iscsit_xmit_pdu	= cxe_xmit_pdu,
 	.iscsit_get_r2t_ttt	= cxe_get_r2t_ttt,

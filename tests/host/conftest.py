@@ -21,7 +21,8 @@ BACKENDS = "soft on caps=hcrc,dcrc,ddp,iso,t10pi\ncxgb4 off no_ports caps=hcrc,d
 COUNTERS = ("syn_steered", "connections", "pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "hdigest_errors",
             "ddigest_errors", "ddp_tag_errors", "drops", "bursts", "burst_pdus", "rx_waits", "handed_back",
             "logins_held", "model_cpls", "model_wrs", "range_bytes", "tx_inline", "data_cache_hits",
-            "data_cache_misses", "sg_walk_starts", "logins_stalled", "pi_blocks", "pi_passes")  # fmt: skip
+            "data_cache_misses", "sg_walk_starts", "logins_stalled", "pi_blocks", "pi_passes",
+            "pi_checked")  # fmt: skip
 
 
 def counters_file(counts: dict[str, int]) -> str:

@@ -4,7 +4,8 @@ portal in the same boot. Neither transport carries PI on the wire
 (iSCSI/TCP has no place for it): on the stock path LIO's core inserts it
 on writes and checks and strips it on reads; on the offloaded one soft0
 makes a write's PI as it places the data (TARGET_PROT_DOUT_INSERT), and
-the core checks reads. The initiator sees plain 512-byte blocks either way:
+the PDU layer checks reads before sending them (TARGET_PROT_DIN_STRIP).
+The initiator sees plain 512-byte blocks either way:
 
 - data written through one path reads back through the other, and the
   PI on disk (the backstore's .protection file, read here) carries each
@@ -17,7 +18,11 @@ the core checks reads. The initiator sees plain 512-byte blocks either way:
   disk reads the same through both paths: ABORTED COMMAND with the LBA in
   the sense data where LIO checks the field (guard: 10h/01h; reference
   tag, type 1 only: 10h/03h), the data where it does not (LIO checks no
-  application tag).
+  application tag);
+- an offloaded read's PI is checked by the PDU layer, not LIO's core
+  (pi_checked counts its blocks), in the pass that also makes the data
+  digests soft0 sends (the initiator checks every one); a read with a bad
+  block gets no Data-In before its CHECK CONDITION, as on stock.
 
 Each path's answers are also written to the results directory
 (pi_outcomes.txt), for conformance/results/protocol.md.
@@ -28,6 +33,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -139,6 +145,11 @@ def pi_moved(before: dict[str, int]) -> tuple[int, int]:
     return after["pi_blocks"] - before["pi_blocks"], after["pi_passes"] - before["pi_passes"]
 
 
+def pi_checked(before: dict[str, int]) -> int:
+    """Read blocks whose PI the PDU layer checked since before."""
+    return soft0_counters()["pi_checked"] - before["pi_checked"]
+
+
 def answer(c: Connection, lba: int) -> tuple[object, ...]:
     """What a one-block READ at lba gets: ("GOOD", data) or ("CHECK
     CONDITION", sense key, ASC, ASCQ, INFORMATION or None)."""
@@ -170,6 +181,8 @@ def test_data_written_through_one_path_reads_back_through_the_other(
         r.close()
     # the offloaded write's PI is soft0's, made as it placed the data
     assert pi_moved(before) == ((64, 0) if writer == "offloaded" else (0, 0)), f"type {kind}: {writer} write"
+    # and the offloaded read's is checked by the PDU layer
+    assert pi_checked(before) == (64 if reader == "offloaded" else 0), f"type {kind}: {reader} read"
     assert_pi_on_disk(kind, prot, lba, data)
     note(kind, f"{writer} write, {reader} read: 64 blocks read back; guard, application tag"
                f"{' and reference tag' if kind == 1 else ''} on disk as SBC-4 says")  # fmt: skip
@@ -183,10 +196,31 @@ CORRUPT = {"guard": (0, 0x5A5A), "application tag": (2, 0x1234), "reference tag"
 REFUSED = {"guard": (0x0B, 0x10, 0x01), "reference tag": (0x0B, 0x10, 0x03)}
 
 
+@contextmanager
+def backstore_unchecked(kind: int) -> Iterator[None]:
+    """The PI backstore's own check of what it reads (pi_prot_verify, on
+    by default with PI) off: a read's tuples are then checked by whoever
+    strips them, LIO's core on stock (target_read_prot_action()), the PDU
+    layer on offload."""
+    so = FileIOStorageObject(f"pi{kind}")
+    so.set_attribute("pi_prot_verify", "0")
+    try:
+        yield
+    finally:
+        so.set_attribute("pi_prot_verify", "1")
+
+
+# Who checks a read's tuples: the backstore as it reads them (pi_prot_verify,
+# on by default), or, with that off, whoever strips them: LIO's core on
+# stock, the PDU layer on offload
+CHECKERS = ("backstore", "transport")
+
+
+@pytest.mark.parametrize("checker", CHECKERS)
 @pytest.mark.parametrize("field", CORRUPT)
-def test_corrupted_pi_is_answered_alike_on_both_paths(pi_lun: tuple[int, Path], field: str) -> None:
+def test_corrupted_pi_is_answered_alike_on_both_paths(pi_lun: tuple[int, Path], field: str, checker: str) -> None:
     kind, prot = pi_lun
-    lba = 320 + list(CORRUPT).index(field)
+    lba = 320 + list(CORRUPT).index(field) + 8 * CHECKERS.index(checker)
     block = os.urandom(BLOCK)
     c = connect("stock")
     try:
@@ -197,26 +231,101 @@ def test_corrupted_pi_is_answered_alike_on_both_paths(pi_lun: tuple[int, Path], 
     with prot.open("r+b") as f:  # LIO reads the file through the same page cache
         f.seek(lba * TUPLE + offset)
         f.write(struct.pack(">H" if offset < 4 else ">I", value))
-    got = {}
+    got, by_pdu_layer = {}, -1
     for path in PATHS:
         c = connect(path)
+        before = soft0_counters()
         try:
-            got[path] = answer(c, lba)
+            with backstore_unchecked(kind) if checker == "transport" else nullcontext():
+                got[path] = answer(c, lba)
             c.logout()
         finally:
             c.close()
+        if path == "offloaded":
+            # a block the backstore refused never reaches the transport; one
+            # it served, the PDU layer checks
+            by_pdu_layer = pi_checked(before)
         if got[path][0] == "GOOD":
             shown = "GOOD, " + ("the data as written" if got[path][1:] == (block,) else "other data")
         else:
             _, key, asc, ascq, info = got[path]
             shown = f"CHECK CONDITION, sense key {key:#x}, ASC/ASCQ {asc:02x}h/{ascq:02x}h, INFORMATION {info}"
-        note(kind, f"{field} corrupted at LBA {lba}, {path}: {shown}")
+        note(kind, f"{field} corrupted at LBA {lba}, checked by the {checker}, {path}: {shown}")
     assert got["offloaded"] == got["stock"], f"type {kind}, {field}: offloaded {got['offloaded']}, stock {got['stock']}"
+    served = checker == "transport" or got["offloaded"][0] == "GOOD"
+    assert by_pdu_layer == served, f"type {kind}, {field}, {checker}: {by_pdu_layer} checked by the PDU layer"
     checked = field in REFUSED and not (field == "reference tag" and kind == 3)
     if checked:
         assert got["stock"] == ("CHECK CONDITION", *REFUSED[field], lba), f"type {kind}, {field}: {got['stock']}"
     else:
         assert got["stock"] == ("GOOD", block), f"type {kind}, {field}: {got['stock'][:1]}"
+
+
+# How an offloaded read's PI check meets its data digests: none; CRC32C in
+# PDUs of 256 KiB (two PDUs, both digests made in the check's pass); CRC32C
+# in PDUs of 4 KiB over two bursts, more PDUs than the pass keeps digests
+# for (cxgbit_ext's CXE_DIN_CRCS, 16), the rest digested by soft0 as it sends
+READS = {"no_digests": Params(), "digests": Params(data_digest="CRC32C"),
+         "digests_small_pdus": Params(data_digest="CRC32C", max_recv_dlen=4096)}  # fmt: skip
+READ_BLOCKS = 600
+
+
+def read_task(c: Connection, lba: int, blocks: int) -> tuple[list[int], tuple[object, ...]]:
+    """A READ's PDUs as they came (their opcodes) and its answer: ("GOOD",)
+    or ("CHECK CONDITION", sense key, ASC, ASCQ, INFORMATION)."""
+    pdus = c.recv_task(c.send_read(lba, blocks, lun=PI_LUN))
+    last = pdus[-1]
+    if last.opcode == Op.SCSI_RSP and (last.u8(3) or last.u8(2)):
+        sense = last.data[2 : 2 + int.from_bytes(last.data[:2], "big")] if last.data else b""
+        e = ScsiError(last.u8(3), last.u8(2), sense)
+        return [p.opcode for p in pdus], ("CHECK CONDITION", e.sense_key, *e.asc_ascq, e.information)
+    return [p.opcode for p in pdus], ("GOOD",)
+
+
+@pytest.mark.parametrize("how", READS)
+def test_the_pdu_layer_checks_the_pi_of_offloaded_reads(pi_lun: tuple[int, Path], how: str) -> None:
+    kind, prot = pi_lun
+    lba = 1024 + 1024 * list(READS).index(how)
+    data = os.urandom(READ_BLOCKS * BLOCK)
+    w = connect("stock")
+    try:
+        w.scsi_write(lba, data, lun=PI_LUN)
+        w.logout()
+    finally:
+        w.close()
+    r = connect("offloaded", READS[how])
+    before = soft0_counters()
+    try:
+        # every Data-In's digest is checked by the initiator as it comes
+        assert r.scsi_read(lba, READ_BLOCKS, lun=PI_LUN) == data, f"type {kind}, {how}: other data"
+        assert pi_checked(before) == READ_BLOCKS, f"type {kind}, {how}: blocks checked"
+        r.logout()
+    finally:
+        r.close()
+    # the guard of the read's last block corrupted: the same answer on both
+    # paths, and no Data-In before it
+    bad = lba + READ_BLOCKS - 1
+    with prot.open("r+b") as f:
+        f.seek(bad * TUPLE)
+        f.write(struct.pack(">H", crc_t10dif(data[-BLOCK:]) ^ 0x5A5A))
+    got, checked = {}, -1
+    with backstore_unchecked(kind):
+        for path in PATHS:
+            c = connect(path, READS[how])
+            before = soft0_counters()
+            try:
+                got[path] = read_task(c, lba, READ_BLOCKS)
+                c.logout()
+            finally:
+                c.close()
+            if path == "offloaded":
+                checked = pi_checked(before)
+    assert got["offloaded"] == got["stock"], f"type {kind}, {how}: offloaded {got['offloaded']}, stock {got['stock']}"
+    assert got["stock"] == ([Op.SCSI_RSP], ("CHECK CONDITION", *REFUSED["guard"], bad)), f"type {kind}, {how}"
+    # the refusal is the PDU layer's: it went through every block to the bad one
+    assert checked == READ_BLOCKS, f"type {kind}, {how}: {checked} blocks checked"
+    note(kind, f"offloaded read, {how}: {READ_BLOCKS} blocks' PI checked by the PDU layer; a bad guard in the "
+               f"last block: CHECK CONDITION 10h/01h with its LBA and no Data-In, as stock")  # fmt: skip
 
 
 # How an offloaded write reaches soft0's placement: immediate data and

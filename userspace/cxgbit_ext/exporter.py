@@ -80,6 +80,7 @@ COUNTERS: dict[str, tuple[str, str]] = {
     "logins_stalled": ("logins_stalled", "Connections closed before sending a whole first Login request"),
     "pi_blocks": ("pi_blocks", "Blocks whose T10-PI the adapter made as it placed their write data, in place of LIO"),
     "pi_passes": ("pi_passes", "Writes whose T10-PI took a pass of its own over the data"),
+    "pi_checked": ("pi_checked_blocks", "Read blocks whose T10-PI the PDU layer checked, in place of LIO"),
 }
 # What a connections line counts besides its flags; data_cache_kib is a level
 CONNECTION_COUNTERS = ("pdus_rx", "pdus_tx", "bytes_placed", "bytes_copied", "tx_inline")

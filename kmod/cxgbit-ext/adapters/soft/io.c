@@ -821,7 +821,11 @@ static int cxe_tx_pdu(struct cxe_soft_conn *sc, const u8 *bhs,
 	if (ret || !dlen)
 		return ret;
 	if (src->sgl) {
-		ret = cxe_tx_sg(sc, walk, src, c->ddigest ? &crc : NULL,
+		/* a digest the PDU layer made as it checked the data's PI */
+		bool made = c->ddigest && src->din &&
+			    cxe_din_crc(src->din, src->offset, dlen, &crc);
+
+		ret = cxe_tx_sg(sc, walk, src, c->ddigest && !made ? &crc : NULL,
 				tlen || more);
 	} else {
 		/* a buffer of the PDU layer (sense data, text): copied */
@@ -944,6 +948,7 @@ int cxe_soft_send_burst(struct cxe_conn *c, const struct cxe_burst *b)
 			.nents = b->nents,
 			.offset = pdu.offset,
 			.len = pdu.len,
+			.din = b->din,
 		};
 
 		cxe_seg_datain_hdr(bhs, b->tmpl, &pdu);
