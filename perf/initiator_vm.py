@@ -37,6 +37,7 @@ from perf.perflib import (  # noqa: E402
     counter_delta,
     cpu_jiffies,
     disk_bytes,
+    fill_args,
     fio_args,
     fio_metrics,
     kernel_counters,
@@ -233,6 +234,7 @@ def main() -> int:
     total = sum(len(s.points) for s in plan_sessions)
     points: list[dict[str, Any]] = []
     t_start = time.monotonic()
+    filled: set[str] = set()
     for s in plan_sessions:
         iqn, portal = iqns[s.transport], portals[s.transport]
         val = "CRC32C" if s.digest == "on" else "None"
@@ -244,6 +246,11 @@ def main() -> int:
             udev_settle()
             check_session(iqn, s.digest, s.transport, tc)
             params = session_params()
+            if plan.fill and s.transport not in filled:
+                t0 = time.monotonic()
+                fio.run(fill_args(dev), timeout=plan.lun_size_mib + 300)
+                filled.add(s.transport)
+                print(f"perf: {s.transport} LUN filled in {time.monotonic() - t0:.0f} s", flush=True)
             if plan.warmup and s.points:
                 # a fresh login's first seconds (TCP buffers growing, caches
                 # filling) cost per I/O what no later second does: not measured

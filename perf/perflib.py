@@ -68,6 +68,10 @@ class Plan:
     # T10-PI on the LUN (rd_mcp pi_prot_type): 0 none, 1 or 3. LIO's core
     # makes and checks it on stock; on offload soft0 makes a write's
     pi_prot_type: int = 0
+    # each path's LUN written end to end once, after its first login and
+    # before any measured point: a never-written block of a PI LUN carries
+    # the escape application tag, so reading it checks nothing
+    fill: bool = False
 
     @property
     def target_ip(self) -> str:
@@ -183,7 +187,7 @@ def _pick(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     v = table[key]
     if kind is float and isinstance(v, int):
         v = float(v)
-    if not isinstance(v, kind) or isinstance(v, bool):
+    if not isinstance(v, kind) or (kind is not bool and isinstance(v, bool)):
         raise PlanError(f"[{where}] {key} = {v!r}: expected {kind.__name__}")
     return v
 
@@ -235,6 +239,7 @@ def load_plan(path: Path) -> Plan:
         iperf_repeats=_pick(link, "iperf_repeats", int, "link"),
         idle_seconds=_pick(link, "idle_seconds", int, "link"),
         pi_prot_type=_pick(tgt, "pi_prot_type", int, "target") if "pi_prot_type" in tgt else 0,
+        fill=_pick(tgt, "fill", bool, "target") if "fill" in tgt else False,
     )
     for name in ("repeats", "iodepth", "numjobs", "runtime", "lun_size_mib", "iperf_seconds", "iperf_repeats"):
         if getattr(plan, name) < 1:
@@ -421,6 +426,14 @@ def fio_args(plan: Plan, dev: str, rw: str, bs: str, runtime: int | None = None)
         f"--numjobs={plan.numjobs}", "--group_reporting=1", "--time_based",
         f"--runtime={plan.runtime if runtime is None else runtime}", "--norandommap", "--randrepeat=0",
         f"--percentile_list={pct}",
+    ]  # fmt: skip
+
+
+def fill_args(dev: str) -> list[str]:
+    """fio's command line that writes all of ``dev`` once, in 1 MiB writes."""
+    return [
+        "--name=fill", f"--filename={dev}", "--rw=write", "--bs=1M", "--ioengine=libaio", "--direct=1",
+        "--iodepth=8", "--group_reporting=1",
     ]  # fmt: skip
 
 

@@ -66,6 +66,21 @@ def test_the_pi_matrix_puts_type_1_pi_on_the_lun() -> None:
     assert perflib.load_plan(MATRIX).pi_prot_type == 0
     plan = perflib.load_plan(TOP / "perf/pi.toml")
     assert (plan.pi_prot_type, plan.rw, set(plan.transport)) == (1, ("randwrite",), {"stock", "offload"})
+    reads = perflib.load_plan(TOP / "perf/pi-read.toml")
+    # a never-written PI block escapes every check: the reads need a filled LUN
+    assert (reads.pi_prot_type, reads.rw, reads.fill) == (1, ("randread",), True)
+    assert not plan.fill
+
+
+def test_a_fill_writes_the_whole_device_once(tmp_path: Path) -> None:
+    args = perflib.fill_args("/dev/sdx")
+    assert "--rw=write" in args and "--filename=/dev/sdx" in args
+    # no size, no runtime: fio writes the device end to end and stops
+    assert not any(a.startswith(("--size", "--runtime", "--time_based")) for a in args)
+    bad = tmp_path / "m.toml"
+    bad.write_text(MATRIX.read_text().replace('memory = "2G"', 'memory = "2G"\nfill = 1'))
+    with pytest.raises(PlanError, match="fill = 1: expected bool"):
+        perflib.load_plan(bad)
 
 
 def test_each_login_warms_up_unmeasured_on_its_first_point() -> None:
