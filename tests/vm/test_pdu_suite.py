@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -67,6 +68,7 @@ from .conftest import (
     connection_of,
     cxgb4_adapter,
     cxgb4_counters,
+    debug_kernel,
     offloaded_peers,
     offloaded_target,
     record,
@@ -75,6 +77,9 @@ from .conftest import (
     target_at_erl,
     target_tpg_params,
 )
+
+if TYPE_CHECKING:
+    from rtslib_fb import NodeACL
 
 BLOCK = 512
 KiB = 1024
@@ -236,6 +241,7 @@ def background_fio(dual_target: None) -> Iterator[BackgroundFio]:
     portal = f"{OFF.tgt_ip}:3260"
     if not shutil.which("fio"):
         pytest.fail("background fio session: no fio in PATH")
+    acl = background_acl() if debug_kernel() else None
     try:
         iscsiadm.discover(portal)
         iscsiadm.login(PDU_IQN, portal)
@@ -259,7 +265,27 @@ def background_fio(dual_target: None) -> Iterator[BackgroundFio]:
             iscsiadm.logout(PDU_IQN, portal)
         except iscsiadm.IscsiadmError as e:
             problems.append(f"logout: {e}")
+        if acl is not None:
+            settle_sessions()
+            acl.delete()
     assert not problems, "background fio session: " + "; ".join(problems)
+
+
+def background_acl() -> NodeACL:
+    """open-iscsi's own ACL on the suite's target, its LUNs as demo mode
+    maps them. LIO's DataOut timeout (3 s from each R2T; a node ACL's
+    attribute, which a dynamic ACL keeps at its default) can run out
+    behind fio's writes in flight on a debug kernel, where the stand-in
+    moves them at a fraction of the speed: 30 s there, as test_cxgb4sim's
+    sessions have."""
+    from rtslib_fb import MappedLUN, NodeACL, RTSRoot
+
+    (tpg,) = [t for t in RTSRoot().tpgs if t.parent_target.wwn == PDU_IQN]
+    acl = NodeACL(tpg, iscsiadm.INITIATORNAME.read_text().split("=", 1)[1].strip())
+    for lun in tpg.luns:
+        MappedLUN(acl, lun.lun, lun)
+    acl.set_attribute("dataout_timeout", "30")
+    return acl
 
 
 @pytest.fixture(params=["stock", "offload"])
@@ -597,15 +623,19 @@ def test_bad_data_digest_with_writes_outstanding(path: str, variant: str) -> Non
                     "and at ERL 1 (6.1, 6.12); not sent to stock")  # fmt: skip
     erl = 1 if variant == "erl1" else 0
     c = connect_at_erl(path, erl, variant, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True))
-    r2ts = []
+    moved = Moved(path)
+    # the four commands in one go, their R2Ts after: LIO's DataOut timer
+    # (3 s from each R2T) must not end the connection before the data
+    # comes, however slow this initiator runs (a debug kernel under TCG)
+    itts = []
     for i in range(4):
-        itt = c.next_itt()
-        c.send(scsi_command(write10(12288 + 8 * i, 8), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn,
+        itts.append(c.next_itt())
+        c.send(scsi_command(write10(12288 + 8 * i, 8), itt=itts[-1], cmdsn=c.cmdsn, expstatsn=c.expstatsn,
                             write_len=8 * BLOCK))  # fmt: skip
         c.cmdsn += 1
-        r2t = c.recv()
-        assert r2t.opcode == Op.R2T and r2t.itt == itt, r2t
-        r2ts.append(r2t)
+    r2ts = [c.recv() for _ in itts]
+    assert sorted(r.itt for r in r2ts if r.opcode == Op.R2T) == sorted(itts), r2ts
+    r2ts.sort(key=lambda r: itts.index(r.itt))
 
     def data_for(r2t: Pdu) -> bytes:
         return data_out(itt=r2t.itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
@@ -613,7 +643,6 @@ def test_bad_data_digest_with_writes_outstanding(path: str, variant: str) -> Non
 
     bad = bytearray(data_for(r2ts[1]))
     bad[-2] ^= 0x01
-    moved = Moved(path)
     wire = bytes(bad)
     if variant == "others_answered_after":
         wire += b"".join(data_for(r) for r in (r2ts[0], r2ts[2], r2ts[3]))
@@ -1091,15 +1120,17 @@ def test_data_out_datasn_out_of_order(path: str, order: str) -> None:
     or 0 again, at the right offset."""
     c = connect(path, Params(immediate_data=False, initial_r2t=True))
     itt = c.next_itt()
+    # everything read or made before the R2T: its DataOut timer (3 s) must
+    # not run out before both Data-Outs are sent, however slow this runs
+    moved = Moved(path)
     c.send(scsi_command(write10(9200, 32), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=32 * BLOCK))
     c.cmdsn += 1
+    first, second = os.urandom(4 * KiB), smuggling_data(c, 4 * KiB)
     r2t = c.recv()
     assert (r2t.opcode, r2t.itt, r2t.desired_length) == (Op.R2T, itt, 16 * KiB)
-    moved = Moved(path)
-    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=os.urandom(4 * KiB),
-                    final=False))  # fmt: skip
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=first, final=False))
     c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=2 if order == "skip" else 0,
-                    offset=4 * KiB, data=smuggling_data(c, 4 * KiB), final=False))  # fmt: skip
+                    offset=4 * KiB, data=second, final=False))  # fmt: skip
     # "repeat": LIO discards the duplicate and waits for DataSN 1 until its
     # DataOut timer (3 s) fails the connection
     check(path, f"datasn_{order}", observe_data_segment(c, wait=10), REJECT_OR_DROP)
