@@ -102,7 +102,9 @@ def _initiator_blocks(lines: list[str]) -> set[int]:
 # reports a failed allocation made without __GFP_NOWARN ("page allocation
 # failure", "vmalloc error") with a stack, which shows should_fail when the
 # failure was injected. Only those blocks are set aside; what the failure
-# then causes is read as any other line.
+# then causes is read as any other line. Two CPUs' reports can interleave
+# (printk keeps lines whole, not reports): each start owns the first
+# "</TASK>" after it that no earlier start took.
 _INJECTED = re.compile(r"FAULT_INJECTION: forcing a failure")
 _ALLOC_FAILED = re.compile(r": (?:page allocation failure|vmalloc error): ")
 _SHOULD_FAIL = re.compile(r"\bshould_fail")
@@ -112,12 +114,17 @@ _TASK_END = re.compile(r"</TASK>")
 def _injected_blocks(lines: list[str]) -> set[int]:
     """Indices of the lines of injected failures' own reports."""
     out: set[int] = set()
+    taken: set[int] = set()
     for i, line in enumerate(lines):
         injected, alloc = _INJECTED.search(line), _ALLOC_FAILED.search(line)
         if not injected and not alloc:
             continue
-        end = next((j for j in range(i + 1, min(len(lines), i + 100)) if _TASK_END.search(lines[j])), None)
-        if end is None or (alloc and not any(_SHOULD_FAIL.search(x) for x in lines[i:end])):
+        ends = (j for j in range(i + 1, min(len(lines), i + 100)) if j not in taken and _TASK_END.search(lines[j]))
+        end = next(ends, None)
+        if end is None:
+            continue
+        taken.add(end)
+        if alloc and not any(_SHOULD_FAIL.search(x) for x in lines[i:end]):
             continue
         out.update(range(i, end + 1))
     return out

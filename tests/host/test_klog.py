@@ -171,6 +171,41 @@ def test_an_injected_failures_own_report_is_set_aside() -> None:
     assert SPLATS["warn"] in bad_lines(CLEAN + cut)
 
 
+# Two CPUs' injected failures at once: the second's first lines come inside
+# the first's stack, its own stack after the first's end (printk keeps each
+# line whole, not each report)
+INTERLEAVED = """\
+[ 3662.641729] FAULT_INJECTION: forcing a failure.
+[ 3662.641730] name failslab, interval 1, probability 10, space 0, times 99924
+[ 3662.641731] CPU: 0 UID: 0 PID: 5187 Comm: iscsi_np Tainted: G        W  OE      6.12.118+deb12-amd64-dbg #1
+[ 3662.641732] Call Trace:
+[ 3662.641747]  <TASK>
+[ 3662.641777]  dump_stack_lvl+0x91/0xb0
+[ 3662.641837]  should_fail_ex+0x4bc/0x590
+[ 3662.679096]  cxe_accept_from+0x82/0x4f0 [cxgbit_ext]
+[ 3662.679740] FAULT_INJECTION: forcing a failure.
+[ 3662.679740] name failslab, interval 1, probability 10, space 0, times 99923
+[ 3662.683236]  iscsi_target_login_thread+0x827/0x35a0 [iscsi_target_mod]
+[ 3662.685511]  </TASK>
+[ 3662.688171] CPU: 0 UID: 0 PID: 241 Comm: python Tainted: G        W  OE      6.12.118+deb12-amd64-dbg #1
+[ 3662.688277] Call Trace:
+[ 3662.688308]  <TASK>
+[ 3662.688337]  dump_stack_lvl+0x91/0xb0
+[ 3662.688398]  should_fail_ex+0x4bc/0x590
+[ 3662.688911]  cxe_adapter_alloc+0x4f/0x210 [cxgbit_ext]
+[ 3662.690572]  </TASK>
+""".splitlines()
+
+
+def test_interleaved_injected_failures_are_each_set_aside() -> None:
+    """Each "forcing a failure" owns the first stack end no earlier one
+    took; a report after both still counts."""
+    assert bad_lines(CLEAN + INTERLEAVED) == []
+    assert bad_lines([*INTERLEAVED, SPLATS["oops"]]) == [SPLATS["oops"]]
+    # the second report cut short: its stack is not set aside
+    assert bad_lines(INTERLEAVED[:-1]) == ["[ 3662.688277] Call Trace:"]
+
+
 ALLOC_FAILED = """\
 [  336.564916] iscsi_np: vmalloc error: size 24576, failed to allocated page array size 48, mode:0xdc2(GFP_KERNEL)
 [  336.567275] CPU: 0 UID: 0 PID: 260 Comm: iscsi_np Tainted: G           OE      6.12.117+deb12-amd64-dbg #1
