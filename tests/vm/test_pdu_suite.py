@@ -593,13 +593,13 @@ def test_bad_data_digest_on_data_out(path: str) -> None:
     c = connect(path, Params(data_digest="CRC32C", immediate_data=False, initial_r2t=True))
     itt = c.next_itt()
     cdb = bytes([0x2A, 0, 0, 0, 0, 32, 0, 0, 1, 0])
+    moved = Moved(path)  # before the R2T, whose DataOut timer runs for 3 s
     c.send(scsi_command(cdb, itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=BLOCK))
     r2t = c.recv()
     assert r2t.opcode == Op.R2T and r2t.itt == itt
     wire = bytearray(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
                               data=os.urandom(BLOCK), final=True).encode(False, True))  # fmt: skip
     wire[-2] ^= 0x01
-    moved = Moved(path)
     c.send_raw(bytes(wire))
     check(path, "bad_data_digest_data_out", observe(c), {"dropped", "reject 0x02"})
     moved(ddigest_errors=1, bytes_placed=BLOCK)
@@ -728,11 +728,11 @@ def test_unknown_opcode(path: str) -> None:
 def test_data_out_with_unknown_ttt(path: str) -> None:
     c = connect(path, Params(immediate_data=False))
     itt = c.next_itt()
+    moved = Moved(path)  # before the R2T, whose DataOut timer runs for 3 s
     c.send(scsi_command(bytes([0x2A, 0, 0, 0, 0, 48, 0, 0, 1, 0]), itt=itt, cmdsn=c.cmdsn,
                         expstatsn=c.expstatsn, write_len=BLOCK))  # fmt: skip
     r2t = c.recv()
     assert r2t.opcode == Op.R2T
-    moved = Moved(path)
     c.send(data_out(itt=itt, ttt=r2t.ttt ^ 0x5A5A, expstatsn=c.expstatsn, datasn=0, offset=0,
                     data=bytes(BLOCK), final=True))  # fmt: skip
     check(path, "data_out_unknown_ttt", observe(c), REJECT_OR_DROP)
@@ -1074,13 +1074,13 @@ def test_data_out_past_r2t_burst(path: str) -> None:
     c = connect(path, Params(immediate_data=False, initial_r2t=True, first_burst=16 * KiB, max_burst=16 * KiB))
     assert c.params.max_burst == 16 * KiB
     itt = c.next_itt()
+    moved = Moved(path)  # before the R2T, whose DataOut timer runs for 3 s
     c.send(scsi_command(write10(9000, 64), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=64 * BLOCK))
     c.cmdsn += 1
+    data = smuggling_data(c, 20 * KiB)
     r2t = c.recv()
     assert (r2t.opcode, r2t.itt, r2t.buffer_offset, r2t.desired_length) == (Op.R2T, itt, 0, 16 * KiB)
-    moved = Moved(path)
-    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
-                    data=smuggling_data(c, 20 * KiB), final=True))  # fmt: skip
+    c.send(data_out(itt=itt, ttt=r2t.ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=data, final=True))
     # stock LIO discards the PDU's data and waits: its DataOut timer (3 s)
     # then fails the connection at ERL 0; hence the longer wait
     check(path, "data_out_past_burst", observe_data_segment(c, wait=10), REJECT_OR_DROP)
@@ -1096,17 +1096,17 @@ def test_data_out_past_transfer_length(path: str, solicited: bool) -> None:
         c = connect(path, Params(immediate_data=False, initial_r2t=solicited))
     assert c.params.initial_r2t == solicited
     itt = c.next_itt()
+    moved = Moved(path)  # before the R2T, whose DataOut timer runs for 3 s
     c.send(scsi_command(write10(9100, 32), itt=itt, cmdsn=c.cmdsn, expstatsn=c.expstatsn, write_len=32 * BLOCK,
                         final=solicited))  # fmt: skip
     c.cmdsn += 1
+    data = smuggling_data(c, 20 * KiB)
     ttt = RSVD_TAG
     if solicited:
         r2t = c.recv()
         assert (r2t.opcode, r2t.itt, r2t.desired_length) == (Op.R2T, itt, 16 * KiB)
         ttt = r2t.ttt
-    moved = Moved(path)
-    c.send(data_out(itt=itt, ttt=ttt, expstatsn=c.expstatsn, datasn=0, offset=0,
-                    data=smuggling_data(c, 20 * KiB), final=True))  # fmt: skip
+    c.send(data_out(itt=itt, ttt=ttt, expstatsn=c.expstatsn, datasn=0, offset=0, data=data, final=True))
     case = f"data_out_past_edtl_{'solicited' if solicited else 'unsolicited'}"
     check(path, case, observe_data_segment(c), REJECT_OR_DROP)
     # solicited: the R2T's tag does not cover it (the adapter drops at once)
