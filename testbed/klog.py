@@ -102,7 +102,11 @@ def _initiator_blocks(lines: list[str]) -> set[int]:
 # reports a failed allocation made without __GFP_NOWARN ("page allocation
 # failure", "vmalloc error") with a stack, which shows should_fail when the
 # failure was injected. Only those blocks are set aside; what the failure
-# then causes is read as any other line. Two CPUs' reports can interleave
+# then causes is read as any other line. An allocator's report with no
+# should_fail on its stack is the injected failure's too when it comes
+# right after that failure's report, from the same task: the failure was
+# forced in an allocation the reported one made (vmalloc's vm_struct).
+# Two CPUs' reports can interleave
 # (printk keeps lines whole, not reports): each start owns the first
 # "</TASK>" after it that no earlier start took.
 _INJECTED = re.compile(r"FAULT_INJECTION: forcing a failure")
@@ -115,7 +119,11 @@ def _injected_blocks(lines: list[str]) -> set[int]:
     """Indices of the lines of injected failures' own reports."""
     out: set[int] = set()
     taken: set[int] = set()
+    last: tuple[int, str | None] | None = None  # the last injected report: its end, its task
     for i, line in enumerate(lines):
+        if last is not None and _KMEMLEAK_AREA.search(line):
+            out.add(i)
+            continue
         injected, alloc = _INJECTED.search(line), _ALLOC_FAILED.search(line)
         if not injected and not alloc:
             continue
@@ -124,10 +132,28 @@ def _injected_blocks(lines: list[str]) -> set[int]:
         if end is None:
             continue
         taken.add(end)
-        if alloc and not any(_SHOULD_FAIL.search(x) for x in lines[i:end]):
-            continue
+        task = _task(lines[i : i + 4])
+        if injected:
+            last = (end, task)
+        elif not any(_SHOULD_FAIL.search(x) for x in lines[i:end]):
+            nested = last is not None and 0 < i - last[0] <= _NESTED_GAP and task is not None and task == last[1]
+            if not nested:
+                continue
         out.update(range(i, end + 1))
     return out
+
+
+# kmemleak's own allocation of a scan area failed: it scans the whole
+# object instead and goes on (mm/kmemleak.c, once per boot). After an
+# injected failure that is the injection's doing; before any, it counts.
+_KMEMLEAK_AREA = re.compile(r"kmemleak: Cannot allocate a scan area, scanning the full object")
+_PID = re.compile(r"\bCPU: \d+ (?:UID: \d+ )?PID: (\d+) ")
+_NESTED_GAP = 3  # lines from an injected report's end to the allocator's report of it
+
+
+def _task(lines: list[str]) -> str | None:
+    """The PID on a report's "CPU: ... PID: n" line."""
+    return next((m.group(1) for x in lines if (m := _PID.search(x))), None)
 
 
 def known_initiator_warns(lines: Iterable[str]) -> list[str]:

@@ -219,6 +219,49 @@ ALLOC_FAILED = """\
 """.splitlines()
 
 
+# vmalloc's own bookkeeping allocation forced to fail: the injection's stack,
+# then the allocator's report of the vmalloc that failed through it, whose
+# stack no longer shows should_fail
+NESTED = """\
+[  880.710053] FAULT_INJECTION: forcing a failure.
+[  880.710869] CPU: 0 UID: 0 PID: 907 Comm: iscsi_np Tainted: G           OE      6.12.118+deb12-amd64-dbg #1
+[  880.710994] Call Trace:
+[  880.711017]  <TASK>
+[  880.711158]  should_fail_ex+0x4bc/0x590
+[  880.711453]  alloc_vmap_area+0x4f1/0x2bd0
+[  880.716267]  cxe_tpg_behind+0xaf/0x4f0 [cxgbit_ext]
+[  880.724024]  </TASK>
+[  880.731479] iscsi_np: vmalloc error: size 11216, vm_struct allocation failed, mode:0xdc0(GFP_KERNEL|__GFP_ZERO)
+[  880.734717] CPU: 0 UID: 0 PID: 907 Comm: iscsi_np Tainted: G           OE      6.12.118+deb12-amd64-dbg #1
+[  880.734788] Call Trace:
+[  880.734802]  <TASK>
+[  880.734876]  warn_alloc+0x24f/0x390
+[  880.736558]  cxe_tpg_behind+0xaf/0x4f0 [cxgbit_ext]
+[  880.741264]  </TASK>
+""".splitlines()
+
+
+def test_the_allocators_report_of_a_nested_injected_failure_is_set_aside() -> None:
+    """An allocator's report right after the same task's injected failure
+    is that failure's; another task's, or one later, is not."""
+    assert bad_lines(CLEAN + NESTED) == []
+    other = [ln.replace("PID: 907", "PID: 908") if "734717" in ln else ln for ln in NESTED]
+    assert bad_lines(other) == ["[  880.734788] Call Trace:"]
+    later = [*NESTED[:8], *CLEAN, *NESTED[8:]]
+    assert bad_lines(later) == ["[  880.734788] Call Trace:"]
+
+
+def test_kmemleaks_scan_area_fallback_counts_only_before_any_injection() -> None:
+    """kmemleak going on without a scan area is set aside once failures are
+    being injected; with none injected it is a finding."""
+    area = "[  994.682220] kmemleak: Cannot allocate a scan area, scanning the full object"
+    assert bad_lines([*CLEAN, *INJECTED, area]) == []
+    assert bad_lines([*CLEAN, area, *INJECTED]) == [area]
+    # kmemleak switching itself off still counts, injected or not
+    off = "[  994.700000] kmemleak: Cannot allocate a kmemleak_object structure"
+    assert bad_lines([*INJECTED, off]) == [off]
+
+
 def test_the_allocators_report_of_an_injected_failure_is_set_aside() -> None:
     """The allocator's stack for a failure the lane injected is no finding;
     the same report without should_fail on its stack (a real failure) is."""
