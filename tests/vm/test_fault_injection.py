@@ -7,8 +7,11 @@ block whose write was acknowledged reads back as written once injection
 stops, a clean login then works, no connection is left behind, and the
 module unloads (the fixture) with kmemleak clean (testbed/run).
 
-Runs where the kernel has the fault-injection stack filter (the 6.12
-debug kernel); elsewhere it skips, saying why.
+The probability rounds need the fault-injection stack filter (the 6.12
+debug kernel; 6.1's Kconfig has it depend on !X86_64). The fail-nth
+sweeps run on any debug kernel: without the filter each allocation the
+step's system call makes fails in turn, the kernel's around the module's
+as well. Elsewhere each test skips, saying why.
 """
 
 from __future__ import annotations
@@ -83,53 +86,74 @@ def injecting(probability: int) -> None:
         set_attr(kind, "probability", probability)
 
 
+def has_stack_filter() -> bool:
+    return (DEBUGFS / "failslab/require-start").exists()
+
+
 def stack_filter(start: int, end: int) -> None:
     """Only allocations with [start, end) on the stack may fail, by
-    probability or by a thread's fail-nth."""
+    probability or by a thread's fail-nth; on a kernel without the filter,
+    fail-nth counts each allocation its thread makes (the probability
+    rounds, which would fail anyone's, skip there)."""
     for kind in KINDS:
-        for name, value in (("require-start", start), ("require-end", end), ("stacktrace-depth", 32),
-                            ("interval", 1), ("times", TIMES), ("space", 0), ("verbose", 2),
-                            ("task-filter", "N"), ("ignore-gfp-wait", "N")):  # fmt: skip
+        for name, value in (("stacktrace-depth", 32), ("interval", 1), ("times", TIMES), ("space", 0),
+                            ("verbose", 2), ("task-filter", "N"), ("ignore-gfp-wait", "N")):  # fmt: skip
             set_attr(kind, name, value)
+        if has_stack_filter():
+            set_attr(kind, "require-start", start)
+            set_attr(kind, "require-end", end)
     set_attr("fail_page_alloc", "ignore-gfp-highmem", "N")
     set_attr("fail_page_alloc", "min-order", 0)
 
 
 def need_stack_filter() -> None:
-    if not (DEBUGFS / "failslab/require-start").exists():
-        pytest.skip("this kernel has no fault-injection stack filter (FAULT_INJECTION_STACKTRACE_FILTER)")
+    need_fail_nth()
+    if not has_stack_filter():
+        pytest.skip(
+            "this kernel has no fault-injection stack filter (FAULT_INJECTION_STACKTRACE_FILTER; "
+            "6.1 has it depend on !X86_64): probability rounds would fail every caller's allocations"
+        )
+
+
+def need_fail_nth() -> None:
+    if not Path(FailNth.PATH).exists():
+        pytest.skip("this kernel has no fault injection (a debug kernel's FAULT_INJECTION_DEBUG_FS)")
+
+
+def scope() -> str:
+    """What a fail-nth sweep fails, for its summary."""
+    return "with the module's text on the stack" if has_stack_filter() else "by the system call, any caller"
 
 
 class FailNth:
     """This thread's fail-nth (Documentation/fault-injection): armed with
-    N, the Nth allocation it makes under the stack filter fails, whatever
-    the probability. Only allocations with the filter's text on the stack
-    count, so this thread's other system calls (reading this file) do not."""
+    N, the Nth allocation it makes fails, whatever the probability. Under
+    the stack filter only allocations with the filter's text on the stack
+    count; without it every one does, so a step arms it right before its
+    system call and reads it right after."""
 
     PATH = "/proc/thread-self/fail-nth"
 
+    def __init__(self) -> None:
+        # opened once: reading and writing an open fail-nth allocate
+        # nothing, so only the step's own calls count against it
+        self.fd = os.open(self.PATH, os.O_RDWR)
+
     def arm(self, n: int) -> None:
-        fd = os.open(self.PATH, os.O_WRONLY)
-        try:
-            os.write(fd, str(n).encode())
-        finally:
-            os.close(fd)
+        os.write(self.fd, str(n).encode())
 
     def injected(self) -> bool:
         """Whether the armed failure happened; disarms it either way."""
-        fd = os.open(self.PATH, os.O_RDONLY)
-        try:
-            left = int(os.read(fd, 32))
-        finally:
-            os.close(fd)
+        left = int(os.pread(self.fd, 32, 0))
         self.arm(0)
         return left == 0
 
     def close(self) -> None:
         self.arm(0)
+        os.close(self.fd)
 
 
-def sweep(step: Callable[[FailNth, int], bool], limit: int = 400) -> int:
+def sweep(step: Callable[[FailNth, int], bool], limit: int = 1200) -> int:
     """step(fail_nth, n) for n = 1, 2, ... until its n-th allocation is
     past its last (step returns fail_nth.injected(), asked right after its
     operation): the number of allocations that could fail."""
@@ -162,11 +186,12 @@ def kernel_end() -> int:
 
 def test_every_allocation_of_the_module_load_can_fail(module_ko: Path) -> None:
     """fail-nth through cxgbit_ext's init: each allocation made with module
-    text on the stack fails in turn, one load each. A load either fails
+    text on the stack (without the stack filter, each of the load's) fails
+    in turn, one load each. A load either fails
     with ENOMEM and leaves no trace of the module (not listed, no sysfs
     directory, no configfs group), or succeeds and works; the load after
     the sweep serves an offloaded login (the next tests), kmemleak clean."""
-    need_stack_filter()
+    need_fail_nth()
     assert not Path("/sys/module/cxgbit_ext").exists(), "cxgbit_ext is loaded: this test loads it itself"
     deps = subprocess.run(["modinfo", "-F", "depends", str(module_ko)], capture_output=True, text=True, check=True)
     for dep in filter(None, deps.stdout.strip().split(",")):
@@ -202,7 +227,7 @@ def test_every_allocation_of_the_module_load_can_fail(module_ko: Path) -> None:
         points = sweep(load)
     finally:
         injecting(0)
-    summary = f"cxe-test: fail-nth: module load: {points} allocations failed in turn, outcomes {outcomes}"
+    summary = f"cxe-test: fail-nth: module load: {points} allocations {scope()} failed in turn, outcomes {outcomes}"
     Path("/dev/kmsg").write_text(summary + "\n")
     print(summary)
     assert points > 0, "no allocation of the module's init was failed: the filter matched nothing"
@@ -214,7 +239,7 @@ def test_every_allocation_of_the_module_load_can_fail(module_ko: Path) -> None:
 
 @pytest.fixture(scope="module")
 def faulty_target(iscsid: None, module_ko: Path) -> Iterator[None]:
-    need_stack_filter()
+    need_fail_nth()
     t = topology.Topology(iqn=IQN, backstores=("ramdisk",), lun_size=16 * topology.MiB,
                           portals=(("0.0.0.0", 3260),), offload=True)  # fmt: skip
     with offloaded_target(module_ko, t):
@@ -291,6 +316,7 @@ def adapter_churn() -> None:
 
 
 def test_allocation_failures_lose_nothing(faulty_target: None) -> None:
+    need_stack_filter()
     mark = kmsg_mark("fault injection")
     written: dict[int, bytes] = {}
     try:
@@ -339,6 +365,7 @@ STOCK_IQN = IQN + "-stock"
 def stock_beside(faulty_target: None) -> Iterator[None]:
     """A target on the same address without offload: only the stock portal
     lists it in SendTargets."""
+    need_stack_filter()
     with topo.in_netns():
         topology.create(topology.Topology(iqn=STOCK_IQN, backstores=("ramdisk",), lun_size=8 * topology.MiB,
                                           portals=(("0.0.0.0", 3260),), offload=False, name_prefix="fis"))  # fmt: skip
@@ -438,7 +465,8 @@ def armed_write(nth: FailNth, n: int, path: Path, value: bytes) -> tuple[OSError
 @pytest.mark.parametrize("step", STEPS)
 def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, step: str) -> None:
     """fail-nth through the module's configuration: each allocation made
-    with cxgbit_ext's text on the stack fails in turn, one attempt each,
+    with cxgbit_ext's text on the stack (without the stack filter, each
+    the step's system call makes) fails in turn, one attempt each,
     for an adapter's creation (mkdir) and the portal's offload switch
     turned on (LIO calls the module to set the portal up: its listener on
     soft0's netdev). A step either fails with ENOMEM (or REFUSALS' socket
@@ -495,7 +523,7 @@ def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, 
         with topo.in_netns():
             if SWITCH.read_text().strip() == "0":
                 SWITCH.write_text("1")
-    summary = f"cxe-test: fail-nth: {step}: {points} allocations failed in turn, outcomes {outcomes}"
+    summary = f"cxe-test: fail-nth: {step}: {points} allocations {scope()} failed in turn, outcomes {outcomes}"
     Path("/dev/kmsg").write_text(summary + "\n")
     print(summary)
     assert points > 0, f"{step}: no allocation was failed: the filter matched nothing"
