@@ -2,10 +2,14 @@
 kernels): failslab and fail_page_alloc fail allocations made with
 cxgbit_ext's code on the stack (the stack-trace filter set to the module's
 text) while logins (offloaded, discovery and target hand-backs), digested
-I/O and adapter create/delete run. Whatever fails, no kernel report, every
-block whose write was acknowledged reads back as written once injection
-stops, a clean login then works, no connection is left behind, and the
-module unloads (the fixture) with kmemleak clean (testbed/run).
+I/O (immediate, unsolicited and R2T-solicited data, Data-In whole or cut),
+adapter create/delete, a bound netdev's rename and unregistration and the
+portal's offload switch run. Whatever fails, no kernel report, every block
+whose write was acknowledged reads back as written once injection stops, a
+clean login is then offloaded, no connection is left behind, and the
+module unloads (the fixture) with kmemleak clean (testbed/run). fail-nth
+sweeps fail each allocation in turn of the module's load and unload, an
+adapter's creation and the portal's offload switch.
 
 The probability rounds need the fault-injection stack filter (the 6.12
 debug kernel; 6.1's Kconfig has it depend on !X86_64). The fail-nth
@@ -47,7 +51,7 @@ KINDS = ("failslab", "fail_page_alloc")
 TIMES = 100_000  # the budget of failures; what is left of it counts them
 ROUNDS = 16
 PROBABILITIES = (10, 2)  # percent, alternating by round: many failures, then I/O that gets through
-LBAS = 64  # 32 KiB per write, each round its own range
+LBAS = 128  # 64 KiB per write (past 8 KiB of immediate data), each round its own range
 STALL_S = 30  # the SCSI layer's default command timeout (sd: 30 s)
 UNANSWERED: list[int] = []
 
@@ -237,6 +241,42 @@ def test_every_allocation_of_the_module_load_can_fail(module_ko: Path) -> None:
     assert p.returncode == 0, f"rmmod after the sweep: {p.stderr}"
 
 
+SYS_DELETE_MODULE = 176  # x86_64
+
+
+def test_every_allocation_of_the_module_unload_can_fail(module_ko: Path) -> None:
+    """fail-nth through cxgbit_ext's unload (delete_module, as rmmod calls
+    it): each allocation made in turn fails, one load and unload each. An
+    unload cannot refuse for want of memory: whatever failed, the module is
+    gone, with no sysfs directory and no configfs group, and loads again."""
+    need_fail_nth()
+    assert not Path("/sys/module/cxgbit_ext").exists(), "cxgbit_ext is loaded: this test loads it itself"
+    stack_filter(kernel_end(), 0xFFFFFFFFFF000000)
+    outcomes: dict[str, int] = {}
+
+    def unload(nth: FailNth, n: int) -> bool:
+        p = insmod(module_ko)
+        assert p.returncode == 0, f"allocation {n}: insmod before the unload: {p.stderr}"
+        nth.arm(n)
+        rc = LIBC.syscall(SYS_DELETE_MODULE, b"cxgbit_ext", os.O_NONBLOCK)
+        err = ctypes.get_errno()
+        injected = nth.injected()
+        assert rc == 0, f"allocation {n} failed: the unload says {errno.errorcode.get(err, err)}"
+        assert not Path("/sys/module/cxgbit_ext").exists(), f"allocation {n} failed: the module is still listed"
+        assert not CFS.exists(), f"allocation {n} failed: the unload left {CFS}"
+        tally(outcomes, "unloaded" if injected else "clean")
+        return injected
+
+    points = sweep(unload)
+    summary = f"cxe-test: fail-nth: module unload: {points} allocations {scope()} failed in turn, outcomes {outcomes}"
+    Path("/dev/kmsg").write_text(summary + "\n")
+    print(summary)
+    p = insmod(module_ko)
+    assert p.returncode == 0, f"insmod after the sweep: {p.stderr}"
+    p = rmmod("cxgbit_ext")
+    assert p.returncode == 0, f"rmmod after the sweep: {p.stderr}"
+
+
 @pytest.fixture(scope="module")
 def faulty_target(iscsid: None, module_ko: Path) -> Iterator[None]:
     need_fail_nth()
@@ -263,8 +303,16 @@ def attempt(fn: Callable[..., T], *args: object) -> T | None:
         return None
 
 
-def round_trip(lba: int, data: bytes) -> bool:
-    """Log in with digests, write data at lba, read it back: True when the
+def round_params(r: int) -> Params:
+    """Round r's login: digests always; the write's data after its immediate
+    part unsolicited (InitialR2T=No) or solicited by R2Ts, by turns; the
+    read's Data-In in one PDU or cut to 8 KiB PDUs, by pairs of rounds."""
+    return Params(header_digest="CRC32C", data_digest="CRC32C", initial_r2t=r % 2 == 0,
+                  max_recv_dlen=8192 if r % 4 >= 2 else 262144)  # fmt: skip
+
+
+def round_trip(lba: int, data: bytes, params: Params) -> bool:
+    """Log in with params, write data at lba, read it back: True when the
     write was acknowledged (a read that returns must return the data). A
     command left unanswered for STALL_S on a live connection is what LIO
     does when it cannot allocate a command's state nor the Reject for it
@@ -282,7 +330,7 @@ def round_trip(lba: int, data: bytes) -> bool:
     timer.start()
     written = False
     try:
-        c.login(PDU_INITIATOR, IQN, Params(header_digest="CRC32C", data_digest="CRC32C"))
+        c.login(PDU_INITIATOR, IQN, params)
         c.scsi_write(lba, data)
         written = True
         got = c.scsi_read(lba, len(data) // BLOCK)
@@ -315,6 +363,35 @@ def adapter_churn() -> None:
         a.rmdir()
 
 
+FI_DEV = "fid0"  # a veth in the target's namespace, bound, renamed, unregistered
+
+
+def netdev_churn() -> None:
+    """An adapter bound to a new netdev that is renamed, then unregistered:
+    whatever failed on the way, the adapter serves no netdev once it is gone."""
+    a = CFS / "adapters/fi1"
+    topo.sh("ip", "-n", topo.TGT_NS, "link", "add", FI_DEV, "type", "veth", "peer", "name", FI_DEV + "p")
+    try:
+        a.mkdir()
+        with topo.in_netns():
+            (a / "netdev").write_text(FI_DEV)
+        topo.sh("ip", "-n", topo.TGT_NS, "link", "set", FI_DEV, "name", FI_DEV + "r", check=False)
+    finally:
+        for name in (FI_DEV, FI_DEV + "r"):
+            topo.sh("ip", "-n", topo.TGT_NS, "link", "del", name, check=False)
+        if a.exists():
+            bound = (a / "netdev").read_text().strip()
+            a.rmdir()
+            assert bound == "", f"adapter fi1 still serves {bound} after the netdev was unregistered"
+
+
+def portal_toggle() -> None:
+    """The portal's offload switch off and on again (on may be refused)."""
+    switch_off()
+    with topo.in_netns():
+        SWITCH.write_text("1")
+
+
 def test_allocation_failures_lose_nothing(faulty_target: None) -> None:
     need_stack_filter()
     mark = kmsg_mark("fault injection")
@@ -324,24 +401,32 @@ def test_allocation_failures_lose_nothing(faulty_target: None) -> None:
             injecting(PROBABILITIES[r % len(PROBABILITIES)])
             lba = r * LBAS
             data = os.urandom(LBAS * BLOCK)
-            if attempt(round_trip, lba, data):
+            if attempt(round_trip, lba, data, round_params(r)):
                 written[lba] = data
             attempt(discovery)
             attempt(adapter_churn)
+            attempt(netdev_churn)
+            attempt(portal_toggle)
     finally:
         injecting(0)
+    with topo.in_netns():
+        if SWITCH.read_text().strip() == "0":
+            SWITCH.write_text("1")
     failed = {k: TIMES - int((DEBUGFS / k / "times").read_text()) for k in KINDS}
     # what was acknowledged is there, through a clean login
     c = Connection(OFF.tgt_ip, timeout=30)
     try:
         c.login(PDU_INITIATOR, IQN, Params(header_digest="CRC32C", data_digest="CRC32C"))
+        host, port = c.sock.getsockname()[:2]
+        assert adapter_of(f"{host}:{port}") == "soft0", "after the rounds a clean login is not offloaded"
         for lba, data in written.items():
             assert c.scsi_read(lba, LBAS) == data, f"LBA {lba}: acknowledged write not read back"
         c.logout()
     finally:
         c.close()
-    if (CFS / "adapters/fi0").exists():
-        (CFS / "adapters/fi0").rmdir()
+    for leftover in ("fi0", "fi1"):
+        if (CFS / "adapters" / leftover).exists():
+            (CFS / "adapters" / leftover).rmdir()
     deadline = time.monotonic() + 60
     while connection_lines() and time.monotonic() < deadline:
         time.sleep(0.5)
