@@ -466,6 +466,16 @@ class Connection:
             return
         raise ConnectionClosed(f"unexpected {rsp!r}")
 
+    def recv_answering_pings(self) -> Pdu:
+        """The next PDU but the target's pings (NOP-In with the reserved
+        ITT), each answered as it comes: a target pings a session that has
+        been quiet for its NopInInterval, whatever the test is waiting for."""
+        while True:
+            p = self.recv()
+            if not (p.opcode == Op.NOOP_IN and p.itt == RSVD_TAG):
+                return p
+            self._unexpected(p)
+
     def nop(self, data: bytes = b"") -> Pdu:
         itt = self.next_itt()
         self.send(nop_out(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, data=data))

@@ -184,6 +184,28 @@ def test_nop_answers_a_target_ping_that_comes_first(wired: tuple[Connection, soc
     assert (reply.opcode, reply.itt, reply.ttt) == (Op.NOOP_OUT, 0xFFFFFFFF, 0x42), "the ping was not answered"
 
 
+def test_recv_answering_pings_returns_the_next_other_pdu(wired: tuple[Connection, socket.socket]) -> None:
+    """Two target pings before what the test waits for: each is answered
+    with its TTT, and the PDU after them is returned."""
+    c, target = wired
+    c.full_feature = True
+    pings = []
+    for ttt in (0x42, 0x43):
+        ping = nop_in(b"")
+        ping.itt, ping.ttt = 0xFFFFFFFF, ttt
+        pings.append(ping.encode())
+    target.sendall(b"".join(pings) + nop_in(b"after").encode())
+    got = c.recv_answering_pings()
+    assert (got.itt, got.data) == (0x1001, b"after")
+    target.settimeout(5)
+    sent = b""
+    while len(sent) < 96:
+        sent += target.recv(96 - len(sent))
+    rd = reader(sent)
+    replies = [decode(rd), decode(rd)]
+    assert [(r.opcode, r.itt, r.ttt) for r in replies] == [(Op.NOOP_OUT, 0xFFFFFFFF, t) for t in (0x42, 0x43)]
+
+
 # -- a session of several connections (MC/S) ------------------------------------
 
 
