@@ -409,7 +409,7 @@ class Connection:
         anything else."""
         got: list[Pdu] = []
         while not got or not (got[-1].opcode == Op.SCSI_RSP or got[-1].flags & F_DATAIN_STATUS):
-            p = self.recv()
+            p = self.recv_answering_pings()
             if p.itt != itt or p.opcode not in (Op.DATA_IN, Op.SCSI_RSP):
                 raise ProtocolError(f"waiting for task 0x{itt:08x}'s Data-In and status, got {p!r}")
             got.append(p)
@@ -488,7 +488,7 @@ class Connection:
     def text(self, keys: dict[str, str]) -> dict[str, str]:
         itt = self.next_itt()
         self.send(text_request(itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, keys=keys))
-        rsp = self.recv()
+        rsp = self.recv_answering_pings()
         if rsp.opcode != Op.TEXT_RSP:
             raise ConnectionClosed(f"expected Text Response, got {rsp!r}")
         return decode_keys(rsp.data)
@@ -498,7 +498,7 @@ class Connection:
         itt = self.next_itt()
         self.send(tmf_request(function=function, itt=itt, cmdsn=self.cmdsn, expstatsn=self.expstatsn, lun=lun,
                               ref_itt=ref_itt, exp_datasn=exp_datasn))  # fmt: skip
-        rsp = self.recv()
+        rsp = self.recv_answering_pings()
         if rsp.opcode != Op.TMF_RSP:
             raise ConnectionClosed(f"expected TMF Response, got {rsp!r}")
         return rsp.u8(2)
@@ -513,7 +513,7 @@ class Connection:
         itt = self.next_itt()
         self.send(logout_request(itt=itt, cmdsn=self.cmdsn, reason=reason, cid=self.cid if cid is None else cid,
                                  expstatsn=self.expstatsn if expstatsn is None else expstatsn))  # fmt: skip
-        rsp = self.recv()
+        rsp = self.recv_answering_pings()
         if rsp.opcode != Op.LOGOUT_RSP:
             raise ConnectionClosed(f"expected Logout Response, got {rsp!r}")
         if close:

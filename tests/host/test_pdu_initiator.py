@@ -206,6 +206,28 @@ def test_recv_answering_pings_returns_the_next_other_pdu(wired: tuple[Connection
     assert [(r.opcode, r.itt, r.ttt) for r in replies] == [(Op.NOOP_OUT, 0xFFFFFFFF, t) for t in (0x42, 0x43)]
 
 
+def test_logout_answers_a_target_ping_that_comes_first(wired: tuple[Connection, socket.socket]) -> None:
+    """A session slow enough for LIO's NopInInterval gets a ping between
+    its Logout Request and the response: answered, and the logout ends."""
+    c, target = wired
+    c.full_feature = True
+    ping = nop_in(b"")
+    ping.itt, ping.ttt = 0xFFFFFFFF, 0x44
+    rsp = Pdu()
+    rsp.opcode, rsp.flags, rsp.itt = Op.LOGOUT_RSP, 0x80, 0x1001
+    c.itt = 0x1000
+    target.sendall(ping.encode() + rsp.encode())
+    assert c.logout() == 0
+    target.settimeout(5)
+    sent = b""
+    while len(sent) < 96:  # the Logout Request, then the ping's NOP-Out
+        sent += target.recv(96 - len(sent))
+    rd = reader(sent)
+    req, reply = decode(rd), decode(rd)
+    assert req.opcode == Op.LOGOUT_REQ
+    assert (reply.opcode, reply.itt, reply.ttt) == (Op.NOOP_OUT, 0xFFFFFFFF, 0x44), "the ping was not answered"
+
+
 # -- a session of several connections (MC/S) ------------------------------------
 
 
