@@ -100,10 +100,11 @@ def stack_filter(start: int, end: int) -> None:
     fail-nth counts each allocation its thread makes (the probability
     rounds, which would fail anyone's, skip there)."""
     for kind in KINDS:
-        for name, value in (("stacktrace-depth", 32), ("interval", 1), ("times", TIMES), ("space", 0),
+        for name, value in (("interval", 1), ("times", TIMES), ("space", 0),
                             ("verbose", 2), ("task-filter", "N"), ("ignore-gfp-wait", "N")):  # fmt: skip
             set_attr(kind, name, value)
-        if has_stack_filter():
+        if has_stack_filter():  # its attributes exist only with it
+            set_attr(kind, "stacktrace-depth", 32)
             set_attr(kind, "require-start", start)
             set_attr(kind, "require-end", end)
     set_attr("fail_page_alloc", "ignore-gfp-highmem", "N")
