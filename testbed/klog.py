@@ -127,8 +127,7 @@ def _injected_blocks(lines: list[str]) -> set[int]:
         injected, alloc = _INJECTED.search(line), _ALLOC_FAILED.search(line)
         if not injected and not alloc:
             continue
-        ends = (j for j in range(i + 1, min(len(lines), i + 100)) if j not in taken and _TASK_END.search(lines[j]))
-        end = next(ends, None)
+        end = _report_end(lines, i, taken)
         if end is None:
             continue
         taken.add(end)
@@ -149,6 +148,27 @@ def _injected_blocks(lines: list[str]) -> set[int]:
 _KMEMLEAK_AREA = re.compile(r"kmemleak: Cannot allocate a scan area, scanning the full object")
 _PID = re.compile(r"\bCPU: \d+ (?:UID: \d+ )?PID: (\d+) ")
 _NESTED_GAP = 3  # lines from an injected report's end to the allocator's report of it
+# a report's lines at most: a 32 KiB stack (KASAN's) of 8-byte words, each a "? " frame
+_REPORT_MOST = 4200
+
+
+def _report_end(lines: list[str], start: int, taken: set[int]) -> int | None:
+    """The "</TASK>" ending the report that starts at start: the first one
+    no earlier report took, with no second bad line before it (one that is
+    there means this report was cut short and another began). A stack is
+    as long as the kernel's stack is deep: KASAN's "? " frames make 100
+    lines and more."""
+    seen_bad = False
+    for j in range(start + 1, min(len(lines), start + _REPORT_MOST)):
+        if j in taken:
+            continue
+        if _TASK_END.search(lines[j]):
+            return j
+        if _BAD.search(lines[j]):
+            if seen_bad:
+                return None
+            seen_bad = True
+    return None
 
 
 def _task(lines: list[str]) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from testbed.klog import bad_lines, known_initiator_warns, report
 
 CLEAN = """\
@@ -268,3 +270,25 @@ def test_the_allocators_report_of_an_injected_failure_is_set_aside() -> None:
     assert bad_lines(CLEAN + ALLOC_FAILED) == []
     real = [line for line in ALLOC_FAILED if "should_fail" not in line]
     assert bad_lines(CLEAN + real) == ["[  336.567334] Call Trace:"]
+
+
+# A failslab report from a module load under fail-nth on 6.12's debug
+# kernel (misc_register() in the module's init): with KASAN's "? " frames
+# its stack runs 100 lines from "forcing a failure" to "</TASK>"
+DEEP = (Path(__file__).parent / "data/injected-deep-stack.log").read_text().splitlines()
+
+
+def test_an_injected_failure_with_a_deep_stack_is_set_aside() -> None:
+    """However long the injected failure's stack, it is the injection's;
+    a report inside an unterminated one still counts."""
+    assert len(DEEP) >= 100 and DEEP[0].endswith("FAULT_INJECTION: forcing a failure.")
+    assert bad_lines(CLEAN + DEEP) == []
+    assert bad_lines([*DEEP, SPLATS["oops"]]) == [SPLATS["oops"]]
+    frames = [ln for ln in DEEP if "]  ? " in ln]
+    longer = [*DEEP[:-1], *frames * 20, DEEP[-1]]
+    assert len(longer) > 1000
+    assert bad_lines(longer) == []
+    # a stack cut short, with another report before any "</TASK>": both count
+    cut = [*DEEP[:-30], *WQ_WARN, DEEP[-1]]
+    assert "[ 4019.092326] Call Trace:" in bad_lines(cut)
+    assert any("cut here" in ln for ln in bad_lines(cut))
