@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import importlib.util
 import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import TypeVar
 
 import pytest
@@ -40,7 +43,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 from testbed import topo
 from testbed.kmod import insmod, rmmod
 
-from .conftest import CFS, PDU_INITIATOR, adapter_of, connection_lines, kmsg_mark, offloaded_target
+from .conftest import CFS, PDU_INITIATOR, TOP, adapter_of, connection_lines, kmsg_mark, offloaded_target
 
 T = TypeVar("T")
 IQN = "iqn.2026-11.org.cxgbit-ext:faults"
@@ -556,8 +559,18 @@ def armed_write(nth: FailNth, n: int, path: Path, value: bytes) -> tuple[OSError
         os.close(fd)
 
 
+# LIO's iscsit_add_np() frees a portal whose login thread does not start
+# without releasing what its transport set up: the transport's module keeps
+# a reference (no later test could unload cxgbit_ext) and its listener
+# stays. The patch and its reproducer: upstream/0015-*.
+LOGIN_THREAD = (
+    "on the kernel's own LIO core a portal whose login thread cannot start leaves its transport's "
+    "listener and a reference of its module behind, and no later test could unload it (upstream/0015; --patched-lio)"
+)
+
+
 @pytest.mark.parametrize("step", STEPS)
-def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, step: str) -> None:
+def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, lio_core: str, step: str) -> None:
     """fail-nth through the module's configuration: each allocation made
     with cxgbit_ext's text on the stack (without the stack filter, each
     the step's system call makes) fails in turn, one attempt each,
@@ -567,6 +580,8 @@ def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, 
     errors) and changes nothing (no adapter, the switch off), or succeeds and
     works (a login through the portal offloaded). Stock LIO's own listener
     answers the same failures with the same errors (iscsit_setup_np())."""
+    if step == "portal offload" and not has_stack_filter() and lio_core != "patched":
+        pytest.skip(f"no fault-injection stack filter here, so the sweep reaches LIO's own allocations: {LOGIN_THREAD}")
     outcomes: dict[str, int] = {}
 
     def create(nth: FailNth, n: int) -> bool:
@@ -621,3 +636,56 @@ def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, 
     Path("/dev/kmsg").write_text(summary + "\n")
     print(summary)
     assert points > 0, f"{step}: no allocation was failed: the filter matched nothing"
+
+
+def np_thread_fail() -> ModuleType:
+    path = TOP / "upstream/reproducers/np_thread_fail.py"
+    spec = importlib.util.spec_from_file_location("np_thread_fail", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("transport", ("stock", "offload"))
+def test_a_portal_whose_login_thread_cannot_start_leaves_nothing(
+    faulty_target: None, lio_core: str, transport: str
+) -> None:
+    """fail-nth through a portal's creation, every allocation of the system
+    call (no stack filter), until LIO's start of the portal's login thread
+    is the one that fails: the portal is refused (a mkdir with EINVAL, the
+    offload switch with ENOMEM), its
+    transport's module holds no more references than before, and the
+    portal is created again; offloaded, its logins are offloaded."""
+    if lio_core != "patched":
+        pytest.skip(LOGIN_THREAD)
+    repro = np_thread_fail()
+    try:
+        with topo.in_netns():
+            if transport == "stock":
+                out = repro.run(IQN, OFF.tgt_ip, 3264)
+            else:
+                out = repro.run(IQN, "0.0.0.0", 3260, switch="cxgbit", module="cxgbit_ext")
+    finally:
+        stack_filter(*module_text())
+        with topo.in_netns():
+            if SWITCH.read_text().strip() == "0":
+                SWITCH.write_text("1")
+    summary = f"cxe-test: login thread's start failed, {transport}: " + "; ".join(out.lines())
+    Path("/dev/kmsg").write_text(summary + "\n")
+    print(summary)
+    # A portal's mkdir answers EINVAL whatever LIO's error was (the target
+    # core's target_fabric_make_np()); the switch's write answers LIO's own.
+    expected = "EINVAL" if transport == "stock" else "ENOMEM"
+    assert out.answer == expected, f"the portal's creation said {out.answer} when its login thread could not start"
+    assert out.refs_after == out.refs_before, f"{out.module} kept {out.refs_after - out.refs_before} more references"
+    assert out.again == "ok", f"the portal could not be created again: {out.again}"
+    c = Connection(OFF.tgt_ip, timeout=20)
+    try:
+        c.login(PDU_INITIATOR, IQN, Params())
+        host, port = c.sock.getsockname()[:2]
+        assert adapter_of(f"{host}:{port}") == "soft0", "after the failed start, the login is not offloaded"
+        c.logout()
+    finally:
+        c.close()
