@@ -41,6 +41,7 @@ SCRIPTS = (
     "upstream/reproducers/erl2_time2retain_expiry.py",
     "upstream/reproducers/refused_text.py",
     "upstream/reproducers/register_and_move_new_registration.py",
+    "upstream/reproducers/np_thread_fail.py",
 )
 # executable, but started in a guest by testbed/run under .venv's python, not typed by a user
 GUEST_SCRIPTS = ("perf/target_vm.py", "perf/initiator_vm.py", "perf/scaleout_guest.py", "perf/rbd_backstores_guest.py")

@@ -26,7 +26,7 @@ allocations of its own thread only, but every one the system call makes.
 Run it on a test machine only: on a stock kernel, what it leaves stays
 until the next boot. Example:
 
-  upstream/reproducers/np_thread_fail.py iqn.2026-12.org.cxgbit-ext:np 127.0.0.1:3264
+  upstream/reproducers/np_thread_fail.py 127.0.0.1:3264 iqn.2026-12.org.cxgbit-ext:np
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # run as a script, it goes on under .venv, as every reproducer
 
 LIO = Path("/sys/kernel/config/target/iscsi")
 DEBUGFS = Path("/sys/kernel/debug")
@@ -151,26 +155,29 @@ class Portal:
             f.write_text("0")
         raise SystemExit(f"{f}: still on after 8 writes of 0")
 
-    def create(self, nth: int | None = None) -> OSError | None:
-        """Create (or switch on) with the nth allocation failing: None when
-        it went through, or its error."""
+    def create(self, nth: int = 0) -> tuple[OSError | None, bool]:
+        """Create (or switch on) with the nth allocation failing (none with
+        0): None when it went through, or its error; and whether the
+        failure happened (not when the step made fewer allocations)."""
         fd = os.open(self.np / self.switch, os.O_WRONLY) if self.switch else None
+        # opened and armed before the step: only the step's own
+        # allocations count; read back, it is 0 once the failure happened
+        nth_fd = os.open("/proc/thread-self/fail-nth", os.O_RDWR)
         try:
-            with open("/proc/thread-self/fail-nth", "w") as f:
-                f.write(f"{nth or 0}")
-                f.flush()
-                try:
-                    if fd is None:
-                        self.np.mkdir()
-                    else:
-                        os.write(fd, b"1")
-                    return None
-                except OSError as e:
-                    return e
-                finally:
-                    f.write("0")
-                    f.flush()
+            os.write(nth_fd, str(nth).encode())
+            try:
+                if fd is None:
+                    self.np.mkdir()
+                else:
+                    os.write(fd, b"1")
+                err = None
+            except OSError as e:
+                err = e
+            left = int(os.pread(nth_fd, 32, 0))
+            os.write(nth_fd, b"0")
+            return err, nth > 0 and left == 0
         finally:
+            os.close(nth_fd)
             if fd is not None:
                 os.close(fd)
 
@@ -181,29 +188,40 @@ class Portal:
 
 
 def run(iqn: str, ip: str, port: int, switch: str | None = None, module: str = "iscsi_target_mod",
-        limit: int = 2000) -> Outcome:  # fmt: skip
+        rounds: int = 20) -> Outcome:  # fmt: skip
     """Fail the portal's creation one allocation further each time until
-    its login thread's start fails, then create it again."""
+    its login thread's start fails, then create it again. How many
+    allocations come before the thread's varies from one attempt to the
+    next (the debug kernel's own bookkeeping), so a round that reaches the
+    step's last allocation without it starts again from the first."""
     every_allocation()
     portal = Portal(iqn, ip, port, switch)
     portal.prepare()
     out = Outcome(module, refs_before=refcnt(module))
     log = Kmsg()
     try:
-        for n in range(1, limit + 1):
-            err = portal.create(n)
-            said = _answer(err)
-            out.answers[said] = out.answers.get(said, 0) + 1
-            out.failed = n
-            if THREAD_FAILED in log.read():
-                out.answer = said
+        for _ in range(rounds):
+            n = 0
+            while out.answer == "":
+                n += 1
+                err, injected = portal.create(n)
+                said = _answer(err)
+                out.answers[said] = out.answers.get(said, 0) + 1
+                out.failed += injected
+                if THREAD_FAILED in log.read():
+                    out.answer = said
+                elif err is None:
+                    portal.undo()
+                if not injected:
+                    break
+            if out.answer:
                 break
-            if err is None:
-                portal.undo()
         else:
-            raise SystemExit(f"{limit} allocations failed and the login thread's start never did")
+            raise SystemExit(
+                f"{rounds} rounds of {out.failed} failed allocations and the login thread's start never failed"
+            )
         out.refs_after = refcnt(module)
-        err = portal.create()
+        err, _ = portal.create()
         out.again = _answer(err)
         portal.cleanup()
     finally:
@@ -213,13 +231,13 @@ def run(iqn: str, ip: str, port: int, switch: str | None = None, module: str = "
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("portal", type=common.portal, help="the portal to create, IP:PORT or [IPV6]:PORT")
     ap.add_argument("target", help="the target's IQN (its TPG 1 is created if missing)")
-    ap.add_argument("portal", help="IP:PORT, [IPV6]:PORT")
     ap.add_argument("--switch", choices=("cxgbit", "iser"), help="write the portal's offload switch instead")
     ap.add_argument("--module", default="iscsi_target_mod", help="the transport's module whose references count")
     a = ap.parse_args()
-    ip, _, port = a.portal.rpartition(":")
-    out = run(a.target, ip.strip("[]"), int(port), a.switch, a.module)
+    ip, port = a.portal
+    out = run(a.target, ip, port, a.switch, a.module)
     for line in out.lines():
         print(line)
     print("LEFT BEHIND: the portal's listener and its module's reference" if out.left_behind else "released")
