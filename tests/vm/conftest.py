@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 # configshell's Console binds sys.stdout as a default argument when first
 # imported: imported here, at collection, that is the session's capture,
@@ -182,6 +185,17 @@ def closed_by_peer(s: socket.socket, timeout: float = 10) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def reproducer(name: str) -> ModuleType:
+    """upstream/reproducers/NAME.py, imported to be called in the batch."""
+    path = TOP / "upstream/reproducers" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"reproducer_{name}", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def kmsg_mark(what: str) -> str:

@@ -22,17 +22,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import importlib.util
 import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import TypeVar
 
 import pytest
@@ -43,7 +40,7 @@ from iscsi_initiator.session import Connection, ConnectionClosed, LoginError, Pa
 from testbed import topo
 from testbed.kmod import insmod, rmmod
 
-from .conftest import CFS, PDU_INITIATOR, TOP, adapter_of, connection_lines, kmsg_mark, offloaded_target
+from .conftest import CFS, PDU_INITIATOR, adapter_of, connection_lines, kmsg_mark, offloaded_target, reproducer
 
 T = TypeVar("T")
 IQN = "iqn.2026-11.org.cxgbit-ext:faults"
@@ -638,16 +635,6 @@ def test_every_allocation_of_a_configuration_step_can_fail(faulty_target: None, 
     assert points > 0, f"{step}: no allocation was failed: the filter matched nothing"
 
 
-def np_thread_fail() -> ModuleType:
-    path = TOP / "upstream/reproducers/np_thread_fail.py"
-    spec = importlib.util.spec_from_file_location("np_thread_fail", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("transport", ("stock", "offload"))
 def test_a_portal_whose_login_thread_cannot_start_leaves_nothing(
     faulty_target: None, lio_core: str, transport: str
@@ -660,7 +647,7 @@ def test_a_portal_whose_login_thread_cannot_start_leaves_nothing(
     portal is created again; offloaded, its logins are offloaded."""
     if lio_core != "patched":
         pytest.skip(LOGIN_THREAD)
-    repro = np_thread_fail()
+    repro = reproducer("np_thread_fail")
     try:
         with topo.in_netns():
             if transport == "stock":

@@ -7,13 +7,10 @@ patched one; make test skips it and says why."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from rtslib_fb import TPG, FabricModule, NetworkPortal, Target
@@ -21,20 +18,10 @@ from rtslib_fb import TPG, FabricModule, NetworkPortal, Target
 from cxgbit_ext import topology
 from testbed import topo
 
-from .conftest import TOP, dmesg_since, insmod, kmsg_mark, target_at_erl
+from .conftest import dmesg_since, insmod, kmsg_mark, reproducer, target_at_erl
 
 IQN = "iqn.2026-11.org.cxgbit-ext:upstream"
 LINK = topo.LINKS[0]
-
-
-def reproducer(name: str) -> ModuleType:
-    path = TOP / "upstream/reproducers" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"reproducer_{name}", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
