@@ -43,15 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # run as a script, it goes on under .venv, as every reproducer
 
+from cxgbit_ext import portals
+
 LIO = Path("/sys/kernel/config/target/iscsi")
 DEBUGFS = Path("/sys/kernel/debug")
 THREAD_FAILED = "Unable to create kthread: iscsi_np"
 ULONG_MAX = (1 << 64) - 1
-
-
-def np_name(ip: str, port: int) -> str:
-    """A portal's directory name in LIO's configfs."""
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 def every_allocation() -> None:
@@ -126,7 +123,7 @@ class Portal:
 
     def __init__(self, iqn: str, ip: str, port: int, switch: str | None) -> None:
         self.tpg = LIO / iqn / "tpgt_1"
-        self.np = self.tpg / "np" / np_name(ip, port)
+        self.np = self.tpg / "np" / f"{portals.lio_ip(ip)}:{port}"
         self.switch = switch
         self.made: list[Path] = []
 
@@ -187,6 +184,26 @@ class Portal:
             d.rmdir()
 
 
+def _round(portal: Portal, log: Kmsg, out: Outcome) -> bool:
+    """Fail the step's allocation 1, 2, ... in turn: True once the login
+    thread's start is the one that failed, False once the step makes fewer
+    allocations than the one armed."""
+    n = 0
+    while True:
+        n += 1
+        err, injected = portal.create(n)
+        said = _answer(err)
+        out.answers[said] = out.answers.get(said, 0) + 1
+        out.failed += injected
+        if THREAD_FAILED in log.read():
+            out.answer = said
+            return True
+        if err is None:
+            portal.undo()
+        if not injected:
+            return False
+
+
 def run(iqn: str, ip: str, port: int, switch: str | None = None, module: str = "iscsi_target_mod",
         rounds: int = 20) -> Outcome:  # fmt: skip
     """Fail the portal's creation one allocation further each time until
@@ -200,23 +217,7 @@ def run(iqn: str, ip: str, port: int, switch: str | None = None, module: str = "
     out = Outcome(module, refs_before=refcnt(module))
     log = Kmsg()
     try:
-        for _ in range(rounds):
-            n = 0
-            while out.answer == "":
-                n += 1
-                err, injected = portal.create(n)
-                said = _answer(err)
-                out.answers[said] = out.answers.get(said, 0) + 1
-                out.failed += injected
-                if THREAD_FAILED in log.read():
-                    out.answer = said
-                elif err is None:
-                    portal.undo()
-                if not injected:
-                    break
-            if out.answer:
-                break
-        else:
+        if not any(_round(portal, log, out) for _ in range(rounds)):
             raise SystemExit(
                 f"{rounds} rounds of {out.failed} failed allocations and the login thread's start never failed"
             )
