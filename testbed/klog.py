@@ -176,6 +176,49 @@ def _task(lines: list[str]) -> str | None:
     return next((m.group(1) for x in lines if (m := _PID.search(x))), None)
 
 
+# KCSAN (the -kcsan debug kernels) reports the data races it samples in
+# the whole kernel, and the core's known ones (net, mm, fs: syzbot lists
+# hundreds) come in any batch. The lane judges the module: a report with no
+# frame of one of its modules ([cxgbit_ext], [cxgbit_ext_cxgb4], the
+# example backend's) in either access's stack, nor in its title, is set
+# aside and listed (kcsan_elsewhere); one with such a frame counts as any
+# report. kernel/kcsan/report.c frames each report with a rule of "="s;
+# a report without its closing rule within _KCSAN_MOST lines is not read
+# as whole, and counts.
+_KCSAN = re.compile(r"BUG: KCSAN: ")
+_KCSAN_RULE = re.compile(r"(?:^|\] )={40,}\s*$")
+_KCSAN_MOST = 200
+_OURS = re.compile(r"\[cxgbit_ext\w*\]")
+
+
+def _kcsan_blocks(lines: list[str]) -> dict[int, range]:
+    """The KCSAN reports with no frame of the module: title line -> lines."""
+    out: dict[int, range] = {}
+    for i, line in enumerate(lines):
+        if not _KCSAN.search(line):
+            continue
+        start = i - 1 if i > 0 and _KCSAN_RULE.search(lines[i - 1]) else i
+        end = next((j for j in range(i + 1, min(len(lines), i + _KCSAN_MOST)) if _KCSAN_RULE.search(lines[j])), None)
+        if end is not None and not any(_OURS.search(x) for x in lines[i : end + 1]):
+            out[i] = range(start, end + 1)
+    return out
+
+
+def kcsan_elsewhere(lines: Iterable[str]) -> list[str]:
+    """The titles of the data-race reports bad_lines() sets aside."""
+    lines = [line.rstrip("\n") for line in lines]
+    return [lines[i] for i in sorted(_kcsan_blocks(lines))]
+
+
+def _known(lines: list[str]) -> set[int]:
+    """Indices of the lines set aside: the initiator's WARN, injected
+    failures' own reports, data races outside the module."""
+    known = _initiator_blocks(lines) | _injected_blocks(lines)
+    for block in _kcsan_blocks(lines).values():
+        known.update(block)
+    return known
+
+
 def known_initiator_warns(lines: Iterable[str]) -> list[str]:
     """The workqueue lines of the initiator-side WARNs bad_lines() sets aside."""
     lines = [line.rstrip("\n") for line in lines]
@@ -185,7 +228,7 @@ def known_initiator_warns(lines: Iterable[str]) -> list[str]:
 def bad_lines(lines: Iterable[str]) -> list[str]:
     """Return the lines of a kernel log that report a kernel problem."""
     lines = [line.rstrip("\n") for line in lines]
-    known = _initiator_blocks(lines) | _injected_blocks(lines)
+    known = _known(lines)
     return [line for i, line in enumerate(lines) if i not in known and _BAD.search(line)]
 
 
@@ -197,7 +240,7 @@ def report(lines: Iterable[str], before: int = 2, after: int = 30, most: int = 1
     every bad line, and "..." where lines were left out.
     """
     lines = [line.rstrip("\n") for line in lines]
-    known = _initiator_blocks(lines) | _injected_blocks(lines)
+    known = _known(lines)
     keep: set[int] = set()
     for i, line in enumerate(lines):
         if i not in known and _BAD.search(line):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testbed.klog import bad_lines, known_initiator_warns, report
+from testbed.klog import bad_lines, kcsan_elsewhere, known_initiator_warns, report
 
 CLEAN = """\
 [    0.000000] Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org)
@@ -292,3 +292,66 @@ def test_an_injected_failure_with_a_deep_stack_is_set_aside() -> None:
     cut = [*DEEP[:-30], *WQ_WARN, DEEP[-1]]
     assert "[ 4019.092326] Call Trace:" in bad_lines(cut)
     assert any("cut here" in ln for ln in bad_lines(cut))
+
+
+# Two KCSAN reports as kernel/kcsan/report.c lays them out (6.1 and 6.12):
+# a race in the core with no frame of ours, and one whose second access is
+# made by the module
+KCSAN_ELSEWHERE = """\
+[  210.000001] ==================================================================
+[  210.000002] BUG: KCSAN: data-race in tcp_ack / tcp_sendmsg_locked
+[  210.000003]
+[  210.000004] write to 0xffff888005a3c1d8 of 4 bytes by interrupt on cpu 1:
+[  210.000005]  tcp_ack+0x1a4/0x2a10
+[  210.000006]  tcp_rcv_established+0x2c1/0xe90
+[  210.000007]  tcp_v4_do_rcv+0x1c8/0x4b0
+[  210.000008]
+[  210.000009] read to 0xffff888005a3c1d8 of 4 bytes by task 388 on cpu 0:
+[  210.000010]  tcp_sendmsg_locked+0x7e/0x1a20
+[  210.000011]  tcp_sendmsg+0x2d/0x50
+[  210.000012]
+[  210.000013] value changed: 0x000a1c2e -> 0x000a1c30
+[  210.000014]
+[  210.000015] Reported by Kernel Concurrency Sanitizer on:
+[  210.000016] CPU: 0 UID: 0 PID: 388 Comm: fio Not tainted 6.12.118+deb12-amd64-kcsan #1
+[  210.000017] Hardware name: QEMU Standard PC (Q35 + ICH9, 2009), BIOS 1.16.2-debian-1.16.2-1 04/01/2014
+[  210.000018] ==================================================================
+""".splitlines()
+KCSAN_OURS = """\
+[  211.000001] ==================================================================
+[  211.000002] BUG: KCSAN: data-race in cxe_adapter_stats_read [cxgbit_ext] / cxe_rx_pdu [cxgbit_ext]
+[  211.000003]
+[  211.000004] write to 0xffff888006b1e0a0 of 8 bytes by task 401 on cpu 1:
+[  211.000005]  cxe_rx_pdu+0x33c/0x8e0 [cxgbit_ext]
+[  211.000006]  iscsi_target_rx_thread+0x97/0x1a0 [iscsi_target_mod]
+[  211.000007]
+[  211.000008] read to 0xffff888006b1e0a0 of 8 bytes by task 512 on cpu 0:
+[  211.000009]  cxe_adapter_stats_read+0x5d/0x120 [cxgbit_ext]
+[  211.000010]  configfs_read_iter+0xd1/0x1f0
+[  211.000011]
+[  211.000012] value changed: 0x0000000000000010 -> 0x0000000000000011
+[  211.000013]
+[  211.000014] Reported by Kernel Concurrency Sanitizer on:
+[  211.000015] CPU: 0 UID: 0 PID: 512 Comm: cat Tainted: G           OE      6.12.118+deb12-amd64-kcsan #1
+[  211.000016] ==================================================================
+""".splitlines()
+
+
+def test_a_data_race_outside_the_module_is_set_aside_and_said() -> None:
+    log = CLEAN + KCSAN_ELSEWHERE + CLEAN
+    assert bad_lines(log) == []
+    assert kcsan_elsewhere(log) == ["[  210.000002] BUG: KCSAN: data-race in tcp_ack / tcp_sendmsg_locked"]
+
+
+def test_a_data_race_with_a_frame_of_the_module_counts() -> None:
+    log = KCSAN_ELSEWHERE + KCSAN_OURS
+    assert bad_lines(log) == [KCSAN_OURS[1]]
+    assert kcsan_elsewhere(log) == [KCSAN_ELSEWHERE[1]]
+    # the report's context names both accesses' module frames
+    assert any("cxe_rx_pdu+0x33c" in line for line in report(log))
+
+
+def test_a_data_race_report_cut_short_counts() -> None:
+    # no closing rule: the report cannot be read whole, so it is not set aside
+    cut = KCSAN_ELSEWHERE[:12]
+    assert bad_lines(cut) == [cut[1]]
