@@ -145,9 +145,12 @@ cxgb4-test: modules
 # UBSAN, lockdep, debugobjects, list debugging, kmemleak, fault injection:
 # scripts/build-debug-kernel, built once per version and config, then
 # reused); any report of theirs, and any kmemleak object left after the
-# run, fails it (testbed/run, testbed/klog.py). What runs, by what it
-# covers: module load and unload, backend modules (the example's adopted
-# connections), steering and hand-back, adapters and netdev events, the
+# run, fails it (testbed/run, testbed/klog.py). DEBUG_VARIANT=kcsan runs
+# the same on the KCSAN variant instead (-kcsan), where a data race with
+# a frame of the module fails it and the others are listed. What runs,
+# by what it covers: module load and unload, backend modules (the
+# example's adopted connections), steering and hand-back, adapters and
+# netdev events, the
 # PDU suite (every PDU path and digest, through soft0 and through the
 # cxgb4 glue on the stand-in) and the fuzz, T10-PI made as write data is
 # placed and in the PDU layer's own pass, the glue's connections,
@@ -163,10 +166,11 @@ DEBUG_TESTS ?= tests/vm/test_module.py tests/vm/test_example_backend.py tests/vm
 # alone, which this lane does not judge; the module's part in them (the
 # SYN handed to stock) is the steering tests'.
 DEBUG_SELECT ?= not mainline and not (test_pdu_suite and stock) and not (test_pdu_fuzz and stock)
-DEBUG_KVERS = $(addsuffix -dbg,$(KVERS))
+DEBUG_VARIANT ?= dbg
+DEBUG_KVERS = $(addsuffix -$(DEBUG_VARIANT),$(KVERS))
 DEBUG_TIMEOUT ?= 10800
 debug-test:
-	@set -e; for k in $(KVERS); do $(TOP)/scripts/build-debug-kernel --dwarf none $$k >/dev/null; done
+	@set -e; for k in $(DEBUG_KVERS); do $(TOP)/scripts/build-debug-kernel --dwarf none $$k >/dev/null; done
 	$(TOP)/scripts/build-kmod $(DEBUG_KVERS)
 	@mkdir -p $(BUILD)/results; pids=""; for k in $(DEBUG_KVERS); do \
 		$(PY) $(TOP)/testbed/run --kernel $$k --timeout $(DEBUG_TIMEOUT) --results $(BUILD)/results/$$k \

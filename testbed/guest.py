@@ -17,6 +17,7 @@ TOP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOP))
 
 from testbed import topo  # noqa: E402
+from testbed.kmod import debug_release  # noqa: E402
 
 
 def prepare(kver: str, results: Path, veth: bool = True) -> None:
@@ -37,7 +38,7 @@ def prepare(kver: str, results: Path, veth: bool = True) -> None:
     (results / "rootfs.txt").write_text(root_fs + "\n")
     # Report a task stuck for 30 s (Debian's default is 120 s); 120 s on a
     # debug kernel (scripts/build-debug-kernel), several times slower
-    Path("/proc/sys/kernel/hung_task_timeout_secs").write_text("120\n" if kver.endswith("-dbg") else "30\n")
+    Path("/proc/sys/kernel/hung_task_timeout_secs").write_text("120\n" if debug_release(kver) else "30\n")
     if not Path("/sys/kernel/config/target").exists():
         subprocess.run(["modprobe", "target_core_mod"], check=True)
     if not os.path.ismount("/sys/kernel/config"):

@@ -37,6 +37,17 @@ def resolve_kernel(name: str) -> str:
     sys.exit(f"testbed: kernel {name!r} is not installed; installed: {' '.join(kernels)}")
 
 
+# The releases of scripts/build-debug-kernel: <Debian's release>-dbg (KASAN,
+# UBSAN, lockdep, debugobjects, kmemleak, fault injection) and -kcsan
+# (KCSAN). Both run several times slower than Debian's under TCG.
+DEBUG_SUFFIXES = ("-dbg", "-kcsan")
+
+
+def debug_release(release: str) -> bool:
+    """Whether ``release`` is one of scripts/build-debug-kernel's kernels."""
+    return release.endswith(DEBUG_SUFFIXES)
+
+
 def module_ko(kver: str | None = None) -> Path:
     """build/<kver>/cxgbit_ext.ko for the running kernel (or ``kver``)."""
     return TOP / "build" / (kver or os.uname().release) / "cxgbit_ext.ko"

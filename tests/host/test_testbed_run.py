@@ -87,3 +87,17 @@ def test_a_guest_that_ends_gives_its_exit_code(tmp_path: Path) -> None:
     assert run.wait_guest(proc, console, timeout=120) == (7, False, None)
     slow = subprocess.Popen(["sleep", "600"], start_new_session=True)
     assert run.wait_guest(slow, console, timeout=3) == (-1, True, None)
+
+
+def test_a_debug_kernels_checker_options_come_from_its_config(tmp_path: Path) -> None:
+    # the -dbg kernel's checkers get their boot options and the kmemleak
+    # scan; the -kcsan kernel has neither KASAN nor kmemleak, and a
+    # kmemleak=on would be an unknown option handed to init
+    run = load_run()
+    for name, config, want in (
+        ("dbg", "CONFIG_KASAN=y\nCONFIG_DEBUG_KMEMLEAK=y\n", {"KASAN", "DEBUG_KMEMLEAK"}),
+        ("kcsan", "CONFIG_KCSAN=y\n# CONFIG_KASAN is not set\n# CONFIG_DEBUG_KMEMLEAK is not set\n", set()),
+    ):
+        (tmp_path / name / "build").mkdir(parents=True)
+        (tmp_path / name / "build/.config").write_text(config)
+        assert run.checkers(tmp_path / name) == want, name

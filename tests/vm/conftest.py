@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import os
 import socket
@@ -28,7 +29,7 @@ from iscsi_initiator import iscsiadm
 from iscsi_initiator.session import Connection, ScsiError
 from testbed import topo
 from testbed.klog import bad_lines, report
-from testbed.kmod import CXGB4_BACKEND, backend_ko, insmod
+from testbed.kmod import CXGB4_BACKEND, backend_ko, debug_release, insmod
 from tests.vm import shares
 
 TOP = Path(__file__).resolve().parents[2]
@@ -164,9 +165,20 @@ def module_ko(kver: str, lio_core: str) -> Path:
 
 
 def debug_kernel() -> bool:
-    """A debug kernel (scripts/build-debug-kernel's release, "-dbg"): KASAN
-    under TCG makes it several times slower than Debian's."""
-    return os.uname().release.endswith("-dbg")
+    """A debug kernel (scripts/build-debug-kernel's release, -dbg or -kcsan):
+    its checkers under TCG make it several times slower than Debian's."""
+    return debug_release(os.uname().release)
+
+
+def kernel_has(symbol: str) -> bool:
+    """Whether the running kernel was built with CONFIG_<symbol>=y: its
+    /proc/config.gz (the debug kernels'), else Debian's /boot/config-*."""
+    proc = Path("/proc/config.gz")
+    if proc.exists():
+        text = gzip.decompress(proc.read_bytes()).decode()
+    else:
+        text = Path(f"/boot/config-{os.uname().release}").read_text()
+    return f"CONFIG_{symbol}=y" in text.splitlines()
 
 
 def dmesg() -> list[str]:
