@@ -182,13 +182,16 @@ def _task(lines: list[str]) -> str | None:
 # frame of one of its modules ([cxgbit_ext], [cxgbit_ext_cxgb4], the
 # example backend's) in either access's stack, nor in its title, is set
 # aside and listed (kcsan_elsewhere); one with such a frame counts as any
-# report. kernel/kcsan/report.c frames each report with a rule of "="s;
-# a report without its closing rule within _KCSAN_MOST lines is not read
-# as whole, and counts.
+# report. The trailer after "Reported by ..." names the reporting CPU and
+# the work item it ran ("Workqueue: events cxe_gate_work [cxgbit_ext]"),
+# not an access, and is not read for it. kernel/kcsan/report.c frames
+# each report with a rule of "="s; a report without its closing rule
+# within _KCSAN_MOST lines is not read as whole, and counts.
 _KCSAN = re.compile(r"BUG: KCSAN: ")
 _KCSAN_RULE = re.compile(r"(?:^|\] )={40,}\s*$")
 _KCSAN_MOST = 200
 _OURS = re.compile(r"\[cxgbit_ext\w*\]")
+_KCSAN_TRAILER = re.compile(r"Reported by Kernel Concurrency Sanitizer on:")
 
 
 def _kcsan_blocks(lines: list[str]) -> dict[int, range]:
@@ -199,7 +202,10 @@ def _kcsan_blocks(lines: list[str]) -> dict[int, range]:
             continue
         start = i - 1 if i > 0 and _KCSAN_RULE.search(lines[i - 1]) else i
         end = next((j for j in range(i + 1, min(len(lines), i + _KCSAN_MOST)) if _KCSAN_RULE.search(lines[j])), None)
-        if end is not None and not any(_OURS.search(x) for x in lines[i : end + 1]):
+        if end is None:
+            continue
+        trailer = next((j for j in range(i + 1, end) if _KCSAN_TRAILER.search(lines[j])), end)
+        if not any(_OURS.search(x) for x in lines[i:trailer]):
             out[i] = range(start, end + 1)
     return out
 

@@ -355,3 +355,15 @@ def test_a_data_race_report_cut_short_counts() -> None:
     # no closing rule: the report cannot be read whole, so it is not set aside
     cut = KCSAN_ELSEWHERE[:12]
     assert bad_lines(cut) == [cut[1]]
+
+
+# A report of the 6.12 KCSAN kernel: the race is the workqueue core's own
+# (a worker's read at unknown origin); the module is named only on the
+# "Workqueue:" line of the reporting CPU's trailer, as the work it ran
+KCSAN_TRAILER = (Path(__file__).parent / "data/kcsan-workqueue-line.log").read_text().splitlines()
+
+
+def test_a_data_race_naming_the_module_only_in_its_trailer_is_set_aside() -> None:
+    assert any("[cxgbit_ext]" in line for line in KCSAN_TRAILER)
+    assert bad_lines(KCSAN_TRAILER) == []
+    assert kcsan_elsewhere(KCSAN_TRAILER) == [KCSAN_TRAILER[1]]
