@@ -182,16 +182,26 @@ def _task(lines: list[str]) -> str | None:
 # frame of one of its modules ([cxgbit_ext], [cxgbit_ext_cxgb4], the
 # example backend's) in either access's stack, nor in its title, is set
 # aside and listed (kcsan_elsewhere); one with such a frame counts as any
-# report. The trailer after "Reported by ..." names the reporting CPU and
-# the work item it ran ("Workqueue: events cxe_gate_work [cxgbit_ext]"),
-# not an access, and is not read for it. kernel/kcsan/report.c frames
-# each report with a rule of "="s; a report without its closing rule
-# within _KCSAN_MOST lines is not read as whole, and counts.
-_KCSAN = re.compile(r"BUG: KCSAN: ")
-_KCSAN_RULE = re.compile(r"(?:^|\] )={40,}\s*$")
+# report. Only the frames that made an access are read: an access "by
+# interrupt" has the interrupted task's frames below the interrupt's entry
+# (handle_softirqs, __do_softirq, an IRQ's sysvec_/asm_ stub), which did
+# not make it (a softirq run as the module's send enabled BHs); and the
+# trailer after "Reported by ..." names the reporting CPU and the work it
+# ran ("Workqueue: events cxe_gate_work [cxgbit_ext]"), not an access.
+# kernel/kcsan/report.c frames each report with a rule of "="s; a report
+# without its closing rule within _KCSAN_MOST lines is not read as whole,
+# and counts.
+# (at a line's start, after its timestamp: a test's teardown quotes reports)
+_KCSAN = re.compile(r"^(?:\[[^]]*\] )?BUG: KCSAN: ")
+_KCSAN_RULE = re.compile(r"^(?:\[[^]]*\] ?)?={40,}\s*$")
 _KCSAN_MOST = 200
 _OURS = re.compile(r"\[cxgbit_ext\w*\]")
 _KCSAN_TRAILER = re.compile(r"Reported by Kernel Concurrency Sanitizer on:")
+_KCSAN_ACCESS = re.compile(r"\bto 0x[0-9a-f]+ of \d+ bytes by ")
+_IRQ_ENTRY = re.compile(
+    r"\] +(?:handle_softirqs|__do_softirq|do_softirq|__irq_exit_rcu|irq_exit_rcu"
+    r"|(?:asm_|__)?sysvec_\w+|asm_common_interrupt|common_interrupt)\+"
+)
 
 
 def _kcsan_blocks(lines: list[str]) -> dict[int, range]:
@@ -204,10 +214,25 @@ def _kcsan_blocks(lines: list[str]) -> dict[int, range]:
         end = next((j for j in range(i + 1, min(len(lines), i + _KCSAN_MOST)) if _KCSAN_RULE.search(lines[j])), None)
         if end is None:
             continue
-        trailer = next((j for j in range(i + 1, end) if _KCSAN_TRAILER.search(lines[j])), end)
-        if not any(_OURS.search(x) for x in lines[i:trailer]):
+        if not _kcsan_ours(lines[i:end]):
             out[i] = range(start, end + 1)
     return out
+
+
+def _kcsan_ours(report: list[str]) -> bool:
+    """Whether a KCSAN report (its title to its closing rule) has a frame of
+    the module among those that made an access."""
+    made = True  # the title names the accesses' own top frames
+    for line in report:
+        if _KCSAN_TRAILER.search(line):
+            return False
+        if _KCSAN_ACCESS.search(line):
+            made = True
+        elif _IRQ_ENTRY.search(line):
+            made = False
+        if made and _OURS.search(line):
+            return True
+    return False
 
 
 def kcsan_elsewhere(lines: Iterable[str]) -> list[str]:

@@ -367,3 +367,33 @@ def test_a_data_race_naming_the_module_only_in_its_trailer_is_set_aside() -> Non
     assert any("[cxgbit_ext]" in line for line in KCSAN_TRAILER)
     assert bad_lines(KCSAN_TRAILER) == []
     assert kcsan_elsewhere(KCSAN_TRAILER) == [KCSAN_TRAILER[1]]
+
+
+# Another of the 6.12 KCSAN kernel's: the open-iscsi initiator's own race
+# (libiscsi's task kfifo), one access in a softirq that ran on the stack
+# of the module's send (cxe_tx_flush -> tcp_sendmsg -> ... -> do_softirq)
+KCSAN_INTERRUPTED = (Path(__file__).parent / "data/kcsan-interrupted-module.log").read_text().splitlines()
+
+
+def test_a_data_race_in_an_interrupt_over_the_module_is_set_aside() -> None:
+    assert any("cxe_tx_flush" in line for line in KCSAN_INTERRUPTED)
+    assert bad_lines(KCSAN_INTERRUPTED) == []
+    assert kcsan_elsewhere(KCSAN_INTERRUPTED) == [KCSAN_INTERRUPTED[1]]
+
+
+def test_a_data_race_made_by_the_module_in_a_softirq_counts() -> None:
+    # the module's frame above the softirq's entry made the access
+    ours = [
+        line.replace("iscsi_sw_tcp_data_ready+0xf7/0x2d0 [iscsi_tcp]", "cxe_gate_data_ready+0x5e/0x140 [cxgbit_ext]")
+        for line in KCSAN_INTERRUPTED
+    ]
+    assert bad_lines(ours) == [ours[1]]
+
+
+def test_a_line_quoting_a_data_race_is_not_read_as_one() -> None:
+    # a test's teardown logs the report it failed on, flattened to one line:
+    # that line counts as the failure it says, and takes no report's lines
+    quote = "[  230.668841] cxe-test: teardown failed t: AssertionError: ... " + " ".join(KCSAN_TRAILER)
+    log = [quote, *KCSAN_ELSEWHERE]
+    assert bad_lines(log) == [quote]
+    assert kcsan_elsewhere(log) == [KCSAN_ELSEWHERE[1]]
