@@ -319,14 +319,14 @@ KCSAN_ELSEWHERE = """\
 """.splitlines()
 KCSAN_OURS = """\
 [  211.000001] ==================================================================
-[  211.000002] BUG: KCSAN: data-race in cxe_adapter_stats_read [cxgbit_ext] / cxe_rx_pdu [cxgbit_ext]
+[  211.000002] BUG: KCSAN: data-race in cxe_adapter_ddp_show [cxgbit_ext] / cxe_rx_pdu [cxgbit_ext]
 [  211.000003]
 [  211.000004] write to 0xffff888006b1e0a0 of 8 bytes by task 401 on cpu 1:
 [  211.000005]  cxe_rx_pdu+0x33c/0x8e0 [cxgbit_ext]
 [  211.000006]  iscsi_target_rx_thread+0x97/0x1a0 [iscsi_target_mod]
 [  211.000007]
 [  211.000008] read to 0xffff888006b1e0a0 of 8 bytes by task 512 on cpu 0:
-[  211.000009]  cxe_adapter_stats_read+0x5d/0x120 [cxgbit_ext]
+[  211.000009]  cxe_adapter_ddp_show+0x5d/0x120 [cxgbit_ext]
 [  211.000010]  configfs_read_iter+0xd1/0x1f0
 [  211.000011]
 [  211.000012] value changed: 0x0000000000000010 -> 0x0000000000000011
