@@ -150,9 +150,8 @@ cxgb4-test: modules
 # a frame of the module fails it and the others are listed. What runs,
 # by what it covers: module load and unload, backend modules (the
 # example's adopted connections), steering and hand-back, adapters and
-# netdev events, the
-# PDU suite (every PDU path and digest, through soft0 and through the
-# cxgb4 glue on the stand-in) and the fuzz, T10-PI made as write data is
+# netdev events, the PDU suite (every PDU path and digest, through soft0
+# and through the cxgb4 glue on the stand-in) and the fuzz, T10-PI made as write data is
 # placed and in the PDU layer's own pass, the glue's connections,
 # recovery and detach, rmmod and resets under load, shared reservations'
 # held commands, internal nexuses and agent channel. Left out, and why:

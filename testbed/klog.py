@@ -199,7 +199,7 @@ _OURS = re.compile(r"\[cxgbit_ext\w*\]")
 _KCSAN_TRAILER = re.compile(r"Reported by Kernel Concurrency Sanitizer on:")
 _KCSAN_ACCESS = re.compile(r"\bto 0x[0-9a-f]+ of \d+ bytes by ")
 _IRQ_ENTRY = re.compile(
-    r"\] +(?:handle_softirqs|__do_softirq|do_softirq|__irq_exit_rcu|irq_exit_rcu"
+    r"^(?:\[[^]]*\])? +(?:handle_softirqs|__do_softirq|do_softirq|__irq_exit_rcu|irq_exit_rcu"
     r"|(?:asm_|__)?sysvec_\w+|asm_common_interrupt|common_interrupt)\+"
 )
 
